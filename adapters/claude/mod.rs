@@ -1,0 +1,85 @@
+//! Claude Code: `$CLAUDE_CONFIG_DIR/projects/<escaped cwd>/<session uuid>.jsonl`, with subagent
+//! transcripts in `<session uuid>/subagents/agent-<id>.jsonl`.
+
+mod read;
+mod scan;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use crate::adapter::{Adapter, Summary};
+use crate::session::Session;
+
+pub struct Claude;
+
+pub static ADAPTER: Claude = Claude;
+
+pub const NAME: &str = "claude";
+
+impl Adapter for Claude {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn display_name(&self) -> &'static str {
+        "Claude Code"
+    }
+
+    fn home_env(&self) -> &'static str {
+        "CLAUDE_CONFIG_DIR"
+    }
+
+    fn default_home(&self) -> Option<PathBuf> {
+        dirs::home_dir().map(|h| h.join(".claude"))
+    }
+
+    fn default_context_window(&self) -> u64 {
+        // Claude Sonnet / Opus 4.x: 200k tokens (1M is an opt-in beta).
+        200_000
+    }
+
+    fn default_reserved_tokens(&self) -> u64 {
+        // Claude Code's system prompt and tool definitions take about 15-20k tokens; the rest is
+        // room for the answer and the auto-compact margin.
+        40_000
+    }
+
+    fn ids(&self, home: &Path) -> Vec<(String, PathBuf)> {
+        scan::session_files(home)
+            .into_iter()
+            .map(|p| (p.file_stem().unwrap_or_default().to_string_lossy().into_owned(), p))
+            .collect()
+    }
+
+    fn store_dirs(&self, home: &Path) -> Vec<PathBuf> {
+        vec![home.join("projects")]
+    }
+
+    fn list(&self, home: &Path) -> Result<Vec<Summary>> {
+        scan::list(home)
+    }
+
+    fn read(&self, path: &Path, _home: Option<&Path>) -> Result<Session> {
+        read::read(path)
+    }
+
+    fn claims(&self, path: &Path, head: &[u8]) -> bool {
+        let under_projects = path.components().any(|c| c.as_os_str() == "projects");
+        let ext_ok = path.extension().is_some_and(|e| e == "jsonl");
+        // Claude lines carry `sessionId` and `uuid`/`parentUuid`; Codex lines never do.
+        let looks = crate::jsonl::contains(head, b"\"sessionId\"")
+            && (crate::jsonl::contains(head, b"\"parentUuid\"")
+                || crate::jsonl::contains(head, b"\"leafUuid\""));
+        ext_ok && (looks || (under_projects && !crate::jsonl::contains(head, b"\"payload\"")))
+    }
+}
+
+/// Whether a path is a subagent transcript (`.../<session>/subagents/agent-<id>.jsonl`).
+pub(crate) fn subagent_parent(path: &Path) -> Option<String> {
+    let parent = path.parent()?;
+    if parent.file_name()? != "subagents" {
+        return None;
+    }
+    Some(parent.parent()?.file_name()?.to_string_lossy().into_owned())
+}

@@ -1,0 +1,599 @@
+//! Reads a Claude Code transcript into the neutral model, choosing the branch Claude Code itself
+//! would load.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use anyhow::Result;
+use serde_json::{Value, json};
+
+use crate::jsonl::{self, Line, str_field};
+use crate::session::{Message, Role, Session, SubagentLink, Timestamp, Todo, TodoStatus};
+
+/// Line types that are part of the `parentUuid` chain.
+const CHAIN_TYPES: &[&str] = &["user", "assistant", "attachment", "system", "progress"];
+
+/// Known line types that hold no conversation (UI state, request records, bookkeeping).
+const NON_CONVERSATION_TYPES: &[&str] = &[
+    "summary",
+    "custom-title",
+    "ai-title",
+    "last-prompt",
+    "tag",
+    "mode",
+    "permission-mode",
+    "file-history-snapshot",
+    "file-history-delta",
+    "queue-operation",
+    "content-replacement",
+    "worktree-state",
+    "pr-link",
+    "agent-name",
+    "cost-state",
+    "atis-latch",
+    "tools-used",
+    "api-request-shape",
+    "api-request-blob",
+    "api-request",
+];
+
+/// Tools whose input names a file they write.
+const WRITE_TOOLS: &[&str] = &["Write", "Edit", "MultiEdit", "NotebookEdit"];
+
+struct Entry {
+    line: usize,
+    kind: String,
+    uuid: Option<String>,
+    parent: Option<String>,
+    logical_parent: Option<String>,
+    sidechain: bool,
+    timestamp: Option<String>,
+    value: Value,
+}
+
+pub fn read(path: &Path) -> Result<Session> {
+    let subagent_of = super::subagent_parent(path);
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut session = Session::new(
+        super::NAME,
+        if subagent_of.is_some() {
+            "claude-subagent"
+        } else {
+            "claude-jsonl"
+        },
+        stem.clone(),
+    );
+    session.source_path = Some(path.display().to_string());
+
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut custom_title: Option<String> = None;
+    let mut ai_title: Option<String> = None;
+    let mut summaries: Vec<Value> = Vec::new();
+    let mut last_prompt: Option<String> = None;
+    let mut tags: Vec<Value> = Vec::new();
+    let mut session_id: Option<String> = None;
+    let mut version: Option<String> = None;
+    let mut branch: Option<String> = None;
+    let mut cwd: Option<String> = None;
+    let mut first_ts: Option<String> = None;
+    let mut last_ts: Option<String> = None;
+    let mut entrypoint: Option<String> = None;
+    let mut not_an_object = 0usize;
+
+    let pass = jsonl::for_each_line(path, |no, line| {
+        let Line::Json(v) = line else { return Ok(()) };
+        let Some(kind) = str_field(&v, "type").map(str::to_string) else {
+            not_an_object += 1;
+            *session
+                .stats
+                .unknown_types
+                .entry("<no type>".into())
+                .or_default() += 1;
+            return Ok(());
+        };
+        if let Some(ts) = str_field(&v, "timestamp") {
+            if first_ts.is_none() {
+                first_ts = Some(ts.to_string());
+            }
+            last_ts = Some(ts.to_string());
+        }
+        if let Some(s) = str_field(&v, "sessionId") {
+            session_id.get_or_insert_with(|| s.to_string());
+        }
+        if let Some(s) = str_field(&v, "version") {
+            version = Some(s.to_string());
+        }
+        if let Some(s) = str_field(&v, "gitBranch") {
+            branch = Some(s.to_string());
+        }
+        if let Some(s) = str_field(&v, "cwd") {
+            cwd.get_or_insert_with(|| s.to_string());
+        }
+        if let Some(s) = str_field(&v, "entrypoint") {
+            entrypoint.get_or_insert_with(|| s.to_string());
+        }
+        match kind.as_str() {
+            k if CHAIN_TYPES.contains(&k) => {
+                entries.push(Entry {
+                    line: no,
+                    uuid: str_field(&v, "uuid").map(str::to_string),
+                    parent: str_field(&v, "parentUuid").map(str::to_string),
+                    logical_parent: str_field(&v, "logicalParentUuid").map(str::to_string),
+                    sidechain: v.get("isSidechain").and_then(Value::as_bool) == Some(true),
+                    timestamp: str_field(&v, "timestamp").map(str::to_string),
+                    kind,
+                    value: v,
+                });
+            }
+            "custom-title" => custom_title = str_field(&v, "customTitle").map(str::to_string),
+            "ai-title" => {
+                ai_title = str_field(&v, "aiTitle")
+                    .or_else(|| str_field(&v, "title"))
+                    .map(str::to_string)
+            }
+            "summary" => summaries.push(v),
+            "last-prompt" => last_prompt = str_field(&v, "lastPrompt").map(str::to_string),
+            "tag" => tags.push(v),
+            k if NON_CONVERSATION_TYPES.contains(&k) => {
+                *session.stats.skipped_types.entry(kind).or_default() += 1;
+            }
+            _ => *session.stats.unknown_types.entry(kind).or_default() += 1,
+        }
+        Ok(())
+    })?;
+    jsonl::record_pass(&mut session, &pass);
+
+    if let Some(id) = session_id.clone() {
+        if subagent_of.is_none() {
+            session.id = id;
+        } else {
+            // A subagent's lines carry the parent's session id; its own id is the file's.
+            session.parent_id = Some(id);
+        }
+    }
+    if let Some(p) = &subagent_of
+        && session.parent_id.is_none()
+    {
+        session.parent_id = Some(p.clone());
+    }
+    session.source_version = version;
+    session.cwd = cwd;
+    if let Some(b) = branch {
+        session.git = Some(crate::session::GitInfo {
+            branch: Some(b),
+            commit: None,
+            remote: None,
+        });
+    }
+    session.created = first_ts.as_deref().map(Timestamp::parse);
+    session.updated = last_ts.as_deref().map(Timestamp::parse);
+    if let Some(e) = entrypoint {
+        session.extra.insert("entrypoint".into(), json!(e));
+    }
+    if !summaries.is_empty() {
+        session.extra.insert("summaries".into(), Value::Array(summaries));
+    }
+    if let Some(p) = &last_prompt {
+        session.extra.insert("last_prompt".into(), json!(p));
+    }
+    if !tags.is_empty() {
+        session.extra.insert("tags".into(), Value::Array(tags));
+    }
+    if let Some(t) = &ai_title {
+        session.extra.insert("ai_title".into(), json!(t));
+    }
+
+    if entries.is_empty() {
+        if pass.lines > 0 && not_an_object == pass.lines {
+            session.warn(
+                None,
+                format!("{} is not a Claude Code transcript: no line has a `type`", path.display()),
+            );
+        } else {
+            session.warn(None, "no conversation lines in this transcript".to_string());
+        }
+    }
+
+    let active = active_lines(&entries, subagent_of.is_some(), &mut session);
+    let mut todos: Option<Vec<Todo>> = None;
+    for e in entries.iter().filter(|e| active.contains(&e.line)) {
+        convert(e, &mut session, &mut todos);
+    }
+    if let Some(t) = todos {
+        session.todos = t;
+    }
+
+    session.title = custom_title
+        .or(ai_title)
+        .or_else(|| session.first_user_prompt().map(crate::session::one_line));
+    if subagent_of.is_none() {
+        session.subagents = find_subagents(path);
+    }
+    session.pair_tool_calls();
+    session.fill_times_from_messages();
+    Ok(session)
+}
+
+/// Line numbers of the entries on the branch Claude Code loads: the newest user/assistant line,
+/// walked back through `parentUuid` (and through compact boundaries to the history they
+/// replaced), plus the sibling lines that parallel tool calls produce.
+fn active_lines(entries: &[Entry], subagent: bool, session: &mut Session) -> HashSet<usize> {
+    let by_uuid: HashMap<&str, usize> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| e.uuid.as_deref().map(|u| (u, i)))
+        .collect();
+    let conversational = |e: &Entry| e.kind == "user" || e.kind == "assistant";
+    // In a subagent transcript every line is a sidechain: there it is the main line.
+    let eligible = |e: &Entry| subagent || !e.sidechain;
+
+    let leaf = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| conversational(e) && eligible(e))
+        .max_by(|(ia, a), (ib, b)| {
+            let ta = a.timestamp.as_deref().and_then(crate::session::parse_time);
+            let tb = b.timestamp.as_deref().and_then(crate::session::parse_time);
+            ta.cmp(&tb).then(ia.cmp(ib))
+        })
+        .map(|(i, _)| i);
+
+    let mut on_path: HashSet<usize> = HashSet::new();
+    let mut cursor = leaf;
+    while let Some(i) = cursor {
+        if !on_path.insert(i) {
+            session.warn(Some(entries[i].line), "parentUuid cycle; walk stopped");
+            break;
+        }
+        let e = &entries[i];
+        let next = e.parent.as_deref().or(e.logical_parent.as_deref());
+        cursor = match next {
+            Some(p) => match by_uuid.get(p) {
+                Some(&j) => Some(j),
+                None => {
+                    session.warn(
+                        Some(e.line),
+                        format!("parentUuid {p} not found; earlier history is not reachable"),
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+    }
+
+    // Parallel tool calls branch the chain: pull in every line of an API message on the path
+    // and every tool result answering a call on the path.
+    let message_ids: HashSet<&str> = on_path
+        .iter()
+        .filter_map(|&i| entries[i].value.pointer("/message/id").and_then(Value::as_str))
+        .collect();
+    let mut included: HashSet<usize> = on_path.clone();
+    for (i, e) in entries.iter().enumerate() {
+        if e.kind == "assistant"
+            && eligible(e)
+            && e.value
+                .pointer("/message/id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| message_ids.contains(id))
+        {
+            included.insert(i);
+        }
+    }
+    let tool_ids: HashSet<String> = included
+        .iter()
+        .flat_map(|&i| blocks(&entries[i].value))
+        .filter(|b| str_field(b, "type") == Some("tool_use"))
+        .filter_map(|b| str_field(b, "id").map(str::to_string))
+        .collect();
+    for (i, e) in entries.iter().enumerate() {
+        if e.kind == "user"
+            && eligible(e)
+            && !included.contains(&i)
+            && blocks(&e.value).any(|b| {
+                str_field(b, "type") == Some("tool_result")
+                    && str_field(b, "tool_use_id").is_some_and(|id| tool_ids.contains(id))
+            })
+        {
+            included.insert(i);
+        }
+    }
+
+    for (i, e) in entries.iter().enumerate() {
+        if conversational(e) && !included.contains(&i) {
+            if e.sidechain && !subagent {
+                session.stats.sidechain_lines += 1;
+            } else {
+                session.stats.abandoned_branch_lines += 1;
+            }
+        }
+    }
+    included.iter().map(|&i| entries[i].line).collect()
+}
+
+fn blocks(v: &Value) -> impl Iterator<Item = &Value> {
+    v.pointer("/message/content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
+    let ts = e.timestamp.as_deref().map(Timestamp::parse);
+    let base = |role: Role, content: String| {
+        let mut m = Message::new(role, content)
+            .with_time(ts.clone())
+            .with_meta("line", e.line);
+        if let Some(u) = &e.uuid {
+            m = m.with_meta("uuid", u.as_str());
+        }
+        m
+    };
+    match e.kind.as_str() {
+        "user" => {
+            let meta = e.value.get("isMeta").and_then(Value::as_bool) == Some(true);
+            let summary = e.value.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
+            match e.value.pointer("/message/content") {
+                Some(Value::String(s)) => {
+                    session.messages.push(classify_user_text(base(Role::User, s.clone()), meta, summary));
+                }
+                Some(Value::Array(items)) => {
+                    for b in items {
+                        match str_field(b, "type") {
+                            Some("text") => {
+                                let text = str_field(b, "text").unwrap_or_default().to_string();
+                                session
+                                    .messages
+                                    .push(classify_user_text(base(Role::User, text), meta, summary));
+                            }
+                            Some("tool_result") => {
+                                let mut m = base(Role::ToolResult, flatten_content(b.get("content")));
+                                m.tool_call_id = str_field(b, "tool_use_id").map(str::to_string);
+                                m.is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
+                                if let Some(Value::String(s)) = e.value.get("toolUseResult")
+                                    && s.starts_with("User rejected")
+                                {
+                                    m = m.with_meta("rejected", true);
+                                }
+                                session.messages.push(m);
+                            }
+                            Some("image") => {
+                                let media = b
+                                    .pointer("/source/media_type")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("image");
+                                let mut m = base(Role::User, format!("[image: {media}]"))
+                                    .with_meta("image", b.get("source").cloned().unwrap_or(Value::Null));
+                                if meta {
+                                    m.role = Role::System;
+                                    m = m.with_meta("kind", "context");
+                                }
+                                session.messages.push(m);
+                            }
+                            Some(other) => {
+                                let mut m = base(Role::System, format!("[{other} block]"))
+                                    .with_meta("kind", "unsupported_block")
+                                    .with_meta("block", b.clone());
+                                m.role = Role::System;
+                                session.messages.push(m);
+                            }
+                            None => {}
+                        }
+                    }
+                }
+                _ => session.warn(Some(e.line), "user line without message content"),
+            }
+        }
+        "assistant" => {
+            let message_id = e.value.pointer("/message/id").and_then(Value::as_str);
+            let model = e.value.pointer("/message/model").and_then(Value::as_str);
+            let api_error = e.value.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
+            let with_ids = |mut m: Message| {
+                if let Some(id) = message_id {
+                    m = m.with_meta("message_id", id);
+                }
+                if let Some(model) = model {
+                    m = m.with_meta("model", model);
+                }
+                if api_error {
+                    m = m.with_meta("api_error", true);
+                }
+                m
+            };
+            let content = e.value.pointer("/message/content");
+            let items: Vec<Value> = match content {
+                Some(Value::Array(a)) => a.clone(),
+                Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
+                _ => {
+                    session.warn(Some(e.line), "assistant line without message content");
+                    Vec::new()
+                }
+            };
+            for b in &items {
+                match str_field(b, "type") {
+                    Some("text") => {
+                        let t = str_field(b, "text").unwrap_or_default().to_string();
+                        session.messages.push(with_ids(base(Role::Assistant, t)));
+                    }
+                    Some("thinking") => {
+                        let t = str_field(b, "thinking").unwrap_or_default().to_string();
+                        let signed = str_field(b, "signature").is_some_and(|s| !s.is_empty());
+                        session
+                            .messages
+                            .push(with_ids(base(Role::Reasoning, t)).with_meta("signed", signed));
+                    }
+                    Some("redacted_thinking") => {
+                        session.messages.push(
+                            with_ids(base(Role::Reasoning, String::new())).with_meta("redacted", true),
+                        );
+                    }
+                    Some("tool_use") | Some("server_tool_use") => {
+                        let name = str_field(b, "name").unwrap_or("?").to_string();
+                        let input = b.get("input").cloned().unwrap_or(Value::Null);
+                        note_tool_effects(session, &name, &input, todos);
+                        let mut m = with_ids(base(Role::ToolCall, String::new()));
+                        m.tool_call_id = str_field(b, "id").map(str::to_string);
+                        m.tool_name = Some(name);
+                        m.tool_input = Some(input);
+                        session.messages.push(m);
+                    }
+                    Some(other) => {
+                        session.messages.push(
+                            with_ids(base(Role::System, format!("[{other} block]")))
+                                .with_meta("kind", "unsupported_block")
+                                .with_meta("block", b.clone()),
+                        );
+                    }
+                    None => {}
+                }
+            }
+        }
+        "system" => match str_field(&e.value, "subtype") {
+            Some("compact_boundary") => {
+                let mut m = base(
+                    Role::System,
+                    str_field(&e.value, "content")
+                        .unwrap_or("Conversation compacted")
+                        .to_string(),
+                )
+                .with_meta("kind", "compaction");
+                if let Some(cm) = e.value.get("compactMetadata") {
+                    m = m.with_meta("compact_metadata", cm.clone());
+                }
+                session.messages.push(m);
+            }
+            Some("informational") | Some("local_command") => {
+                if let Some(c) = str_field(&e.value, "content") {
+                    session
+                        .messages
+                        .push(base(Role::System, c.to_string()).with_meta("kind", "informational"));
+                }
+            }
+            other => {
+                let key = format!("system:{}", other.unwrap_or("?"));
+                *session.stats.skipped_types.entry(key).or_default() += 1;
+            }
+        },
+        kind => {
+            let sub = e
+                .value
+                .pointer("/attachment/type")
+                .and_then(Value::as_str)
+                .map(|s| format!("{kind}:{s}"))
+                .unwrap_or_else(|| kind.to_string());
+            *session.stats.skipped_types.entry(sub).or_default() += 1;
+        }
+    }
+}
+
+/// A user text is the user's own words unless Claude Code injected it.
+fn classify_user_text(mut m: Message, meta: bool, compact_summary: bool) -> Message {
+    let t = m.content.trim_start();
+    let kind = if compact_summary {
+        Some("compact_summary")
+    } else if meta {
+        Some("context")
+    } else if t.starts_with("<command-name>")
+        || t.starts_with("<command-message>")
+        || t.starts_with("<local-command-stdout>")
+        || t.starts_with("<local-command-stderr>")
+        || t.starts_with("<local-command-caveat>")
+    {
+        Some("command")
+    } else if t.starts_with("<task-notification>") {
+        Some("task_notification")
+    } else if t.starts_with("[Request interrupted by user") {
+        Some("interruption")
+    } else if t.starts_with("<system-reminder>") {
+        Some("context")
+    } else {
+        None
+    };
+    if let Some(k) = kind {
+        m.role = Role::System;
+        m = m.with_meta("kind", k);
+    }
+    m
+}
+
+/// Renders tool_result content (a string or a list of blocks) as text.
+fn flatten_content(c: Option<&Value>) -> String {
+    match c {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|b| match str_field(b, "type") {
+                Some("text") => str_field(b, "text").unwrap_or_default().to_string(),
+                Some("image") => "[image]".to_string(),
+                Some("tool_reference") => {
+                    format!("[tool_reference: {}]", str_field(b, "tool_name").unwrap_or("?"))
+                }
+                Some(other) => format!("[{other}]"),
+                None => b.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn note_tool_effects(session: &mut Session, name: &str, input: &Value, todos: &mut Option<Vec<Todo>>) {
+    if WRITE_TOOLS.contains(&name) {
+        for key in ["file_path", "notebook_path", "path"] {
+            if let Some(p) = str_field(input, key) {
+                session.touch_file(p);
+                break;
+            }
+        }
+    }
+    if name == "TodoWrite"
+        && let Some(items) = input.get("todos").and_then(Value::as_array)
+    {
+        *todos = Some(
+            items
+                .iter()
+                .map(|t| Todo {
+                    text: str_field(t, "content")
+                        .or_else(|| str_field(t, "activeForm"))
+                        .unwrap_or_default()
+                        .to_string(),
+                    status: TodoStatus::parse(str_field(t, "status").unwrap_or("pending")),
+                })
+                .collect(),
+        );
+    }
+}
+
+fn find_subagents(path: &Path) -> Vec<SubagentLink> {
+    let Some(stem) = path.file_stem() else {
+        return Vec::new();
+    };
+    let dir = path.with_file_name(stem).join("subagents");
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<SubagentLink> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .map(|p| {
+            let id = p.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+            let meta = p.with_extension("meta.json");
+            let agent_type = std::fs::read(&meta)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .and_then(|v| str_field(&v, "agentType").map(str::to_string));
+            SubagentLink {
+                id,
+                path: p.display().to_string(),
+                agent_type,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    out
+}

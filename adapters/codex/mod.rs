@@ -1,0 +1,157 @@
+//! Codex CLI: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl` (also `.jsonl.zst`),
+//! `archived_sessions/`, titles in `session_index.jsonl`, and the older shapes: the pre-envelope
+//! JSONL of mid 2025 and the TypeScript CLI's single JSON document.
+
+mod read;
+mod scan;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde_json::Value;
+
+use crate::adapter::{Adapter, Summary};
+use crate::session::Session;
+
+pub struct Codex;
+
+pub static ADAPTER: Codex = Codex;
+
+pub const NAME: &str = "codex";
+
+impl Adapter for Codex {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn display_name(&self) -> &'static str {
+        "Codex CLI"
+    }
+
+    fn home_env(&self) -> &'static str {
+        "CODEX_HOME"
+    }
+
+    fn default_home(&self) -> Option<PathBuf> {
+        dirs::home_dir().map(|h| h.join(".codex"))
+    }
+
+    fn default_context_window(&self) -> u64 {
+        // gpt-5.x-codex models in Codex's bundled catalog: 272k tokens.
+        272_000
+    }
+
+    fn default_reserved_tokens(&self) -> u64 {
+        // Codex keeps 5% of the window as headroom and needs room for its instructions and tools.
+        40_000
+    }
+
+    fn ids(&self, home: &Path) -> Vec<(String, PathBuf)> {
+        scan::session_files(home)
+            .into_iter()
+            .map(|(p, _)| {
+                let id = id_from_file_name(&p).unwrap_or_else(|| {
+                    p.file_stem().unwrap_or_default().to_string_lossy().into_owned()
+                });
+                (id, p)
+            })
+            .collect()
+    }
+
+    fn store_dirs(&self, home: &Path) -> Vec<PathBuf> {
+        vec![home.join("sessions"), home.join("archived_sessions")]
+    }
+
+    fn list(&self, home: &Path) -> Result<Vec<Summary>> {
+        scan::list(home)
+    }
+
+    fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session> {
+        let home = home.map(Path::to_path_buf).or_else(|| home_of(path));
+        read::read(path, home.as_deref())
+    }
+
+    fn claims(&self, path: &Path, head: &[u8]) -> bool {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+        name.starts_with("rollout-")
+            || crate::jsonl::contains(first, b"\"type\":\"session_meta\"")
+            || (crate::jsonl::contains(head, b"\"payload\"")
+                && crate::jsonl::contains(head, b"\"response_item\""))
+            || (crate::jsonl::contains(head, b"\"session\"")
+                && crate::jsonl::contains(head, b"\"items\""))
+    }
+}
+
+/// The Codex home a rollout lives in (`<home>/sessions/...` or `<home>/archived_sessions/...`).
+fn home_of(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .find(|a| {
+            a.file_name()
+                .is_some_and(|n| n == "sessions" || n == "archived_sessions")
+        })
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+}
+
+/// Titles from `session_index.jsonl`: the newest `thread_name` for each id.
+fn session_index(home: &Path) -> HashMap<String, String> {
+    let mut titles = HashMap::new();
+    let Ok(text) = std::fs::read(home.join("session_index.jsonl")) else {
+        return titles;
+    };
+    for line in text.split(|&b| b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        if let (Some(id), Some(name)) = (
+            v.get("id").and_then(Value::as_str),
+            v.get("thread_name").and_then(Value::as_str),
+        ) && !name.trim().is_empty()
+        {
+            titles.insert(id.to_string(), name.to_string());
+        }
+    }
+    titles
+}
+
+/// The uuid at the end of a rollout file name, used when the file itself does not say.
+fn id_from_file_name(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy();
+    let stem = name
+        .trim_end_matches(".zst")
+        .trim_end_matches(".jsonl")
+        .trim_end_matches(".json");
+    if stem.len() >= 36 {
+        let tail = &stem[stem.len() - 36..];
+        let shape_ok = tail.chars().enumerate().all(|(i, c)| {
+            if [8, 13, 18, 23].contains(&i) {
+                c == '-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        });
+        if shape_ok {
+            return Some(tail.to_string());
+        }
+    }
+    None
+}
+
+/// User-role texts that Codex injects (environment, instructions) rather than the user typing.
+pub(crate) fn is_injected_user_text(text: &str) -> bool {
+    let t = text.trim_start();
+    const PREFIXES: &[&str] = &[
+        "<environment_context>",
+        "<user_instructions>",
+        "<permissions instructions>",
+        "<skills_instructions>",
+        "<INSTRUCTIONS>",
+        "# AGENTS.md instructions",
+        "<turn_aborted>",
+        "<user_shell_command>",
+        "<collaboration_mode>",
+    ];
+    PREFIXES.iter().any(|p| t.starts_with(p))
+}

@@ -1,0 +1,660 @@
+//! Reads every Codex session shape into the neutral model.
+//!
+//! The model's view (response items) is the conversation. Event messages (what the TUI draws)
+//! are used only when a file has no response items carrying the conversation, since otherwise
+//! they would duplicate it.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use crate::jsonl::{self, Line, str_field};
+use crate::session::{GitInfo, Message, Role, Session, Timestamp, Todo, TodoStatus};
+
+/// Envelope line types that carry no conversation.
+const NON_CONVERSATION_TYPES: &[&str] = &["turn_context", "world_state", "token_usage_record"];
+
+/// Event types the fallback (event-only files) turns into messages; all others are skipped.
+const CONVERSATION_EVENTS: &[&str] = &[
+    "user_message",
+    "agent_message",
+    "agent_reasoning",
+    "item_completed",
+];
+
+#[derive(Default)]
+struct State {
+    /// Response items that carry user or assistant words were seen.
+    has_response_conversation: bool,
+    /// Messages rebuilt from events, used only when no response items carry the conversation.
+    event_messages: Vec<Message>,
+    todos: Option<Vec<Todo>>,
+    meta_seen: usize,
+    last_model: Option<String>,
+}
+
+pub fn read(path: &Path, home: Option<&Path>) -> Result<Session> {
+    let fallback_id = super::id_from_file_name(path).unwrap_or_else(|| {
+        path.file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    });
+    let archived = path
+        .ancestors()
+        .any(|a| a.file_name().is_some_and(|n| n == "archived_sessions"));
+
+    let head = jsonl::head(path, 4096)?;
+    let first_line = head
+        .split(|&b| b == b'\n')
+        .map(|l| l.trim_ascii())
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    let single_document = first_line == b"{"
+        || path.extension().is_some_and(|e| e == "json")
+        || (serde_json::from_slice::<Value>(first_line)
+            .ok()
+            .is_some_and(|v| v.get("session").is_some() && v.get("items").is_some()));
+
+    let mut session = if single_document {
+        read_typescript_document(path, &fallback_id)?
+    } else {
+        read_lines(path, &fallback_id)?
+    };
+    session.archived = archived;
+    session.source_path = Some(path.display().to_string());
+
+    if let Some(home) = home
+        && let Some(title) = super::session_index(home).remove(&session.id)
+    {
+        session.title = Some(title);
+    }
+    if session.title.is_none() {
+        session.title = session.first_user_prompt().map(crate::session::one_line);
+    }
+    session.pair_tool_calls();
+    session.fill_times_from_messages();
+    Ok(session)
+}
+
+fn read_lines(path: &Path, fallback_id: &str) -> Result<Session> {
+    let mut session = Session::new(super::NAME, "codex-rollout", fallback_id);
+    let mut state = State::default();
+    let mut shape: Option<&'static str> = None;
+    let mut unrecognised_lines = 0usize;
+
+    let pass = jsonl::for_each_line(path, |no, line| {
+        let Line::Json(v) = line else { return Ok(()) };
+        let ts = v.get("timestamp").and_then(Timestamp::from_value);
+        if let (Some(kind), Some(payload)) = (str_field(&v, "type"), v.get("payload")) {
+            shape.get_or_insert("envelope");
+            envelope_line(&mut session, &mut state, no, kind, payload, ts);
+        } else if shape.is_none() && v.get("id").is_some() && v.get("type").is_none() {
+            // Pre-envelope (mid 2025): a bare meta object first, then bare items.
+            shape = Some("pre-envelope");
+            session.format = "codex-pre-envelope".into();
+            session_meta(&mut session, &mut state, &v, ts);
+        } else if str_field(&v, "record_type").is_some() {
+            *session
+                .stats
+                .skipped_types
+                .entry(format!("record_type:{}", str_field(&v, "record_type").unwrap_or("?")))
+                .or_default() += 1;
+        } else if str_field(&v, "type").is_some() && shape == Some("pre-envelope") {
+            response_item(&mut session, &mut state, no, &v, ts);
+        } else {
+            unrecognised_lines += 1;
+            *session
+                .stats
+                .unknown_types
+                .entry(str_field(&v, "type").unwrap_or("<no type>").to_string())
+                .or_default() += 1;
+        }
+        Ok(())
+    })?;
+    jsonl::record_pass(&mut session, &pass);
+    if shape.is_none() && pass.lines > 0 {
+        session.warn(
+            None,
+            format!(
+                "{} is not a recognised Codex session shape ({} line(s), none with a \
+                 type/payload envelope or a session header)",
+                path.display(),
+                pass.lines
+            ),
+        );
+    } else if unrecognised_lines > 0 {
+        session.warn(
+            None,
+            format!("{unrecognised_lines} line(s) of no known Codex shape were skipped"),
+        );
+    }
+    finish(&mut session, state);
+    Ok(session)
+}
+
+/// The TypeScript CLI (spring 2025) wrote one JSON document: `{"session": {...}, "items": [...]}`.
+fn read_typescript_document(path: &Path, fallback_id: &str) -> Result<Session> {
+    let mut session = Session::new(super::NAME, "codex-typescript", fallback_id);
+    let mut state = State::default();
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut jsonl::open(path)?, &mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let doc: Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            session.warn(
+                Some(e.line()),
+                format!("{} is not valid JSON: {e}", path.display()),
+            );
+            session.stats.malformed_lines = 1;
+            return Ok(session);
+        }
+    };
+    session.stats.lines = text.lines().count();
+    let (Some(meta), Some(items)) = (doc.get("session"), doc.get("items").and_then(Value::as_array))
+    else {
+        session.warn(
+            None,
+            format!(
+                "{} is a JSON document without `session` and `items`: not a recognised Codex \
+                 session shape",
+                path.display()
+            ),
+        );
+        return Ok(session);
+    };
+    let ts = meta.get("timestamp").and_then(Timestamp::from_value);
+    session_meta(&mut session, &mut state, meta, ts.clone());
+    for (i, item) in items.iter().enumerate() {
+        // No per-item times in this shape; items are numbered instead of lines.
+        response_item(&mut session, &mut state, i + 1, item, None);
+    }
+    finish(&mut session, state);
+    Ok(session)
+}
+
+fn finish(session: &mut Session, state: State) {
+    if !state.has_response_conversation && !state.event_messages.is_empty() {
+        session.extra.insert("conversation_from".into(), json!("events"));
+        // Keep injected context from response items, then the events' conversation.
+        session.messages.extend(state.event_messages);
+        session.messages.sort_by_key(|m| crate::session::source_line(m).unwrap_or(0));
+    }
+    if let Some(t) = state.todos {
+        session.todos = t;
+    }
+    if let Some(m) = state.last_model {
+        session.extra.insert("model".into(), json!(m));
+    }
+    if state.meta_seen > 1 {
+        session
+            .extra
+            .insert("session_meta_lines".into(), json!(state.meta_seen));
+    }
+    if session.messages.is_empty() && session.warnings.is_empty() {
+        session.warn(None, "no conversation found in this session");
+    }
+}
+
+fn envelope_line(
+    session: &mut Session,
+    state: &mut State,
+    no: usize,
+    kind: &str,
+    payload: &Value,
+    ts: Option<Timestamp>,
+) {
+    match kind {
+        "session_meta" => session_meta(session, state, payload, ts),
+        "response_item" => response_item(session, state, no, payload, ts),
+        "event_msg" => event(session, state, no, payload, ts),
+        "compacted" => {
+            let text = str_field(payload, "message").unwrap_or_default().to_string();
+            let kept = payload
+                .get("replacement_history")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            session.messages.push(
+                Message::new(Role::System, text)
+                    .with_time(ts)
+                    .with_meta("line", no)
+                    .with_meta("kind", "compaction")
+                    .with_meta("replacement_items", kept),
+            );
+        }
+        "turn_context" => {
+            if let Some(m) = str_field(payload, "model") {
+                state.last_model = Some(m.to_string());
+            }
+            if session.cwd.is_none() {
+                session.cwd = str_field(payload, "cwd").map(str::to_string);
+            }
+            *session.stats.skipped_types.entry(kind.to_string()).or_default() += 1;
+        }
+        k if NON_CONVERSATION_TYPES.contains(&k) => {
+            *session.stats.skipped_types.entry(kind.to_string()).or_default() += 1;
+        }
+        other => *session.stats.unknown_types.entry(other.to_string()).or_default() += 1,
+    }
+}
+
+fn session_meta(session: &mut Session, state: &mut State, p: &Value, ts: Option<Timestamp>) {
+    state.meta_seen += 1;
+    if state.meta_seen > 1 {
+        // A resumed or forked rollout can repeat meta lines of its ancestors: the first wins.
+        return;
+    }
+    if let Some(id) = str_field(p, "id") {
+        session.id = id.to_string();
+    }
+    session.created = p
+        .get("timestamp")
+        .and_then(Timestamp::from_value)
+        .or(ts);
+    session.cwd = str_field(p, "cwd").map(str::to_string);
+    session.source_version = str_field(p, "cli_version").map(str::to_string);
+    if str_field(p, "history_mode") == Some("paginated") {
+        session.format = "codex-paginated".into();
+    }
+    if let Some(g) = p.get("git").filter(|g| g.is_object()) {
+        let git = GitInfo {
+            branch: str_field(g, "branch").map(str::to_string),
+            commit: str_field(g, "commit_hash")
+                .or_else(|| str_field(g, "sha"))
+                .map(str::to_string),
+            remote: str_field(g, "repository_url")
+                .or_else(|| str_field(g, "origin_url"))
+                .map(str::to_string),
+        };
+        if !git.is_empty() {
+            session.git = Some(git);
+        }
+    }
+    for key in [
+        "source",
+        "originator",
+        "model_provider",
+        "history_mode",
+        "thread_source",
+        "forked_from_id",
+        "base_instructions",
+    ] {
+        if let Some(v) = p.get(key).filter(|v| !v.is_null()) {
+            session.extra.insert(key.to_string(), v.clone());
+        }
+    }
+    let instructions = match p.get("instructions") {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    if let Some(text) = instructions.filter(|s| !s.trim().is_empty()) {
+        session.messages.push(
+            Message::new(Role::System, text)
+                .with_time(session.created.clone())
+                .with_meta("kind", "instructions"),
+        );
+    }
+}
+
+fn text_parts(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| match str_field(p, "type") {
+                Some("input_text" | "output_text" | "text" | "Text" | "summary_text"
+                    | "reasoning_text") => str_field(p, "text").map(str::to_string),
+                Some("input_image") => Some("[image]".to_string()),
+                Some(other) => Some(format!("[{other}]")),
+                None => p.as_str().map(str::to_string),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+fn response_item(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Option<Timestamp>) {
+    let base = |role: Role, content: String| {
+        Message::new(role, content)
+            .with_time(ts.clone())
+            .with_meta("line", no)
+    };
+    let item_type = str_field(p, "type").unwrap_or_default();
+    match item_type {
+        "message" => {
+            let text = text_parts(p.get("content"));
+            let role = str_field(p, "role").unwrap_or("user");
+            let m = match role {
+                "user" if super::is_injected_user_text(&text) => {
+                    base(Role::System, text).with_meta("kind", "context")
+                }
+                "user" => {
+                    state.has_response_conversation = true;
+                    base(Role::User, text)
+                }
+                "assistant" => {
+                    state.has_response_conversation = true;
+                    let mut m = base(Role::Assistant, text);
+                    if let Some(phase) = str_field(p, "phase") {
+                        m = m.with_meta("phase", phase);
+                    }
+                    m
+                }
+                other => base(Role::System, text)
+                    .with_meta("kind", "context")
+                    .with_meta("source_role", other),
+            };
+            session.messages.push(m);
+        }
+        "reasoning" => {
+            let mut text = text_parts(p.get("summary"));
+            let raw = text_parts(p.get("content"));
+            if !raw.is_empty() {
+                if !text.is_empty() {
+                    text.push_str("\n\n");
+                }
+                text.push_str(&raw);
+            }
+            let encrypted = p.get("encrypted_content").is_some_and(|e| !e.is_null());
+            let mut m = base(Role::Reasoning, text);
+            if encrypted {
+                m = m.with_meta("encrypted", true);
+            }
+            session.messages.push(m);
+        }
+        "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
+            let name = match item_type {
+                "local_shell_call" => "local_shell".to_string(),
+                "tool_search_call" => "tool_search".to_string(),
+                _ => str_field(p, "name").unwrap_or("?").to_string(),
+            };
+            let (input, content) = match item_type {
+                "function_call" => {
+                    let args = str_field(p, "arguments").unwrap_or_default();
+                    (
+                        serde_json::from_str::<Value>(args).unwrap_or_else(|_| json!(args)),
+                        String::new(),
+                    )
+                }
+                "custom_tool_call" => {
+                    let input = str_field(p, "input").unwrap_or_default().to_string();
+                    (json!(input), input)
+                }
+                _ => (
+                    p.get("action").or_else(|| p.get("arguments")).cloned().unwrap_or(Value::Null),
+                    String::new(),
+                ),
+            };
+            note_tool_effects(session, state, &name, &input);
+            let mut m = base(Role::ToolCall, content);
+            if item_type == "custom_tool_call" {
+                m = m.with_meta("custom", true);
+            }
+            m.tool_call_id = str_field(p, "call_id")
+                .or_else(|| str_field(p, "id"))
+                .map(str::to_string);
+            m.tool_name = Some(name);
+            m.tool_input = Some(input);
+            session.messages.push(m);
+        }
+        "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
+            let (content, exit) = tool_output(p.get("output"));
+            let mut m = base(Role::ToolResult, content);
+            m.tool_call_id = str_field(p, "call_id").map(str::to_string);
+            if let Some(code) = exit {
+                m.is_error = code != 0;
+                m = m.with_meta("exit_code", code);
+            }
+            if p.get("success").and_then(Value::as_bool) == Some(false) {
+                m.is_error = true;
+            }
+            session.messages.push(m);
+        }
+        "web_search_call" => {
+            // A self-contained item: the call and its outcome in one. Kept as a paired call.
+            let id = str_field(p, "id")
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("web_search_line_{no}"));
+            let action = p.get("action").cloned().unwrap_or(Value::Null);
+            let mut call = base(Role::ToolCall, String::new());
+            call.tool_call_id = Some(id.clone());
+            call.tool_name = Some("web_search".into());
+            call.tool_input = Some(action);
+            let mut result = base(
+                Role::ToolResult,
+                format!("status: {}", str_field(p, "status").unwrap_or("unknown")),
+            )
+            .with_meta("synthesized", true);
+            result.tool_call_id = Some(id);
+            session.messages.push(call);
+            session.messages.push(result);
+        }
+        "" => {
+            *session
+                .stats
+                .unknown_types
+                .entry("response_item:<no type>".into())
+                .or_default() += 1;
+        }
+        other => {
+            *session
+                .stats
+                .unknown_types
+                .entry(format!("response_item:{other}"))
+                .or_default() += 1;
+        }
+    }
+}
+
+/// A tool output as text plus the exit code it reports, if any.
+///
+/// Older rollouts store a JSON string `{"output": ..., "metadata": {"exit_code": ...}}`; newer
+/// ones store plain text that states "Process exited with code N" or "Exit code: N"; some
+/// store content items.
+fn tool_output(output: Option<&Value>) -> (String, Option<i64>) {
+    let text = match output {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(_)) => text_parts(output),
+        Some(Value::Object(o)) => {
+            if let Some(c) = o.get("content") {
+                return tool_output(Some(c));
+            }
+            Value::Object(o.clone()).to_string()
+        }
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    if text.trim_start().starts_with('{')
+        && let Ok(v) = serde_json::from_str::<Value>(&text)
+        && let Some(inner) = v.get("output")
+    {
+        let exit = v.pointer("/metadata/exit_code").and_then(Value::as_i64);
+        let inner = match inner {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        return (inner, exit);
+    }
+    let exit = exit_code_in_text(&text);
+    (text, exit)
+}
+
+fn exit_code_in_text(text: &str) -> Option<i64> {
+    for line in text.lines().take(6) {
+        for prefix in ["Process exited with code ", "Exit code: "] {
+            if let Some(rest) = line.trim().strip_prefix(prefix) {
+                return rest.trim().parse().ok();
+            }
+        }
+    }
+    None
+}
+
+fn note_tool_effects(session: &mut Session, state: &mut State, name: &str, input: &Value) {
+    match name {
+        "update_plan" => {
+            if let Some(items) = input.get("plan").and_then(Value::as_array) {
+                state.todos = Some(
+                    items
+                        .iter()
+                        .map(|i| Todo {
+                            text: str_field(i, "step").unwrap_or_default().to_string(),
+                            status: TodoStatus::parse(str_field(i, "status").unwrap_or("pending")),
+                        })
+                        .collect(),
+                );
+            }
+        }
+        "apply_patch" => {
+            let patch = input
+                .as_str()
+                .or_else(|| str_field(input, "input"))
+                .or_else(|| str_field(input, "patch"))
+                .unwrap_or_default();
+            touch_patch_files(session, patch);
+        }
+        "shell" | "local_shell" | "container.exec" => {
+            // Older Codex ran apply_patch through the shell tool: ["apply_patch", "<patch>"].
+            let cmd = input.get("command").and_then(Value::as_array);
+            if let Some(cmd) = cmd {
+                let words: Vec<&str> = cmd.iter().filter_map(Value::as_str).collect();
+                if let Some(pos) = words.iter().position(|w| *w == "apply_patch")
+                    && let Some(patch) = words.get(pos + 1)
+                {
+                    touch_patch_files(session, patch);
+                } else if let Some(last) = words.last()
+                    && last.contains("*** Begin Patch")
+                {
+                    touch_patch_files(session, last);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn touch_patch_files(session: &mut Session, patch: &str) {
+    for line in patch.lines() {
+        for marker in ["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "] {
+            if let Some(p) = line.strip_prefix(marker) {
+                let path = absolutize(session.cwd.as_deref(), p.trim());
+                session.touch_file(&path);
+            }
+        }
+    }
+}
+
+/// Patch paths are relative to the session's working directory; events use absolute paths.
+/// Normalising both keeps one entry per file.
+fn absolutize(cwd: Option<&str>, p: &str) -> String {
+    match cwd {
+        Some(cwd) if !p.starts_with('/') && !cwd.is_empty() => {
+            format!("{}/{}", cwd.trim_end_matches('/'), p)
+        }
+        _ => p.to_string(),
+    }
+}
+
+fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Option<Timestamp>) {
+    let kind = str_field(p, "type").unwrap_or_default();
+    // File changes are facts about the session whichever channel carries the conversation.
+    match kind {
+        "patch_apply_begin" | "patch_apply_end" => {
+            if let Some(changes) = p.get("changes").and_then(Value::as_object) {
+                for path in changes.keys() {
+                    let path = absolutize(session.cwd.as_deref(), path);
+                    session.touch_file(&path);
+                }
+            }
+        }
+        "item_completed" if str_field(p.get("item").unwrap_or(&Value::Null), "type") == Some("FileChange") => {
+            if let Some(changes) = p.pointer("/item/changes").and_then(Value::as_object) {
+                for path in changes.keys() {
+                    let path = absolutize(session.cwd.as_deref(), path);
+                    session.touch_file(&path);
+                }
+            }
+        }
+        _ => {}
+    }
+    if !CONVERSATION_EVENTS.contains(&kind) {
+        *session
+            .stats
+            .skipped_types
+            .entry(format!("event_msg:{kind}"))
+            .or_default() += 1;
+        return;
+    }
+    let base = |role: Role, content: String| {
+        Message::new(role, content)
+            .with_time(ts.clone())
+            .with_meta("line", no)
+            .with_meta("from_event", true)
+    };
+    let out = &mut state.event_messages;
+    match kind {
+        "user_message" => {
+            let text = str_field(p, "message").unwrap_or_default().to_string();
+            if super::is_injected_user_text(&text) {
+                out.push(base(Role::System, text).with_meta("kind", "context"));
+            } else {
+                out.push(base(Role::User, text));
+            }
+        }
+        "agent_message" => out.push(base(
+            Role::Assistant,
+            str_field(p, "message").unwrap_or_default().to_string(),
+        )),
+        "agent_reasoning" => out.push(base(
+            Role::Reasoning,
+            str_field(p, "text").unwrap_or_default().to_string(),
+        )),
+        "item_completed" => {
+            let item = p.get("item").unwrap_or(&Value::Null);
+            match str_field(item, "type") {
+                Some("UserMessage") => {
+                    let text = text_parts(item.get("content"));
+                    out.push(base(Role::User, text));
+                }
+                Some("AgentMessage") => out.push(base(Role::Assistant, text_parts(item.get("content")))),
+                Some("Reasoning") => {
+                    let text = item
+                        .get("summary_text")
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(Value::as_str)
+                                .collect::<Vec<_>>()
+                                .join("\n")
+                        })
+                        .unwrap_or_default();
+                    out.push(base(Role::Reasoning, text));
+                }
+                Some("CommandExecution") => {
+                    let id = str_field(item, "id").unwrap_or_default().to_string();
+                    let mut call = base(Role::ToolCall, String::new());
+                    call.tool_call_id = Some(id.clone());
+                    call.tool_name = Some("shell".into());
+                    call.tool_input = Some(json!({"command": item.get("command").cloned().unwrap_or(Value::Null)}));
+                    let mut result = base(
+                        Role::ToolResult,
+                        str_field(item, "aggregated_output").unwrap_or_default().to_string(),
+                    );
+                    result.tool_call_id = Some(id);
+                    if let Some(code) = item.get("exit_code").and_then(Value::as_i64) {
+                        result.is_error = code != 0;
+                        result = result.with_meta("exit_code", code);
+                    }
+                    out.push(call);
+                    out.push(result);
+                }
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+}

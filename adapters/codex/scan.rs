@@ -1,0 +1,164 @@
+//! The cheap listing of Codex sessions: the first line gives id, cwd and start time; the rest of
+//! the file is scanned as bytes (line prefixes only) for the message count and last activity.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde_json::Value;
+use walkdir::WalkDir;
+
+use crate::adapter::Summary;
+use crate::jsonl::{contains, prefix, raw_str_field, scan_lines, str_field};
+use crate::session::{Timestamp, one_line};
+
+fn is_rollout_name(p: &Path) -> bool {
+    let name = p.file_name().unwrap_or_default().to_string_lossy();
+    name.starts_with("rollout-")
+        && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst") || name.ends_with(".json"))
+}
+
+pub fn session_files(home: &Path) -> Vec<(PathBuf, bool)> {
+    let mut out = Vec::new();
+    for (dir, archived) in [("sessions", false), ("archived_sessions", true)] {
+        for e in WalkDir::new(home.join(dir))
+            .follow_links(false)
+            .into_iter()
+            .filter_map(|e| e.ok())
+        {
+            if e.file_type().is_file() && is_rollout_name(e.path()) {
+                out.push((e.into_path(), archived));
+            }
+        }
+    }
+    out
+}
+
+pub fn list(home: &Path) -> Result<Vec<Summary>> {
+    let titles = super::session_index(home);
+    let mut out = Vec::new();
+    for (path, archived) in session_files(home) {
+        match summarize(&path, archived) {
+            Ok(mut s) => {
+                if let Some(t) = titles.get(&s.id) {
+                    s.title = Some(t.clone());
+                }
+                out.push(s)
+            }
+            Err(e) => eprintln!("warning: {}: {e:#}", path.display()),
+        }
+    }
+    Ok(out)
+}
+
+const PREFIX: usize = 400;
+
+pub fn summarize(path: &Path, archived: bool) -> Result<Summary> {
+    let size = std::fs::metadata(path)?.len();
+    if path.extension().is_some_and(|e| e == "json") {
+        // The TypeScript era's single document: small and rare, so read it properly.
+        let s = super::read::read(path, None)?;
+        return Ok(Summary {
+            id: s.id.clone(),
+            agent: super::NAME,
+            path: path.to_path_buf(),
+            cwd: s.cwd.clone(),
+            title: s.title.clone(),
+            created: s.created.clone(),
+            updated: s.updated.clone(),
+            messages: s.message_count(),
+            size,
+            archived,
+            parent_id: None,
+            subagents: 0,
+        });
+    }
+    let mut id = super::id_from_file_name(path);
+    let mut cwd = None;
+    let mut created = None;
+    let mut last_ts = None;
+    let mut first_prompt: Option<String> = None;
+    let mut item_messages = 0usize;
+    let mut event_messages = 0usize;
+    let mut event_prompt: Option<String> = None;
+    let mut first = true;
+    scan_lines(path, |_, line| {
+        let head = prefix(line, PREFIX);
+        if first && !line.trim_ascii().is_empty() {
+            first = false;
+            if let Ok(v) = serde_json::from_slice::<Value>(line) {
+                let meta = v.get("payload").unwrap_or(&v);
+                if let Some(i) = str_field(meta, "id") {
+                    id = Some(i.to_string());
+                }
+                cwd = str_field(meta, "cwd").map(str::to_string);
+                created = meta
+                    .get("timestamp")
+                    .or_else(|| v.get("timestamp"))
+                    .and_then(Timestamp::from_value);
+            }
+        }
+        if let Some(ts) = raw_str_field(head, "timestamp") {
+            last_ts = Some(ts);
+        }
+        if contains(head, b"\"type\":\"message\"") && !contains(head, b"\"event_msg\"") {
+            let user = contains(head, b"\"role\":\"user\"");
+            if user && !injected(head) {
+                item_messages += 1;
+                if first_prompt.is_none() {
+                    first_prompt = serde_json::from_slice::<Value>(line).ok().and_then(|v| {
+                        let p = v.get("payload").unwrap_or(&v);
+                        first_text(p.get("content"))
+                    });
+                }
+            } else if contains(head, b"\"role\":\"assistant\"") {
+                item_messages += 1;
+            }
+        } else if contains(head, b"\"type\":\"user_message\"") {
+            event_messages += 1;
+            if event_prompt.is_none() {
+                event_prompt = raw_str_field(line, "message");
+            }
+        } else if contains(head, b"\"type\":\"agent_message\"") {
+            event_messages += 1;
+        }
+        true
+    })?;
+    let (messages, prompt) = if item_messages > 0 {
+        (item_messages, first_prompt)
+    } else {
+        (event_messages, event_prompt)
+    };
+    Ok(Summary {
+        id: id.unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
+        agent: super::NAME,
+        path: path.to_path_buf(),
+        cwd,
+        title: prompt.map(|p| one_line(&p)),
+        created,
+        updated: last_ts.as_deref().map(Timestamp::parse),
+        messages,
+        size,
+        archived,
+        parent_id: None,
+        subagents: 0,
+    })
+}
+
+fn injected(head: &[u8]) -> bool {
+    const PAT: &[u8] = b"\"text\":\"";
+    match memchr::memmem::find(head, PAT) {
+        Some(i) => {
+            let rest = String::from_utf8_lossy(&head[i + PAT.len()..]);
+            super::is_injected_user_text(&rest)
+        }
+        None => false,
+    }
+}
+
+fn first_text(content: Option<&Value>) -> Option<String> {
+    content?
+        .as_array()?
+        .iter()
+        .find_map(|p| str_field(p, "text").map(str::to_string))
+        .filter(|t| !t.trim().is_empty())
+}

@@ -1,0 +1,76 @@
+//! What every agent adapter provides. Adapters live in `adapters/<name>/` and are registered by
+//! `build.rs`; nothing in `src/` names a particular agent except through this trait.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::session::{Session, Timestamp};
+
+/// One session as the listing sees it: only what can be learnt without reading the whole
+/// conversation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub id: String,
+    pub agent: &'static str,
+    pub path: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated: Option<Timestamp>,
+    /// User and assistant messages, counted from line prefixes (see the adapter's scanner).
+    pub messages: usize,
+    pub size: u64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
+    /// For a subagent transcript: its parent session's id. Such summaries are not top-level.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub subagents: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl Summary {
+    /// The time the listing sorts by: last activity, else creation.
+    pub fn sort_time(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.updated
+            .as_ref()
+            .and_then(Timestamp::time)
+            .or_else(|| self.created.as_ref().and_then(Timestamp::time))
+    }
+}
+
+pub trait Adapter: Sync {
+    /// Short name used on the command line and in the neutral model (`claude`, `codex`).
+    fn name(&self) -> &'static str;
+    /// Product name for messages.
+    fn display_name(&self) -> &'static str;
+    /// The environment variable the agent itself reads for its home, e.g. `CODEX_HOME`.
+    fn home_env(&self) -> &'static str;
+    /// The agent's home when neither config nor environment says otherwise.
+    fn default_home(&self) -> Option<PathBuf>;
+    /// Context window of the agent's current default models, in tokens.
+    fn default_context_window(&self) -> u64;
+    /// Room the agent needs for its own system prompt, tools and answer, in tokens.
+    fn default_reserved_tokens(&self) -> u64;
+    /// The folders under `home` that hold sessions (shown when none exist).
+    fn store_dirs(&self, home: &Path) -> Vec<PathBuf>;
+    /// Every session file under `home`, cheaply. Subagent transcripts come with `parent_id` set.
+    fn list(&self, home: &Path) -> Result<Vec<Summary>>;
+    /// Session ids and their files, from file names alone (for selecting by id or prefix).
+    fn ids(&self, home: &Path) -> Vec<(String, PathBuf)>;
+    /// Reads one session file into the neutral model. `home` lets an adapter consult its
+    /// store's indexes (titles); it may be absent for a file outside any store.
+    fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session>;
+    /// Whether a file (named `path`, starting with `head`) looks like this agent's session.
+    fn claims(&self, path: &Path, head: &[u8]) -> bool;
+}

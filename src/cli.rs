@@ -1,0 +1,107 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "session-relay",
+    version,
+    about = "Move a coding-agent session between Claude Code and Codex CLI",
+    long_about = "Finds the sessions Claude Code and Codex CLI keep on disk, reads them into one \
+                  neutral model, and shows or exports them."
+)]
+pub struct Cli {
+    /// Config file (default: $SESSION_RELAY_CONFIG, else the platform config dir).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// An agent's home folder, overriding environment and config: AGENT=DIR
+    /// (e.g. claude=~/.claude, codex=~/.codex). Repeatable.
+    #[arg(long = "home", global = true, value_name = "AGENT=DIR", value_parser = parse_home)]
+    pub homes: Vec<(String, PathBuf)>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+fn parse_home(s: &str) -> Result<(String, PathBuf), String> {
+    let (agent, dir) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected AGENT=DIR, got `{s}`"))?;
+    let names = crate::store::agent_names();
+    if !names.contains(&agent) {
+        return Err(format!(
+            "unknown agent `{agent}` (known: {})",
+            names.join(", ")
+        ));
+    }
+    Ok((agent.to_string(), PathBuf::from(dir)))
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List sessions, newest first (default: those of the current directory).
+    List(ListArgs),
+    /// Show one session: header, counts, tools, files, todos, tokens, warnings.
+    Show(ShowArgs),
+    /// Export one session as neutral JSONL or as a Markdown handoff document.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct Scope {
+    /// Only this agent's sessions.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    pub agent: Option<String>,
+    /// The directory whose sessions to consider (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub scope: Scope,
+    /// Every session of every directory.
+    #[arg(long, conflicts_with = "cwd")]
+    pub all: bool,
+    /// At most N sessions.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A full id, a unique id prefix, a file path, or `latest`.
+    #[arg(default_value = "latest")]
+    pub session: String,
+    #[command(flatten)]
+    pub scope: Scope,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    Jsonl,
+    Markdown,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A full id, a unique id prefix, a file path, or `latest`.
+    #[arg(default_value = "latest")]
+    pub session: String,
+    #[command(flatten)]
+    pub scope: Scope,
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: ExportFormat,
+    /// Write to FILE instead of standard output (atomically; an existing file is not replaced).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}

@@ -1,0 +1,376 @@
+//! The commands: list, show, export.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use colored::Colorize;
+use serde_json::{Value, json};
+
+use crate::adapter::Summary;
+use crate::cli::{ExportArgs, ExportFormat, ListArgs, Scope, ShowArgs};
+use crate::config::Config;
+use crate::exit::{CliError, ExitCode};
+use crate::session::{Role, Session, TodoStatus, one_line, truncate_chars};
+use crate::store::{self, SelectScope};
+use crate::{handoff, neutral, tokens};
+
+fn current_dir() -> Result<PathBuf> {
+    std::env::current_dir().context("cannot read the current directory")
+}
+
+fn scope_dir(scope: &Scope) -> Result<PathBuf> {
+    match &scope.cwd {
+        Some(d) => Ok(std::path::absolute(d).unwrap_or(d.clone())),
+        None => current_dir(),
+    }
+}
+
+pub fn list(cfg: &Config, args: &ListArgs) -> Result<()> {
+    let all = store::list_all(cfg, args.scope.agent.as_deref())?;
+    let dir = scope_dir(&args.scope)?;
+    let mut rows: Vec<Summary> = all
+        .into_iter()
+        .filter(|s| s.parent_id.is_none())
+        .filter(|s| args.all || store::same_dir(s.cwd.as_deref(), &dir))
+        .collect();
+    if let Some(n) = args.limit {
+        rows.truncate(n);
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    if rows.is_empty() {
+        if args.all {
+            writeln!(out, "No sessions.")?;
+        } else {
+            writeln!(
+                out,
+                "No sessions for {}. Use --all to list every directory's sessions.",
+                dir.display()
+            )?;
+        }
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{}",
+        format!(
+            "{:<16}  {:<6}  {:<8}  {:>5}  {:>7}  {}",
+            "UPDATED", "AGENT", "ID", "MSGS", "SIZE", "TITLE"
+        )
+        .bold()
+    )?;
+    for s in &rows {
+        let updated = s
+            .sort_time()
+            .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+            .unwrap_or_else(|| "-".into());
+        let mut title = truncate_chars(&one_line(s.title.as_deref().unwrap_or("")), 60);
+        if s.archived {
+            title = format!("[archived] {title}");
+        }
+        if s.subagents > 0 {
+            title = format!("{title} (+{} subagent)", s.subagents);
+        }
+        writeln!(
+            out,
+            "{:<16}  {:<6}  {:<8}  {:>5}  {:>7}  {}",
+            updated,
+            s.agent,
+            short_id(&s.id),
+            s.messages,
+            human_size(s.size),
+            title
+        )?;
+        if args.all {
+            writeln!(
+                out,
+                "{:<16}  {}",
+                "",
+                s.cwd.as_deref().unwrap_or("(no cwd)").dimmed()
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn short_id(id: &str) -> String {
+    id.chars().take(8).collect()
+}
+
+pub fn human_size(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn load(cfg: &Config, selector: &str, scope: &Scope) -> Result<Session> {
+    let located = store::select(
+        cfg,
+        selector,
+        &SelectScope {
+            agent: scope.agent.as_deref(),
+            cwd: scope_dir(scope)?,
+        },
+    )?;
+    located.read()
+}
+
+fn display_name(agent: &str) -> &'static str {
+    store::adapter(agent).map_or("unknown agent", |a| a.display_name())
+}
+
+/// Everything `show` reports, as one JSON value (also the source of the text output).
+pub fn report(s: &Session) -> Value {
+    let mut header = serde_json::to_value(s).expect("session serialises");
+    header.as_object_mut().map(|o| o.remove("messages"));
+    let counts: BTreeMap<&str, usize> = s
+        .role_counts()
+        .into_iter()
+        .map(|(r, n)| (r.as_str(), n))
+        .collect();
+    let mut tools: BTreeMap<String, usize> = BTreeMap::new();
+    for m in s.messages.iter().filter(|m| m.role == Role::ToolCall) {
+        *tools
+            .entry(m.tool_name.clone().unwrap_or_else(|| "?".into()))
+            .or_default() += 1;
+    }
+    json!({
+        "session": header,
+        "messages": s.message_count(),
+        "counts": counts,
+        "tool_calls": tools,
+        "estimated_tokens": tokens::session_tokens(s),
+        "tokenizer": "o200k_base",
+    })
+}
+
+pub fn show(cfg: &Config, args: &ShowArgs) -> Result<()> {
+    let s = load(cfg, &args.session, &args.scope)?;
+    let rep = report(&s);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &rep)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let field = |label: &str, value: &str| format!("  {:<10} {}", format!("{label}:"), value);
+    writeln!(
+        out,
+        "{} {} {}",
+        display_name(&s.agent).bold(),
+        s.id.bold(),
+        if s.archived { "(archived)" } else { "" }
+    )?;
+    if let Some(p) = &s.source_path {
+        writeln!(out, "{}", field("path", p))?;
+    }
+    writeln!(out, "{}", field("cwd", s.cwd.as_deref().unwrap_or("-")))?;
+    if let Some(g) = &s.git {
+        let mut parts = Vec::new();
+        if let Some(b) = &g.branch {
+            parts.push(format!("branch {b}"));
+        }
+        if let Some(c) = &g.commit {
+            parts.push(format!("commit {c}"));
+        }
+        if let Some(r) = &g.remote {
+            parts.push(format!("remote {r}"));
+        }
+        writeln!(out, "{}", field("git", &parts.join(", ")))?;
+    }
+    let ts = |t: &Option<crate::session::Timestamp>| {
+        t.as_ref()
+            .map(|t| t.utc.clone().unwrap_or_else(|| t.original.clone()))
+            .unwrap_or_else(|| "-".into())
+    };
+    writeln!(out, "{}", field("created", &ts(&s.created)))?;
+    writeln!(out, "{}", field("updated", &ts(&s.updated)))?;
+    writeln!(
+        out,
+        "{}",
+        field(
+            "source",
+            &format!(
+                "{} {} (format {})",
+                display_name(&s.agent),
+                s.source_version.as_deref().unwrap_or("(version unknown)"),
+                s.format
+            )
+        )
+    )?;
+    if let Some(p) = &s.parent_id {
+        writeln!(out, "{}", field("parent", p))?;
+    }
+    writeln!(
+        out,
+        "{}",
+        field(
+            "title",
+            &truncate_chars(&one_line(s.title.as_deref().unwrap_or("-")), 100)
+        )
+    )?;
+
+    let counts = s.role_counts();
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(r, n)| format!("{} {n}", r.as_str()))
+        .collect();
+    writeln!(
+        out,
+        "\n{} {} ({})",
+        "Messages:".bold(),
+        s.message_count(),
+        parts.join(", ")
+    )?;
+    if let Some(tools) = rep["tool_calls"].as_object().filter(|t| !t.is_empty()) {
+        let parts: Vec<String> = tools.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        writeln!(out, "{} {}", "Tool calls:".bold(), parts.join(", "))?;
+    }
+    writeln!(
+        out,
+        "{} {} (o200k_base)",
+        "Estimated tokens:".bold(),
+        rep["estimated_tokens"]
+    )?;
+    if !s.files_touched.is_empty() {
+        writeln!(out, "\n{}", "Files touched:".bold())?;
+        for f in &s.files_touched {
+            writeln!(out, "  {f}")?;
+        }
+    }
+    if !s.todos.is_empty() {
+        writeln!(out, "\n{}", "Todo / plan:".bold())?;
+        for t in &s.todos {
+            let mark = match t.status {
+                TodoStatus::Completed => "[x]",
+                TodoStatus::InProgress => "[~]",
+                TodoStatus::Pending => "[ ]",
+            };
+            writeln!(out, "  {mark} {}", one_line(&t.text))?;
+        }
+    }
+    if !s.subagents.is_empty() {
+        writeln!(out, "\n{}", "Subagents:".bold())?;
+        for a in &s.subagents {
+            writeln!(
+                out,
+                "  {} {} {}",
+                a.id,
+                a.agent_type.as_deref().unwrap_or(""),
+                a.path.dimmed()
+            )?;
+        }
+    }
+    let st = &s.stats;
+    let mut read = vec![format!("{} lines", st.lines)];
+    read.push(format!("{} malformed", st.malformed_lines));
+    if st.abandoned_branch_lines > 0 {
+        read.push(format!(
+            "{} on abandoned branches",
+            st.abandoned_branch_lines
+        ));
+    }
+    if st.sidechain_lines > 0 {
+        read.push(format!("{} sidechain", st.sidechain_lines));
+    }
+    let unknown: usize = st.unknown_types.values().sum();
+    if unknown > 0 {
+        read.push(format!("{unknown} of unknown type"));
+    }
+    writeln!(out, "\n{} {}", "Read:".bold(), read.join(", "))?;
+    if !s.warnings.is_empty() {
+        writeln!(
+            out,
+            "\n{} ({})",
+            "Warnings".yellow().bold(),
+            s.warnings.len()
+        )?;
+        let path = s.source_path.as_deref().unwrap_or("");
+        for w in &s.warnings {
+            match w.line {
+                Some(l) => writeln!(out, "  {path}:{l}: {}", w.message)?,
+                None => writeln!(out, "  {path}: {}", w.message)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn export(cfg: &Config, args: &ExportArgs) -> Result<()> {
+    let s = load(cfg, &args.session, &args.scope)?;
+    let mut buf: Vec<u8> = Vec::new();
+    match args.format {
+        ExportFormat::Jsonl => neutral::write(&s, &mut buf)?,
+        ExportFormat::Markdown => buf.extend(handoff::markdown(&s, display_name(&s.agent)).bytes()),
+    }
+    match &args.output {
+        Some(path) => {
+            write_new_file(path, &buf)?;
+            for w in &s.warnings {
+                eprintln!(
+                    "warning: {}:{}: {}",
+                    s.source_path.as_deref().unwrap_or(""),
+                    w.line.map(|l| l.to_string()).unwrap_or_default(),
+                    w.message
+                );
+            }
+            eprintln!("wrote {}", path.display());
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&buf)?;
+            out.flush()?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes a new file atomically (temp file in the same folder, fsync, rename) and refuses to
+/// replace an existing one.
+pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if path.exists() {
+        return Err(CliError::new(
+            ExitCode::Error,
+            format!(
+                "{} already exists; session-relay does not replace files. Remove it or choose another name.",
+                path.display()
+            ),
+        )
+        .into());
+    }
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".session-relay-")
+        .tempfile_in(&dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist_noclobber(path)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+/// Colours only on a terminal (and never when NO_COLOR is set, which `colored` honours).
+pub fn init_colors() {
+    if !std::io::stdout().is_terminal() {
+        colored::control::set_override(false);
+    }
+}

@@ -1,0 +1,208 @@
+//! Configuration: defaults, then the YAML file, then the environment, then flags.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::Adapter;
+use crate::adapters;
+
+pub const CONFIG_ENV: &str = "SESSION_RELAY_CONFIG";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    agents: BTreeMap<String, FileAgent>,
+    #[serde(default)]
+    relay: FileRelay,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAgent {
+    session_root: Option<PathBuf>,
+    context_window: Option<u64>,
+    reserved_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRelay {
+    recent_turns: Option<usize>,
+    summary_max_tokens: Option<usize>,
+    tool_call_keep_recent: Option<usize>,
+}
+
+/// Where a setting's value came from, for `config` diagnostics and error messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    Default,
+    File,
+    Env,
+    Flag,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentSettings {
+    /// The agent's home (`~/.claude`, `~/.codex`): the folder that holds its session store.
+    pub session_root: PathBuf,
+    pub session_root_from: Origin,
+    pub context_window: u64,
+    pub reserved_tokens: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RelaySettings {
+    pub recent_turns: usize,
+    pub summary_max_tokens: usize,
+    pub tool_call_keep_recent: usize,
+}
+
+impl Default for RelaySettings {
+    fn default() -> Self {
+        RelaySettings {
+            recent_turns: 8,
+            summary_max_tokens: 1500,
+            tool_call_keep_recent: 12,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    /// The file that was read, if any.
+    pub file: Option<PathBuf>,
+    pub agents: BTreeMap<String, AgentSettings>,
+    pub relay: RelaySettings,
+}
+
+/// Inputs that come from the command line.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    pub config_file: Option<PathBuf>,
+    /// `--home AGENT=DIR`
+    pub homes: Vec<(String, PathBuf)>,
+}
+
+pub fn default_config_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("session-relay").join("config.yaml"))
+}
+
+impl Config {
+    pub fn load(overrides: &Overrides) -> Result<Config> {
+        let (path, required) = match (&overrides.config_file, std::env::var_os(CONFIG_ENV)) {
+            (Some(p), _) => (Some(p.clone()), true),
+            (None, Some(p)) if !p.is_empty() => (Some(PathBuf::from(p)), true),
+            _ => (default_config_path(), false),
+        };
+        let (file_cfg, file) = match path {
+            Some(p) if p.exists() || required => (parse_file(&p)?, Some(p)),
+            _ => (FileConfig::default(), None),
+        };
+
+        let mut agents = BTreeMap::new();
+        for a in adapters::registry() {
+            agents.insert(
+                a.name().to_string(),
+                resolve_agent(*a, &file_cfg, overrides),
+            );
+        }
+        let r = &file_cfg.relay;
+        let d = RelaySettings::default();
+        let relay = RelaySettings {
+            recent_turns: r.recent_turns.unwrap_or(d.recent_turns),
+            summary_max_tokens: r.summary_max_tokens.unwrap_or(d.summary_max_tokens),
+            tool_call_keep_recent: r.tool_call_keep_recent.unwrap_or(d.tool_call_keep_recent),
+        };
+        Ok(Config {
+            file,
+            agents,
+            relay,
+        })
+    }
+
+    pub fn agent(&self, name: &str) -> &AgentSettings {
+        &self.agents[name]
+    }
+}
+
+fn resolve_agent(a: &dyn Adapter, file: &FileConfig, overrides: &Overrides) -> AgentSettings {
+    let fa = file.agents.get(a.name());
+    let flag = overrides
+        .homes
+        .iter()
+        .rev()
+        .find(|(n, _)| n == a.name())
+        .map(|(_, p)| p.clone());
+    let env = std::env::var_os(a.home_env())
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let (session_root, session_root_from) = if let Some(p) = flag {
+        (p, Origin::Flag)
+    } else if let Some(p) = env {
+        (p, Origin::Env)
+    } else if let Some(p) = fa.and_then(|f| f.session_root.clone()) {
+        (expand_tilde(&p), Origin::File)
+    } else {
+        (
+            a.default_home().unwrap_or_else(|| PathBuf::from(".")),
+            Origin::Default,
+        )
+    };
+    AgentSettings {
+        session_root,
+        session_root_from,
+        context_window: fa
+            .and_then(|f| f.context_window)
+            .unwrap_or_else(|| a.default_context_window()),
+        reserved_tokens: fa
+            .and_then(|f| f.reserved_tokens)
+            .unwrap_or_else(|| a.default_reserved_tokens()),
+    }
+}
+
+fn expand_tilde(p: &Path) -> PathBuf {
+    match p.strip_prefix("~") {
+        Ok(rest) => dirs::home_dir()
+            .map(|h| h.join(rest))
+            .unwrap_or(p.to_path_buf()),
+        Err(_) => p.to_path_buf(),
+    }
+}
+
+fn parse_file(path: &Path) -> Result<FileConfig> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config file {}", path.display()))?;
+    if text.trim().is_empty() {
+        return Ok(FileConfig::default());
+    }
+    let cfg: FileConfig = serde_yaml_ng::from_str(&text).map_err(|e| {
+        // serde_yaml_ng names the key path ("agents.claude.context_window: ...") and the
+        // position; say the file too so the user knows where to look.
+        let location = e
+            .location()
+            .map(|l| format!(":{}:{}", l.line(), l.column()))
+            .unwrap_or_default();
+        anyhow!("invalid config file {}{location}: {e}", path.display())
+    })?;
+    let known: Vec<&str> = adapters::registry().iter().map(|a| a.name()).collect();
+    for name in cfg.agents.keys() {
+        if !known.contains(&name.as_str()) {
+            let line = text
+                .lines()
+                .position(|l| l.trim_start().starts_with(&format!("{name}:")))
+                .map(|i| format!(":{}", i + 1))
+                .unwrap_or_default();
+            bail!(
+                "invalid config file {}{line}: unknown agent `agents.{name}` (known: {})",
+                path.display(),
+                known.join(", ")
+            );
+        }
+    }
+    Ok(cfg)
+}

@@ -1,0 +1,79 @@
+//! The neutral session as JSONL: a header line (every session field but the messages, tagged
+//! with `record`), then one message per line. It reads back into an identical `Session`.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::session::{Message, SCHEMA_VERSION, Session};
+
+pub const RECORD: &str = "session-relay/session";
+
+pub fn write(session: &Session, out: &mut dyn Write) -> Result<()> {
+    let mut header = serde_json::to_value(session)?;
+    let obj = header
+        .as_object_mut()
+        .expect("a session serialises to an object");
+    obj.remove("messages");
+    let mut tagged = serde_json::Map::new();
+    tagged.insert("record".into(), Value::String(RECORD.into()));
+    tagged.extend(std::mem::take(obj));
+    serde_json::to_writer(&mut *out, &Value::Object(tagged))?;
+    out.write_all(b"\n")?;
+    for m in &session.messages {
+        serde_json::to_writer(&mut *out, m)?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+pub fn claims(head: &[u8]) -> bool {
+    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    crate::jsonl::contains(first, format!("\"record\":\"{RECORD}\"").as_bytes())
+}
+
+pub fn read(path: &Path) -> Result<Session> {
+    let reader = crate::jsonl::open(path)?;
+    let mut lines = reader.lines();
+    let header = lines
+        .next()
+        .transpose()?
+        .with_context(|| format!("{} is empty", path.display()))?;
+    let mut header: Value = serde_json::from_str(&header)
+        .with_context(|| format!("{}:1: invalid session header", path.display()))?;
+    let obj = header
+        .as_object_mut()
+        .with_context(|| format!("{}:1: header is not an object", path.display()))?;
+    if obj
+        .remove("record")
+        .and_then(|r| r.as_str().map(str::to_string))
+        .as_deref()
+        != Some(RECORD)
+    {
+        bail!("{}:1: not a session-relay export", path.display());
+    }
+    let version = obj
+        .get("schema_version")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    if version != SCHEMA_VERSION as u64 {
+        bail!(
+            "{}: schema_version {version} is not supported by this build (it reads {SCHEMA_VERSION})",
+            path.display()
+        );
+    }
+    let mut session: Session = serde_json::from_value(header)
+        .with_context(|| format!("{}:1: invalid session header", path.display()))?;
+    for (i, line) in lines.enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let m: Message = serde_json::from_str(&line)
+            .with_context(|| format!("{}:{}: invalid message", path.display(), i + 2))?;
+        session.messages.push(m);
+    }
+    Ok(session)
+}
