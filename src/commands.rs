@@ -137,7 +137,19 @@ fn display_name(agent: &str) -> &'static str {
 /// Everything `show` reports, as one JSON value (also the source of the text output).
 pub fn report(s: &Session) -> Value {
     let mut header = serde_json::to_value(s).expect("session serialises");
-    header.as_object_mut().map(|o| o.remove("messages"));
+    if let Some(o) = header.as_object_mut() {
+        o.remove("messages");
+        // Agents' own system prompts and similar blobs ride along in `extra` (the export keeps
+        // them whole); a report names their size instead.
+        if let Some(Value::Object(extra)) = o.get_mut("extra") {
+            for v in extra.values_mut() {
+                let len = v.to_string().len();
+                if len > 400 {
+                    *v = json!({ "elided_bytes": len });
+                }
+            }
+        }
+    }
     let counts: BTreeMap<&str, usize> = s
         .role_counts()
         .into_iter()

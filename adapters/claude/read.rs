@@ -341,18 +341,28 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                     session.messages.push(classify_user_text(base(Role::User, s.clone()), meta, summary));
                 }
                 Some(Value::Array(items)) => {
+                    // Text and images of one line are one message; tool results stand alone.
+                    let mut texts: Vec<String> = Vec::new();
+                    let mut images: Vec<Value> = Vec::new();
                     for b in items {
                         match str_field(b, "type") {
                             Some("text") => {
-                                let text = str_field(b, "text").unwrap_or_default().to_string();
-                                session
-                                    .messages
-                                    .push(classify_user_text(base(Role::User, text), meta, summary));
+                                texts.push(str_field(b, "text").unwrap_or_default().to_string())
+                            }
+                            Some("image") => {
+                                let media = b
+                                    .pointer("/source/media_type")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("image");
+                                texts.push(format!("[image: {media}]"));
+                                images.push(b.get("source").cloned().unwrap_or(Value::Null));
                             }
                             Some("tool_result") => {
-                                let mut m = base(Role::ToolResult, flatten_content(b.get("content")));
+                                let mut m =
+                                    base(Role::ToolResult, flatten_content(b.get("content")));
                                 m.tool_call_id = str_field(b, "tool_use_id").map(str::to_string);
-                                m.is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
+                                m.is_error =
+                                    b.get("is_error").and_then(Value::as_bool) == Some(true);
                                 if let Some(Value::String(s)) = e.value.get("toolUseResult")
                                     && s.starts_with("User rejected")
                                 {
@@ -360,28 +370,22 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                                 }
                                 session.messages.push(m);
                             }
-                            Some("image") => {
-                                let media = b
-                                    .pointer("/source/media_type")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("image");
-                                let mut m = base(Role::User, format!("[image: {media}]"))
-                                    .with_meta("image", b.get("source").cloned().unwrap_or(Value::Null));
-                                if meta {
-                                    m.role = Role::System;
-                                    m = m.with_meta("kind", "context");
-                                }
-                                session.messages.push(m);
-                            }
                             Some(other) => {
-                                let mut m = base(Role::System, format!("[{other} block]"))
-                                    .with_meta("kind", "unsupported_block")
-                                    .with_meta("block", b.clone());
-                                m.role = Role::System;
-                                session.messages.push(m);
+                                session.messages.push(
+                                    base(Role::System, format!("[{other} block]"))
+                                        .with_meta("kind", "unsupported_block")
+                                        .with_meta("block", b.clone()),
+                                );
                             }
                             None => {}
                         }
+                    }
+                    if !texts.is_empty() {
+                        let mut m = base(Role::User, texts.join("\n"));
+                        if !images.is_empty() {
+                            m = m.with_meta("images", Value::Array(images));
+                        }
+                        session.messages.push(classify_user_text(m, meta, summary));
                     }
                 }
                 _ => session.warn(Some(e.line), "user line without message content"),

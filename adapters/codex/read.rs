@@ -330,6 +330,10 @@ fn response_item(session: &mut Session, state: &mut State, no: usize, p: &Value,
             let role = str_field(p, "role").unwrap_or("user");
             let m = match role {
                 "user" if super::is_injected_user_text(&text) => {
+                    // Files older than session_meta's `cwd` state it only here.
+                    if session.cwd.is_none() {
+                        session.cwd = tag_value(&text, "cwd");
+                    }
                     base(Role::System, text).with_meta("kind", "context")
                 }
                 "user" => {
@@ -448,6 +452,13 @@ fn response_item(session: &mut Session, state: &mut State, no: usize, p: &Value,
                 .or_default() += 1;
         }
     }
+}
+
+fn tag_value(text: &str, tag: &str) -> Option<String> {
+    let open = format!("<{tag}>");
+    let start = text.find(&open)? + open.len();
+    let end = text[start..].find(&format!("</{tag}>"))? + start;
+    Some(text[start..end].trim().to_string()).filter(|s| !s.is_empty())
 }
 
 /// A tool output as text plus the exit code it reports, if any.

@@ -97,6 +97,10 @@ pub fn summarize(path: &Path, archived: bool) -> Result<Summary> {
                     .and_then(Timestamp::from_value);
             }
         }
+        if cwd.is_none() && contains(head, b"<environment_context>") {
+            // Files older than session_meta's `cwd` state it only in the injected context.
+            cwd = between(line, b"<cwd>", b"</cwd>");
+        }
         if let Some(ts) = raw_str_field(head, "timestamp") {
             last_ts = Some(ts);
         }
@@ -142,6 +146,13 @@ pub fn summarize(path: &Path, archived: bool) -> Result<Summary> {
         parent_id: None,
         subagents: 0,
     })
+}
+
+fn between(line: &[u8], open: &[u8], close: &[u8]) -> Option<String> {
+    let start = memchr::memmem::find(line, open)? + open.len();
+    let len = memchr::memmem::find(&line[start..], close)?;
+    let raw = String::from_utf8_lossy(&line[start..start + len]);
+    Some(raw.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 fn injected(head: &[u8]) -> bool {

@@ -1,0 +1,161 @@
+//! A temporary environment for driving the built binary: private agent homes, a private config
+//! dir, and helpers to place fixtures into the stores.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use tempfile::TempDir;
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+pub struct TestEnv {
+    pub dir: TempDir,
+}
+
+impl TestEnv {
+    /// Empty homes for both agents.
+    pub fn empty() -> TestEnv {
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["claude", "codex", "config", "work"] {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        TestEnv { dir }
+    }
+
+    /// Homes holding every fixture session (both agents).
+    pub fn with_fixtures() -> TestEnv {
+        let env = TestEnv::empty();
+        copy_tree(&fixtures().join("claude"), &env.claude_home());
+        copy_tree(&fixtures().join("codex"), &env.codex_home());
+        env
+    }
+
+    pub fn claude_home(&self) -> PathBuf {
+        self.dir.path().join("claude")
+    }
+
+    pub fn codex_home(&self) -> PathBuf {
+        self.dir.path().join("codex")
+    }
+
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    /// The binary with this environment's homes and nothing of the developer's.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::cargo_bin("session-relay").unwrap();
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .env("XDG_STATE_HOME", self.dir.path().join("state"))
+            .env("CLAUDE_CONFIG_DIR", self.claude_home())
+            .env("CODEX_HOME", self.codex_home())
+            .env("NO_COLOR", "1")
+            .current_dir(self.work());
+        c
+    }
+
+    /// Runs the binary and returns stdout; panics with stderr on failure.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "session-relay {args:?} failed ({:?}):\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+
+    /// Runs the binary expecting failure; returns (exit code, stderr).
+    pub fn fails(&self, args: &[&str]) -> (i32, String) {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(
+            !out.status.success(),
+            "session-relay {args:?} unexpectedly succeeded"
+        );
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Hash of every file under the temp dir except the scratch `work` folder.
+    pub fn snapshot_stores(&self) -> BTreeMap<PathBuf, u64> {
+        let mut out = BTreeMap::new();
+        for root in [self.claude_home(), self.codex_home()] {
+            for e in walkdir::WalkDir::new(&root)
+                .into_iter()
+                .filter_map(|e| e.ok())
+            {
+                if e.file_type().is_file() {
+                    let bytes = std::fs::read(e.path()).unwrap();
+                    out.insert(e.path().to_path_buf(), fnv(&bytes));
+                } else if e.file_type().is_dir() {
+                    out.insert(e.path().to_path_buf(), 0);
+                }
+            }
+        }
+        out
+    }
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from)
+        .into_iter()
+        .filter_map(|e| e.ok())
+    {
+        let rel = e.path().strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// FNV-1a: enough to notice any change to a file in a test.
+pub fn fnv(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// Every fixture session file: (agent, path).
+pub fn fixture_sessions() -> Vec<(&'static str, PathBuf)> {
+    let mut out = Vec::new();
+    for (agent, root) in [
+        ("claude", fixtures().join("claude")),
+        ("codex", fixtures().join("codex")),
+    ] {
+        for e in walkdir::WalkDir::new(&root)
+            .into_iter()
+            .filter_map(|e| e.ok())
+        {
+            let name = e.file_name().to_string_lossy();
+            let session = e.file_type().is_file()
+                && (name.ends_with(".jsonl") || name.ends_with(".json"))
+                && !name.ends_with(".meta.json")
+                && name != "session_index.jsonl";
+            if session {
+                out.push((agent, e.into_path()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
