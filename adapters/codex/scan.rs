@@ -35,18 +35,22 @@ pub fn session_files(home: &Path) -> Vec<(PathBuf, bool)> {
 
 pub fn list(home: &Path) -> Result<Vec<Summary>> {
     let titles = super::session_index(home);
-    let mut out = Vec::new();
-    for (path, archived) in session_files(home) {
-        match summarize(&path, archived) {
+    use rayon::prelude::*;
+    let out = session_files(home)
+        .par_iter()
+        .filter_map(|(path, archived)| match summarize(path, *archived) {
             Ok(mut s) => {
                 if let Some(t) = titles.get(&s.id) {
                     s.title = Some(t.clone());
                 }
-                out.push(s)
+                Some(s)
             }
-            Err(e) => eprintln!("warning: {}: {e:#}", path.display()),
-        }
-    }
+            Err(e) => {
+                eprintln!("warning: {}: {e:#}", path.display());
+                None
+            }
+        })
+        .collect();
     Ok(out)
 }
 
