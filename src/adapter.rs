@@ -49,6 +49,37 @@ impl Summary {
     }
 }
 
+/// What the relay asks a target adapter to write.
+pub struct WriteRequest {
+    /// The target agent's home.
+    pub home: PathBuf,
+    /// The id of the new session.
+    pub id: String,
+    /// The directory the user will resume in (already resolved to a real path when it exists).
+    pub cwd: String,
+    /// Title shown in the agent's picker.
+    pub title: String,
+    /// Provenance record to embed in the file.
+    pub provenance: serde_json::Value,
+    /// The relay's own time, for the file name and the session start.
+    pub now: chrono::DateTime<chrono::Utc>,
+    /// Write a standalone file here instead of into the store.
+    pub standalone: Option<PathBuf>,
+}
+
+/// A native session ready to be written.
+pub struct NativeSession {
+    pub id: String,
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+    /// Modification time to give the file (agents sort their pickers by it).
+    pub mtime: Option<chrono::DateTime<chrono::Utc>>,
+    /// The command that resumes it.
+    pub resume_command: String,
+    /// Things the user should know (skipped content, index not updated, ...).
+    pub notes: Vec<String>,
+}
+
 pub trait Adapter: Sync {
     /// Short name used on the command line and in the neutral model (`claude`, `codex`).
     fn name(&self) -> &'static str;
@@ -73,4 +104,21 @@ pub trait Adapter: Sync {
     fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session>;
     /// Whether a file (named `path`, starting with `head`) looks like this agent's session.
     fn claims(&self, path: &Path, head: &[u8]) -> bool;
+    /// A fresh session id in the form this agent uses.
+    fn new_id(&self) -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+    /// This agent's own tool equivalent to `source_agent`'s tool call, if it has one:
+    /// (name, input). Calls without an equivalent travel as text.
+    fn equivalent_tool(
+        &self,
+        source_agent: &str,
+        name: &str,
+        input: &serde_json::Value,
+    ) -> Option<(String, serde_json::Value)>;
+    /// Serialises a relay-shaped session as this agent's native, resumable session.
+    fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession>;
+    /// After the file is in place: register it in the store's indexes (titles, databases).
+    /// Returns notes for the user.
+    fn register(&self, home: &Path, written: &NativeSession, title: &str) -> Result<Vec<String>>;
 }

@@ -48,6 +48,9 @@ pub enum Command {
     Show(ShowArgs),
     /// Export one session as neutral JSONL or as a Markdown handoff document.
     Export(ExportArgs),
+    /// Write a session into another agent's store (or a fork into the same agent's) so that
+    /// the target CLI resumes it.
+    Relay(RelayArgs),
 }
 
 #[derive(Debug, Args)]
@@ -104,4 +107,36 @@ pub struct ExportArgs {
     /// Write to FILE instead of standard output (atomically; an existing file is not replaced).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    /// A full id, a unique id prefix, a file path, or `latest`.
+    #[arg(default_value = "latest")]
+    pub session: String,
+    /// The agent that will resume the session.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    pub to: String,
+    /// Only consider this agent's sessions when selecting (for `latest` and prefixes).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    pub agent: Option<String>,
+    /// The directory the session will be resumed in (default: the source's working directory).
+    /// `latest` is also looked up in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Title shown in the target's session picker.
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Write a standalone native session file here (a folder, or a file name) instead of into
+    /// the target's store.
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+    /// Say what would be written, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Relay again even if this unchanged source was already relayed to this target.
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long)]
+    pub json: bool,
 }

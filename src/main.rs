@@ -30,5 +30,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::List(a) => commands::list(&cfg, a),
         Command::Show(a) => commands::show(&cfg, a),
         Command::Export(a) => commands::export(&cfg, a),
+        Command::Relay(a) => session_relay::relay::run(&cfg, a),
     }
 }

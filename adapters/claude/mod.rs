@@ -3,12 +3,15 @@
 
 mod read;
 mod scan;
+mod write;
+
+pub use write::escape_project_dir;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::adapter::{Adapter, Summary};
+use crate::adapter::{Adapter, NativeSession, Summary, WriteRequest};
 use crate::session::Session;
 
 pub struct Claude;
@@ -64,6 +67,37 @@ impl Adapter for Claude {
         read::read(path)
     }
 
+    fn equivalent_tool(
+        &self,
+        source_agent: &str,
+        name: &str,
+        input: &serde_json::Value,
+    ) -> Option<(String, serde_json::Value)> {
+        if source_agent == NAME {
+            return Some((name.to_string(), input.clone()));
+        }
+        // Only Bash is always among Claude Code's tools (others are deferred or optional), so
+        // only shell commands keep their structure; everything else travels as text.
+        let command = match name {
+            "exec_command" => input.get("cmd").and_then(|c| c.as_str()).map(str::to_string),
+            "shell" | "local_shell" | "container.exec" => input
+                .get("command")
+                .and_then(|c| c.as_array())
+                .map(|words| shell_command(words)),
+            _ => None,
+        }?;
+        Some(("Bash".to_string(), serde_json::json!({ "command": command })))
+    }
+
+    fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
+        write::write(shaped, req)
+    }
+
+    fn register(&self, _home: &Path, _written: &NativeSession, _title: &str) -> Result<Vec<String>> {
+        // Claude Code keeps no index: the file under projects/<dir>/ is all it needs.
+        Ok(Vec::new())
+    }
+
     fn claims(&self, path: &Path, head: &[u8]) -> bool {
         let under_projects = path.components().any(|c| c.as_os_str() == "projects");
         let ext_ok = path.extension().is_some_and(|e| e == "jsonl");
@@ -82,4 +116,19 @@ pub(crate) fn subagent_parent(path: &Path) -> Option<String> {
         return None;
     }
     Some(parent.parent()?.file_name()?.to_string_lossy().into_owned())
+}
+
+/// `["bash", "-lc", "ls -la"]` is the command `ls -la`; other argv are joined shell-quoted.
+fn shell_command(words: &[serde_json::Value]) -> String {
+    let words: Vec<&str> = words.iter().filter_map(|w| w.as_str()).collect();
+    match words.as_slice() {
+        [sh, flag, cmd] if sh.ends_with("sh") && flag.starts_with('-') && flag.contains('c') => {
+            cmd.to_string()
+        }
+        _ => words
+            .iter()
+            .map(|w| write::shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
 }

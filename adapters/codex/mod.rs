@@ -4,6 +4,7 @@
 
 mod read;
 mod scan;
+mod write;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::adapter::{Adapter, Summary};
+use crate::adapter::{Adapter, NativeSession, Summary, WriteRequest};
 use crate::session::Session;
 
 pub struct Codex;
@@ -70,6 +71,31 @@ impl Adapter for Codex {
     fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session> {
         let home = home.map(Path::to_path_buf).or_else(|| home_of(path));
         read::read(path, home.as_deref())
+    }
+
+    fn new_id(&self) -> String {
+        // Codex names threads with time-ordered v7 uuids.
+        uuid::Uuid::now_v7().to_string()
+    }
+
+    fn equivalent_tool(
+        &self,
+        source_agent: &str,
+        name: &str,
+        input: &Value,
+    ) -> Option<(String, Value)> {
+        // Codex's tool set depends on the model and the config (shell or exec_command,
+        // update_plan only when enabled), so a foreign call cannot be known to match a tool the
+        // resumed thread has: only Codex's own calls keep their structure.
+        (source_agent == NAME).then(|| (name.to_string(), input.clone()))
+    }
+
+    fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
+        write::write(shaped, req)
+    }
+
+    fn register(&self, home: &Path, written: &NativeSession, title: &str) -> Result<Vec<String>> {
+        write::register(home, &written.id, title)
     }
 
     fn claims(&self, path: &Path, head: &[u8]) -> bool {

@@ -1,0 +1,255 @@
+//! Writes a relay-shaped session as a Claude Code transcript that `claude --resume <id>` opens
+//! from the session's directory.
+
+use anyhow::Result;
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use serde_json::{Value, json};
+
+use crate::adapter::{NativeSession, WriteRequest};
+use crate::session::{Role, Session, Timestamp};
+
+/// The transcript format version written in every line's `version`. Claude Code records its own
+/// version there; this is the version whose loader the written shape was verified against.
+pub const COMPAT_VERSION: &str = "2.1.332";
+
+/// Claude Code's project folder name for a directory: every UTF-16 unit that is not an ASCII
+/// letter or digit becomes `-`; names over 200 characters are cut and get a hash suffix.
+pub fn escape_project_dir(path: &str) -> String {
+    let units: Vec<u16> = path.encode_utf16().collect();
+    let escaped: String = units
+        .iter()
+        .map(|&u| {
+            if u < 128 && (u as u8).is_ascii_alphanumeric() {
+                u as u8 as char
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if escaped.len() <= 200 {
+        return escaped;
+    }
+    let mut h: i32 = 0;
+    for &u in &units {
+        h = h.wrapping_shl(5).wrapping_sub(h).wrapping_add(u as i32);
+    }
+    let mut n = (h as i64).unsigned_abs();
+    let digits = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut b36 = Vec::new();
+    loop {
+        b36.push(digits[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    b36.reverse();
+    format!("{}-{}", &escaped[..200], String::from_utf8(b36).unwrap())
+}
+
+struct Writer<'a> {
+    req: &'a WriteRequest,
+    branch: Option<String>,
+    out: Vec<u8>,
+    parent: Option<String>,
+    last: DateTime<Utc>,
+    n: usize,
+}
+
+impl Writer<'_> {
+    /// Strictly increasing times: Claude Code picks the newest line as the leaf.
+    fn time(&mut self, t: Option<DateTime<Utc>>) -> String {
+        let mut t = t.unwrap_or(self.last);
+        if t <= self.last {
+            t = self.last + Duration::milliseconds(1);
+        }
+        self.last = t;
+        t.to_rfc3339_opts(SecondsFormat::Millis, true)
+    }
+
+    fn uuid(&mut self) -> String {
+        self.n += 1;
+        uuid::Uuid::new_v4().to_string()
+    }
+
+    fn push(&mut self, kind: &str, t: Option<DateTime<Utc>>, message: Value, extra: Value) {
+        let uuid = self.uuid();
+        let ts = self.time(t);
+        let mut line = json!({
+            "parentUuid": self.parent,
+            "isSidechain": false,
+            "userType": "external",
+            "cwd": self.req.cwd,
+            "sessionId": self.req.id,
+            "version": COMPAT_VERSION,
+            "gitBranch": self.branch.clone().unwrap_or_default(),
+            "entrypoint": "cli",
+            "type": kind,
+            "message": message,
+            "uuid": uuid,
+            "timestamp": ts,
+        });
+        if let (Value::Object(l), Value::Object(e)) = (&mut line, extra) {
+            l.extend(e);
+        }
+        serde_json::to_writer(&mut self.out, &line).expect("JSON to memory");
+        self.out.push(b'\n');
+        self.parent = Some(uuid);
+    }
+
+    fn assistant(&mut self, t: Option<DateTime<Utc>>, blocks: Vec<Value>) {
+        let has_tool = blocks.iter().any(|b| b["type"] == "tool_use");
+        let id = format!("msg_relay_{}", uuid::Uuid::new_v4().simple());
+        let message = json!({
+            "id": id,
+            "type": "message",
+            "role": "assistant",
+            "model": "<synthetic>",
+            "content": blocks,
+            "stop_reason": if has_tool { "tool_use" } else { "end_turn" },
+            "stop_sequence": null,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        });
+        self.push("assistant", t, message, json!({}));
+    }
+
+    fn user(&mut self, t: Option<DateTime<Utc>>, blocks: Vec<Value>, meta: bool) {
+        let extra = if meta { json!({"isMeta": true}) } else { json!({}) };
+        self.push("user", t, json!({"role": "user", "content": blocks}), extra);
+    }
+}
+
+pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
+    let path = match &req.standalone {
+        Some(p) => p.clone(),
+        None => req
+            .home
+            .join("projects")
+            .join(escape_project_dir(&req.cwd))
+            .join(format!("{}.jsonl", req.id)),
+    };
+    let mut w = Writer {
+        req,
+        branch: shaped.git.as_ref().and_then(|g| g.branch.clone()),
+        out: Vec::new(),
+        parent: None,
+        last: DateTime::<Utc>::MIN_UTC,
+        n: 0,
+    };
+    let mut notes = Vec::new();
+    let mut reasoning_dropped = 0;
+
+    // Assistant blocks and tool results accumulate so that one API message holds parallel
+    // calls and the next user message holds all their results, as the API requires.
+    let mut pending_assistant: Vec<Value> = Vec::new();
+    let mut pending_results: Vec<Value> = Vec::new();
+    let mut pending_time: Option<DateTime<Utc>> = None;
+    for m in &shaped.messages {
+        let t = m.timestamp.as_ref().and_then(Timestamp::time);
+        let text = || json!([{"type": "text", "text": m.content}]);
+        match m.role {
+            Role::System | Role::User => {
+                flush(&mut w, &mut pending_assistant, &mut pending_results, pending_time);
+                let Value::Array(blocks) = text() else { unreachable!() };
+                w.user(t, blocks, m.role == Role::System);
+            }
+            Role::Assistant | Role::ToolCall => {
+                if !pending_results.is_empty() {
+                    flush(&mut w, &mut pending_assistant, &mut pending_results, pending_time);
+                }
+                if pending_assistant.is_empty() {
+                    pending_time = t;
+                }
+                if m.role == Role::Assistant {
+                    pending_assistant.push(json!({"type": "text", "text": m.content}));
+                } else {
+                    pending_assistant.push(json!({
+                        "type": "tool_use",
+                        "id": m.tool_call_id,
+                        "name": m.tool_name,
+                        "input": m.tool_input.clone().unwrap_or(json!({})),
+                    }));
+                }
+            }
+            Role::ToolResult => {
+                if !pending_assistant.is_empty() {
+                    w.assistant(pending_time, std::mem::take(&mut pending_assistant));
+                }
+                pending_time = t;
+                pending_results.push(json!({
+                    "tool_use_id": m.tool_call_id,
+                    "type": "tool_result",
+                    "content": m.content,
+                    "is_error": m.is_error,
+                }));
+            }
+            // A thinking block needs a signature only Anthropic can make: foreign (and
+            // re-written) reasoning is left out rather than faked.
+            Role::Reasoning => reasoning_dropped += 1,
+        }
+    }
+    flush(&mut w, &mut pending_assistant, &mut pending_results, pending_time);
+    if reasoning_dropped > 0 {
+        notes.push(format!(
+            "{reasoning_dropped} reasoning message(s) left out: Claude Code accepts only thinking blocks signed by Anthropic"
+        ));
+    }
+    let last = w.last;
+    let title = json!({"type": "custom-title", "customTitle": req.title, "sessionId": req.id});
+    let provenance = json!({"type": "session-relay", "provenance": req.provenance, "sessionId": req.id});
+    let mut out = w.out;
+    for v in [title, provenance] {
+        serde_json::to_writer(&mut out, &v)?;
+        out.push(b'\n');
+    }
+    Ok(NativeSession {
+        id: req.id.clone(),
+        resume_command: format!("cd {} && claude --resume {}", shell_quote(&req.cwd), req.id),
+        path,
+        bytes: out,
+        mtime: (last > DateTime::<Utc>::MIN_UTC).then_some(last),
+        notes,
+    })
+}
+
+fn flush(
+    w: &mut Writer,
+    assistant: &mut Vec<Value>,
+    results: &mut Vec<Value>,
+    t: Option<DateTime<Utc>>,
+) {
+    if !assistant.is_empty() {
+        w.assistant(t, std::mem::take(assistant));
+    }
+    if !results.is_empty() {
+        w.user(t, std::mem::take(results), false);
+    }
+}
+
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape_project_dir;
+
+    #[test]
+    fn project_dirs_escape_like_claude_code() {
+        assert_eq!(escape_project_dir("/home/dev/projects/my_app.v2"), "-home-dev-projects-my-app-v2");
+        // One UTF-16 unit per BMP character, two for an emoji.
+        assert_eq!(escape_project_dir("/tmp/é😀"), "-tmp----");
+        let long = format!("/{}", "a".repeat(250));
+        let e = escape_project_dir(&long);
+        assert!(e.starts_with(&format!("-{}", "a".repeat(199))));
+        assert_eq!(e.as_bytes()[200], b'-');
+        assert!(e.len() > 201);
+    }
+}

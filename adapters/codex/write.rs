@@ -1,0 +1,223 @@
+//! Writes a relay-shaped session as a Codex rollout that `codex resume <id>` opens.
+//!
+//! The legacy (non-paginated) layout is written because every Codex version reads it; the
+//! conversation goes on both channels: response items (what the model is sent on resume) and
+//! `user_message` / `agent_message` / `agent_reasoning` events (what the TUI draws).
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use chrono::{DateTime, Local, SecondsFormat, Utc};
+use serde_json::{Value, json};
+
+use crate::adapter::{NativeSession, WriteRequest};
+use crate::session::{Role, Session, Timestamp};
+
+pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
+    let local = req.now.with_timezone(&Local);
+    let file_name = format!(
+        "rollout-{}-{}.jsonl",
+        local.format("%Y-%m-%dT%H-%M-%S"),
+        req.id
+    );
+    let path = match &req.standalone {
+        Some(p) => p.clone(),
+        None => req
+            .home
+            .join("sessions")
+            .join(local.format("%Y").to_string())
+            .join(local.format("%m").to_string())
+            .join(local.format("%d").to_string())
+            .join(&file_name),
+    };
+
+    let mut clock = Clock::new(req.now);
+    let start = shaped
+        .messages
+        .first()
+        .and_then(|m| m.timestamp.as_ref())
+        .and_then(Timestamp::time)
+        .unwrap_or(req.now);
+    let mut out: Vec<u8> = Vec::new();
+    let mut meta = json!({
+        "id": req.id,
+        "timestamp": stamp(start),
+        "cwd": req.cwd,
+        "originator": "session_relay",
+        "cli_version": env!("CARGO_PKG_VERSION"),
+        "source": "cli",
+        "session_relay": req.provenance,
+    });
+    if let Some(g) = &shaped.git {
+        let mut git = serde_json::Map::new();
+        if let Some(c) = &g.commit {
+            git.insert("commit_hash".into(), json!(c));
+        }
+        if let Some(b) = &g.branch {
+            git.insert("branch".into(), json!(b));
+        }
+        if let Some(r) = &g.remote {
+            git.insert("repository_url".into(), json!(r));
+        }
+        meta["git"] = Value::Object(git);
+    }
+    line(&mut out, clock.at(Some(start)), "session_meta", meta);
+
+    let mut custom_calls = std::collections::HashSet::new();
+    for m in &shaped.messages {
+        let t = clock.at(m.timestamp.as_ref().and_then(Timestamp::time));
+        match m.role {
+            Role::System => {
+                // Context for the model, not words of the user: a developer message.
+                line(
+                    &mut out,
+                    t,
+                    "response_item",
+                    json!({"type": "message", "role": "developer",
+                           "content": [{"type": "input_text", "text": m.content}]}),
+                );
+            }
+            Role::User => {
+                line(
+                    &mut out,
+                    t,
+                    "response_item",
+                    json!({"type": "message", "role": "user",
+                           "content": [{"type": "input_text", "text": m.content}]}),
+                );
+                line(
+                    &mut out,
+                    t,
+                    "event_msg",
+                    json!({"type": "user_message", "message": m.content, "images": [],
+                           "local_images": [], "text_elements": []}),
+                );
+            }
+            Role::Assistant => {
+                line(
+                    &mut out,
+                    t,
+                    "response_item",
+                    json!({"type": "message", "role": "assistant",
+                           "content": [{"type": "output_text", "text": m.content}]}),
+                );
+                line(
+                    &mut out,
+                    t,
+                    "event_msg",
+                    json!({"type": "agent_message", "message": m.content}),
+                );
+            }
+            Role::Reasoning => {
+                // Shown in the TUI only: a reasoning item without Codex's own encrypted content
+                // must not be sent back to the model.
+                line(
+                    &mut out,
+                    t,
+                    "event_msg",
+                    json!({"type": "agent_reasoning", "text": m.content}),
+                );
+            }
+            Role::ToolCall => {
+                let id = m.tool_call_id.clone().unwrap_or_default();
+                let name = m.tool_name.clone().unwrap_or_default();
+                let input = m.tool_input.clone().unwrap_or(Value::Null);
+                let custom = m.metadata.get("custom").and_then(Value::as_bool) == Some(true);
+                let item = if custom {
+                    custom_calls.insert(id.clone());
+                    let text = input.as_str().map(str::to_string).unwrap_or_else(|| input.to_string());
+                    json!({"type": "custom_tool_call", "call_id": id, "name": name, "input": text})
+                } else {
+                    json!({"type": "function_call", "name": name,
+                           "arguments": input.to_string(), "call_id": id})
+                };
+                line(&mut out, t, "response_item", item);
+            }
+            Role::ToolResult => {
+                let id = m.tool_call_id.clone().unwrap_or_default();
+                let kind = if custom_calls.contains(&id) {
+                    "custom_tool_call_output"
+                } else {
+                    "function_call_output"
+                };
+                line(
+                    &mut out,
+                    t,
+                    "response_item",
+                    json!({"type": kind, "call_id": id, "output": m.content}),
+                );
+            }
+        }
+    }
+    Ok(NativeSession {
+        id: req.id.clone(),
+        path,
+        bytes: out,
+        mtime: None,
+        resume_command: format!("codex resume {}", req.id),
+        notes: Vec::new(),
+    })
+}
+
+/// Line times never go backwards (Codex sorts nothing, but its readers assume order).
+struct Clock {
+    last: DateTime<Utc>,
+    fallback: DateTime<Utc>,
+}
+
+impl Clock {
+    fn new(fallback: DateTime<Utc>) -> Clock {
+        Clock {
+            last: DateTime::<Utc>::MIN_UTC,
+            fallback,
+        }
+    }
+    fn at(&mut self, t: Option<DateTime<Utc>>) -> DateTime<Utc> {
+        let t = t.unwrap_or(if self.last == DateTime::<Utc>::MIN_UTC {
+            self.fallback
+        } else {
+            self.last
+        });
+        if t > self.last {
+            self.last = t;
+        }
+        self.last
+    }
+}
+
+fn stamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+fn line(out: &mut Vec<u8>, t: DateTime<Utc>, kind: &str, payload: Value) {
+    let v = json!({"timestamp": stamp(t), "type": kind, "payload": payload});
+    serde_json::to_writer(&mut *out, &v).expect("JSON to memory");
+    out.push(b'\n');
+}
+
+/// Adds a title line to `session_index.jsonl` (the picker shows `thread_name`).
+pub fn register(home: &Path, id: &str, title: &str) -> Result<Vec<String>> {
+    use std::io::Write;
+    let index = home.join("session_index.jsonl");
+    let entry = json!({
+        "id": id,
+        "thread_name": title,
+        "updated_at": Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
+    });
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&index)
+        .with_context(|| format!("cannot append to {}", index.display()))?;
+    // One write of one line: concurrent appenders cannot interleave inside it.
+    f.write_all(format!("{entry}\n").as_bytes())?;
+    let mut notes = vec![format!("title added to {}", index.display())];
+    if home.join("state_5.sqlite").exists() {
+        notes.push(format!(
+            "{} exists: Codex's picker lists only sessions it has indexed, so open this one once \
+             with `codex resume {id}` (which indexes it); it then appears in the picker",
+            home.join("state_5.sqlite").display()
+        ));
+    }
+    Ok(notes)
+}

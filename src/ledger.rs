@@ -1,0 +1,106 @@
+//! The relay ledger: one JSON line per relay in the platform state dir. Idempotence (and the
+//! later `clean`) rely on it: it is the record of what session-relay wrote.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub const STATE_ENV: &str = "SESSION_RELAY_STATE_DIR";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Side {
+    pub agent: String,
+    pub id: String,
+    pub path: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Entry {
+    pub event: String,
+    pub time: String,
+    pub tool_version: String,
+    pub source: Side,
+    pub target: Side,
+    /// The directory the relayed session belongs to.
+    pub cwd: String,
+    #[serde(default)]
+    pub standalone: bool,
+    #[serde(default)]
+    pub bytes: u64,
+    #[serde(default)]
+    pub messages: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<serde_json::Value>,
+}
+
+/// `$SESSION_RELAY_STATE_DIR`, else the platform state dir (`~/.local/state/session-relay`).
+pub fn state_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os(STATE_ENV).filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    dirs::state_dir()
+        .or_else(dirs::data_local_dir)
+        .map(|d| d.join("session-relay"))
+}
+
+pub fn ledger_path() -> Result<PathBuf> {
+    state_dir()
+        .map(|d| d.join("ledger.jsonl"))
+        .context("no state directory on this platform; set SESSION_RELAY_STATE_DIR")
+}
+
+pub fn append(entry: &Entry) -> Result<PathBuf> {
+    let path = ledger_path()?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot open the ledger {}", path.display()))?;
+    let line = format!("{}\n", serde_json::to_string(entry)?);
+    f.write_all(line.as_bytes())?;
+    f.sync_all()?;
+    Ok(path)
+}
+
+/// Every readable entry, oldest first. A damaged line is skipped, not fatal.
+pub fn entries() -> Vec<Entry> {
+    let Ok(path) = ledger_path() else {
+        return Vec::new();
+    };
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Entry>(l).ok())
+        .collect()
+}
+
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = std::io::Read::read(&mut f, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(hex(&h.finalize()))
+}
+
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
