@@ -143,6 +143,9 @@ pub fn shape(
                     let mut r = carry(m, Role::ToolResult, m.content.clone());
                     r.tool_call_id = id_map.get(&id).cloned();
                     r.is_error = m.is_error;
+                    if let Some(code) = m.metadata.get("exit_code") {
+                        r.metadata.insert("exit_code".into(), code.clone());
+                    }
                     out.messages.push(r);
                 } else if let Some(&call) = text_calls.get(&id) {
                     out.messages.push(

@@ -144,7 +144,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
                     &mut out,
                     t,
                     "response_item",
-                    json!({"type": kind, "call_id": id, "output": m.content}),
+                    json!({"type": kind, "call_id": id, "output": tool_output(m)}),
                 );
             }
         }
@@ -157,6 +157,20 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         resume_command: format!("codex resume {}", req.id),
         notes: Vec::new(),
     })
+}
+
+/// A failed call's output carries its exit code the way Codex itself recorded it in legacy
+/// rollouts (`{"output", "metadata": {"exit_code"}}`), so that the failure survives the relay.
+fn tool_output(m: &crate::session::Message) -> String {
+    let code = m.metadata.get("exit_code").and_then(Value::as_i64);
+    match (m.is_error, code) {
+        (false, None | Some(0)) => m.content.clone(),
+        (_, code) => json!({
+            "output": m.content,
+            "metadata": {"exit_code": code.filter(|c| *c != 0).unwrap_or(1)},
+        })
+        .to_string(),
+    }
 }
 
 /// Line times never go backwards (Codex sorts nothing, but its readers assume order).
