@@ -93,6 +93,8 @@ pub trait Adapter: Sync {
     fn default_context_window(&self) -> u64;
     /// Room the agent needs for its own system prompt, tools and answer, in tokens.
     fn default_reserved_tokens(&self) -> u64;
+    /// How this agent's tokens are counted when the config does not say.
+    fn default_tokenizer(&self) -> crate::tokens::Tokenizer;
     /// The folders under `home` that hold sessions (shown when none exist).
     fn store_dirs(&self, home: &Path) -> Vec<PathBuf>;
     /// Every session file under `home`, cheaply. Subagent transcripts come with `parent_id` set.

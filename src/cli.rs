@@ -85,6 +85,12 @@ pub struct ShowArgs {
     pub session: String,
     #[command(flatten)]
     pub scope: Scope,
+    /// Report how a relay to this agent would fit its budget (writes nothing).
+    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    pub to: Option<String>,
+    /// With --to: the budget to fit (default: from the target's config).
+    #[arg(long, value_name = "N", requires = "to")]
+    pub budget: Option<usize>,
     #[arg(long)]
     pub json: bool,
 }
@@ -134,6 +140,10 @@ pub struct RelayArgs {
     /// Say what would be written, and write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Token budget for the relayed session (default: from the target's context window; see
+    /// config.example.yaml).
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
     /// Relay again even if this unchanged source was already relayed to this target.
     #[arg(long)]
     pub force: bool,

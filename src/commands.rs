@@ -173,6 +173,9 @@ pub fn report(s: &Session) -> Value {
 
 pub fn show(cfg: &Config, args: &ShowArgs) -> Result<()> {
     let s = load(cfg, &args.session, &args.scope)?;
+    if let Some(to) = &args.to {
+        return show_budget(cfg, &s, to, args);
+    }
     let rep = report(&s);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -319,6 +322,32 @@ pub fn show(cfg: &Config, args: &ShowArgs) -> Result<()> {
                 None => writeln!(out, "  {path}: {}", w.message)?,
             }
         }
+    }
+    Ok(())
+}
+
+/// `show --to AGENT`: how a relay of this session would fit the target's budget.
+fn show_budget(cfg: &Config, s: &Session, to: &str, args: &ShowArgs) -> Result<()> {
+    let target = store::adapter(to).expect("clap checked the agent name");
+    let cwd = match (&args.scope.cwd, &s.cwd) {
+        (Some(d), _) => d.display().to_string(),
+        (None, Some(c)) => c.clone(),
+        (None, None) => current_dir()?.display().to_string(),
+    };
+    let title = s.title.clone().unwrap_or_default();
+    let (_, shape, fit, budget_from) =
+        crate::relay::plan(cfg, s, target, "dry-run", &cwd, &title, args.budget)?;
+    if args.json {
+        let v = json!({"source": {"agent": s.agent, "id": s.id}, "to": to, "budget_from": budget_from, "shape": shape, "fit": fit});
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!(
+            "{} session {} relayed to {} (nothing written):",
+            display_name(&s.agent),
+            s.id,
+            target.display_name()
+        );
+        crate::relay::print_fit(&fit, &budget_from);
     }
     Ok(())
 }

@@ -11,6 +11,8 @@ use crate::adapters;
 
 pub const CONFIG_ENV: &str = "SESSION_RELAY_CONFIG";
 
+pub const DEFAULT_SAFETY_RATIO: f64 = 0.8;
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileConfig {
@@ -26,6 +28,8 @@ struct FileAgent {
     session_root: Option<PathBuf>,
     context_window: Option<u64>,
     reserved_tokens: Option<u64>,
+    safety_ratio: Option<f64>,
+    tokenizer: Option<crate::tokens::Tokenizer>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -53,6 +57,17 @@ pub struct AgentSettings {
     pub session_root_from: Origin,
     pub context_window: u64,
     pub reserved_tokens: u64,
+    /// Share of the remaining window a relay may fill, since counts are estimates.
+    pub safety_ratio: f64,
+    pub tokenizer: crate::tokens::Tokenizer,
+}
+
+impl AgentSettings {
+    /// (context_window - reserved_tokens) x safety_ratio.
+    pub fn budget(&self) -> usize {
+        (self.context_window.saturating_sub(self.reserved_tokens) as f64 * self.safety_ratio)
+            as usize
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -162,6 +177,12 @@ fn resolve_agent(a: &dyn Adapter, file: &FileConfig, overrides: &Overrides) -> A
         reserved_tokens: fa
             .and_then(|f| f.reserved_tokens)
             .unwrap_or_else(|| a.default_reserved_tokens()),
+        safety_ratio: fa
+            .and_then(|f| f.safety_ratio)
+            .unwrap_or(DEFAULT_SAFETY_RATIO),
+        tokenizer: fa
+            .and_then(|f| f.tokenizer)
+            .unwrap_or_else(|| a.default_tokenizer()),
     }
 }
 
@@ -189,6 +210,16 @@ fn parse_file(path: &Path) -> Result<FileConfig> {
             .unwrap_or_default();
         anyhow!("invalid config file {}{location}: {e}", path.display())
     })?;
+    for (name, a) in &cfg.agents {
+        if let Some(r) = a.safety_ratio
+            && !(r > 0.0 && r <= 1.0)
+        {
+            bail!(
+                "invalid config file {}: agents.{name}.safety_ratio must be in (0, 1], got {r}",
+                path.display()
+            );
+        }
+    }
     let known: Vec<&str> = adapters::registry().iter().map(|a| a.name()).collect();
     for name in cfg.agents.keys() {
         if !known.contains(&name.as_str()) {

@@ -3,6 +3,8 @@
 //! Data flows one way: discover (store) -> read (adapters) -> neutral session -> report/export.
 
 pub mod adapter;
+pub mod brief;
+pub mod budget;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -126,7 +126,8 @@ pub fn shape(
                             }
                             None => out.messages.push(
                                 carry(m, Role::Assistant, transcript(m, None))
-                                    .with_meta("kind", "tool_transcript"),
+                                    .with_meta("kind", "tool_transcript")
+                                    .with_meta("oneline", crate::budget::one_line(m, None)),
                             ),
                         }
                     }
@@ -329,25 +330,6 @@ pub fn trim_output(text: &str, max: usize) -> String {
     )
 }
 
-/// What the next agent reads first: where the session came from and how to go on.
-pub fn preamble(source: &Session, source_display: &str, relay_title: &str) -> String {
-    let mut p = format!(
-        "This session was relayed by session-relay from {source_display} session {} ({}).",
-        source.id,
-        source.source_path.as_deref().unwrap_or("unknown path")
-    );
-    p.push_str(" The conversation below happened there; tool calls that have no equivalent here appear as text transcripts.");
-    if let Some(cwd) = &source.cwd {
-        p.push_str(&format!(" Working directory: {cwd}."));
-    }
-    if let Some(b) = source.git.as_ref().and_then(|g| g.branch.as_ref()) {
-        p.push_str(&format!(" Git branch: {b}."));
-    }
-    p.push_str(&format!(" Title: {relay_title}."));
-    p.push_str(" Continue from where it stopped; do not redo completed steps.");
-    p
-}
-
 /// Facts recorded in the written session itself, so that a relayed file can be recognised
 /// without the ledger.
 pub fn provenance(source: &Session, source_sha256: &str, relay_time: &str) -> Value {
@@ -409,7 +391,120 @@ struct Report<'a> {
     messages: usize,
     bytes: usize,
     shape: ShapeStats,
+    budget_from: String,
+    fit: crate::budget::FitReport,
     notes: Vec<String>,
+}
+
+/// The budget for a target and how it was derived.
+pub fn budget_for(cfg: &Config, target: &dyn Adapter, flag: Option<usize>) -> (usize, String) {
+    match flag {
+        Some(n) => (n, "--budget".into()),
+        None => {
+            let a = cfg.agent(target.name());
+            (
+                a.budget(),
+                format!(
+                    "({} context_window - {} reserved_tokens) x {} safety_ratio",
+                    a.context_window, a.reserved_tokens, a.safety_ratio
+                ),
+            )
+        }
+    }
+}
+
+/// Shapes a source session for `target` and fits it to the budget: what a relay writes.
+pub fn plan(
+    cfg: &Config,
+    source: &Session,
+    target: &dyn Adapter,
+    id: &str,
+    cwd: &str,
+    title: &str,
+    budget_flag: Option<usize>,
+) -> Result<(Session, ShapeStats, crate::budget::FitReport, String)> {
+    let source_display =
+        store::adapter(&source.agent).map_or("an unknown agent", |a| a.display_name());
+    let git = crate::brief::git_state(cwd, source.git.as_ref());
+    let brief_text = crate::brief::brief(&crate::brief::BriefInput {
+        session: source,
+        source_display,
+        title,
+        cwd,
+        git: &git,
+    });
+    let (shaped, stats) = shape(source, target, id, brief_text.clone());
+    let (budget, budget_from) = budget_for(cfg, target, budget_flag);
+    let params = crate::budget::FitParams {
+        budget,
+        tokenizer: cfg.agent(target.name()).tokenizer,
+        recent_turns: cfg.relay.recent_turns,
+        summary_max_tokens: cfg.relay.summary_max_tokens,
+        tool_call_keep_recent: cfg.relay.tool_call_keep_recent,
+    };
+    let (mut fitted, report) = crate::budget::fit(&shaped, brief_text, &params)?;
+    if let Some(g) = fitted.git.as_mut() {
+        if git.live {
+            g.branch = git.branch.clone().or(g.branch.take());
+            g.commit = git.commit.clone().or(g.commit.take());
+        }
+    } else if git.live {
+        fitted.git = Some(crate::session::GitInfo {
+            branch: git.branch.clone(),
+            commit: git.commit.clone(),
+            remote: None,
+        });
+    }
+    Ok((fitted, stats, report, budget_from))
+}
+
+/// The itemized budget report (dry run and `show --budget`).
+pub fn print_fit(fit: &crate::budget::FitReport, budget_from: &str) {
+    let p = |label: &str, part: &crate::budget::Part| {
+        println!(
+            "  {label:<22} {:>6} tokens  {:>4} messages  {:>3} turns",
+            part.tokens, part.messages, part.turns
+        );
+    };
+    println!(
+        "Budget: {} tokens = {budget_from}; counted with {}",
+        fit.budget, fit.tokenizer
+    );
+    println!(
+        "  {:<22} {:>6} tokens  {:>4} messages  {:>3} turns  (estimated)",
+        "source", fit.source_tokens_estimate, fit.source_messages, fit.source_turns
+    );
+    println!("  {:<22} {:>6} tokens", "handoff brief", fit.brief_tokens);
+    p("always kept", &fit.always_kept);
+    p("recent turns kept", &fit.recent_kept);
+    println!(
+        "  {:<22} {:>6} tokens  {:>4} messages  {:>3} turns  (estimated)",
+        "left out", fit.dropped.tokens, fit.dropped.messages, fit.dropped.turns
+    );
+    println!(
+        "  {:<22} {:>6} tokens  {} of {} points",
+        "summary of left out", fit.summary_tokens, fit.summary_points_kept, fit.summary_points
+    );
+    println!(
+        "  {:<22} {} whole, {} as one line, {} outputs trimmed ({} chars cut)",
+        "tool calls",
+        fit.tool_calls_whole,
+        fit.tool_calls_one_line,
+        fit.tool_outputs_trimmed,
+        fit.tool_output_chars_cut
+    );
+    println!(
+        "  {:<22} {:>6} tokens of {} ({:.0}%){}",
+        "total",
+        fit.total_tokens,
+        fit.budget,
+        100.0 * fit.total_tokens as f64 / fit.budget.max(1) as f64,
+        if fit.degraded {
+            "  [always-kept content shortened to fit]"
+        } else {
+            ""
+        }
+    );
 }
 
 pub fn run(cfg: &Config, args: &RelayArgs) -> Result<()> {
@@ -477,6 +572,8 @@ pub fn run(cfg: &Config, args: &RelayArgs) -> Result<()> {
                 messages: prev.messages,
                 bytes: prev.bytes as usize,
                 shape: ShapeStats::default(),
+                budget_from: String::new(),
+                fit: Default::default(),
                 notes: vec!["unchanged since the last relay; use --force to relay again".into()],
             };
             println!("{}", serde_json::to_string_pretty(&report)?);
@@ -515,12 +612,8 @@ pub fn run(cfg: &Config, args: &RelayArgs) -> Result<()> {
             p.clone()
         }
     });
-    let (shaped, shape_stats) = shape(
-        &source,
-        target,
-        &id,
-        preamble(&source, source_display, &title),
-    );
+    let (shaped, shape_stats, fit_report, budget_from) =
+        plan(cfg, &source, target, &id, &cwd, &title, args.budget)?;
     let req = WriteRequest {
         home: home.clone(),
         id: id.clone(),
@@ -584,7 +677,12 @@ pub fn run(cfg: &Config, args: &RelayArgs) -> Result<()> {
             standalone: standalone.is_some(),
             bytes: native.bytes.len() as u64,
             messages: shaped.message_count(),
-            tokens: None,
+            tokens: Some(serde_json::json!({
+                "budget": fit_report.budget,
+                "total": fit_report.total_tokens,
+                "tokenizer": fit_report.tokenizer,
+                "source_estimate": fit_report.source_tokens_estimate,
+            })),
         })?;
     }
 
@@ -599,6 +697,8 @@ pub fn run(cfg: &Config, args: &RelayArgs) -> Result<()> {
         messages: shaped.message_count(),
         bytes: native.bytes.len(),
         shape: shape_stats,
+        budget_from,
+        fit: fit_report,
         notes,
     };
     if args.json {
@@ -641,6 +741,17 @@ fn print_report(r: &Report, source_display: &str, target_display: &str) {
     );
     for n in &r.notes {
         println!("  note: {n}");
+    }
+    if r.dry_run {
+        print_fit(&r.fit, &r.budget_from);
+    } else {
+        println!(
+            "  budget     {} of {} tokens ({} turns kept verbatim, {} summarized)",
+            r.fit.total_tokens,
+            r.fit.budget,
+            r.fit.recent_kept.turns + r.fit.always_kept.turns,
+            r.fit.dropped.turns
+        );
     }
     if !r.resume_command.is_empty() {
         println!(

@@ -471,6 +471,14 @@ fn a_malformed_config_names_file_line_and_key() {
     let (_, err) = env.fails(&["--config", cfg.to_str().unwrap(), "list"]);
     assert!(err.contains("gemini") && err.contains(":2"), "{err}");
 
+    std::fs::write(&cfg, "agents:\n  codex:\n    tokenizer: gpt2\n").unwrap();
+    let (_, err) = env.fails(&["--config", cfg.to_str().unwrap(), "list"]);
+    assert!(err.contains("tokenizer") && err.contains(":3:"), "{err}");
+
+    std::fs::write(&cfg, "agents:\n  codex:\n    safety_ratio: 1.5\n").unwrap();
+    let (_, err) = env.fails(&["--config", cfg.to_str().unwrap(), "list"]);
+    assert!(err.contains("safety_ratio"), "{err}");
+
     let missing = env.dir.path().join("nope.yaml");
     let (_, err) = env.fails(&["--config", missing.to_str().unwrap(), "list"]);
     assert!(err.contains("nope.yaml"), "{err}");
@@ -489,6 +497,8 @@ fn the_example_config_is_valid_and_matches_the_defaults() {
         "recent_turns",
         "summary_max_tokens",
         "tool_call_keep_recent",
+        "safety_ratio",
+        "tokenizer",
     ] {
         assert!(
             text.contains(key),

@@ -77,10 +77,12 @@ fn relay_and_check(
     to: &str,
     proj: &str,
     claude_checks: &str,
+    extra: &[&str],
 ) -> Result<(), String> {
     let out = env
         .cmd()
         .args(["relay", source, "--to", to, "--cwd", proj, "--json"])
+        .args(extra)
         .output()
         .unwrap();
     if !out.status.success() {
@@ -142,6 +144,7 @@ fn every_fixture_to(to: &str) {
             to,
             &proj,
             "lint,load,render",
+            &[],
         ) {
             failures.push(e);
         }
@@ -245,12 +248,40 @@ fn a_generated_20_mb_session_relays_both_ways() {
     assert!(size > 20 * 1024 * 1024, "generated only {size} bytes");
     let src = path.to_str().unwrap();
     let mut failures = Vec::new();
-    // Relayed whole, 20 MB is far beyond Claude's context window: Claude Code then compacts it
-    // on load (its first request carries the whole transcript, the probe goes after a summary),
-    // so the load check applies once the relay fits the budget; listing and drawing apply now.
-    for (to, claude_checks) in [("claude", "lint,render"), ("codex", "")] {
-        if let Err(e) = relay_and_check(&env, &scripts, src, to, &proj, claude_checks) {
+    // Fitted to the default budget, the transcript loads without Claude Code compacting it
+    // (relayed whole, its first request would be a compaction and the probe would follow a
+    // summary: the load check catches that).
+    for to in ["claude", "codex"] {
+        if let Err(e) = relay_and_check(&env, &scripts, src, to, &proj, "lint,load,render", &[]) {
             failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn small_budget_relays_still_open_in_both_clis() {
+    let scripts = realclients();
+    let env = TestEnv::with_fixtures();
+    let proj = project(&env);
+    let mut failures = Vec::new();
+    // Long fixtures of both agents, with compaction, parallel calls, todos and failures.
+    for id in [
+        "771ce1df", "b62416f1", "5d0c3a1e", "01a22a5d", "01a22a5c", "0199b111",
+    ] {
+        for to in ["claude", "codex"] {
+            let r = relay_and_check(
+                &env,
+                &scripts,
+                id,
+                to,
+                &proj,
+                "lint,load,render",
+                &["--budget", "1200"],
+            );
+            if let Err(e) = r {
+                failures.push(e);
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

@@ -379,3 +379,154 @@ fn relay_refuses_what_it_cannot_do_well() {
     assert_eq!(code, 1);
     assert!(err.contains("no user message"), "{err}");
 }
+
+#[test]
+fn relays_fit_the_budget_and_report_it() {
+    let env = TestEnv::with_fixtures();
+    let proj = project(&env);
+    let r = relay_json(
+        &env,
+        &[
+            "b62416f1",
+            "--to",
+            "codex",
+            "--cwd",
+            &proj,
+            "--dry-run",
+            "--budget",
+            "900",
+        ],
+    );
+    let fit = &r["fit"];
+    assert_eq!(fit["budget"], 900);
+    assert_eq!(r["budget_from"], "--budget");
+    assert!(fit["total_tokens"].as_u64().unwrap() <= 900, "{fit}");
+    assert!(
+        fit["dropped"]["turns"].as_u64().unwrap() > 0,
+        "a small budget leaves turns out: {fit}"
+    );
+    assert_eq!(fit["tokenizer"], "o200k_base");
+    // The default budget comes from the config: (200000 - 40000) x 0.8 for Claude.
+    let r = relay_json(
+        &env,
+        &["b62416f1", "--to", "claude", "--cwd", &proj, "--dry-run"],
+    );
+    assert_eq!(r["fit"]["budget"], 128000);
+    assert_eq!(r["fit"]["tokenizer"], "estimate");
+    assert!(
+        r["budget_from"]
+            .as_str()
+            .unwrap()
+            .contains("200000 context_window")
+    );
+    let cfg = env.dir.path().join("c.yaml");
+    std::fs::write(&cfg, "agents:\n  claude:\n    context_window: 100000\n    reserved_tokens: 10000\n    safety_ratio: 0.5\n").unwrap();
+    let out = env.json(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "show",
+        "b62416f1",
+        "--to",
+        "claude",
+        "--json",
+    ]);
+    assert_eq!(out["fit"]["budget"], 45000);
+    let text = env.ok(&["show", "b62416f1", "--to", "codex", "--budget", "900"]);
+    for line in [
+        "Budget: 900 tokens",
+        "handoff brief",
+        "always kept",
+        "recent turns kept",
+        "left out",
+        "summary of left out",
+        "tool calls",
+        "total",
+    ] {
+        assert!(text.contains(line), "{line} missing:\n{text}");
+    }
+    // A written relay is what the report said.
+    let r = relay_json(
+        &env,
+        &[
+            "b62416f1", "--to", "claude", "--cwd", &proj, "--budget", "900",
+        ],
+    );
+    let written = lines(r["target"]["path"].as_str().unwrap());
+    let first = &written[0]["message"]["content"][0]["text"];
+    assert!(
+        first.as_str().unwrap().starts_with("# Handoff brief"),
+        "{first}"
+    );
+    let users: Vec<&str> = written
+        .iter()
+        .filter(|l| l["type"] == "user" && l.get("isMeta").is_none())
+        .filter_map(|l| l["message"]["content"][0]["text"].as_str())
+        .collect();
+    assert_eq!(
+        users.first(),
+        Some(&"THINK Hi, please DO_BASH to look around.")
+    );
+    assert_eq!(
+        users.last(),
+        Some(&"Great, thanks. Summarise what we did in one line.")
+    );
+    // Too small to hold even the brief: a clear refusal, nothing written.
+    let (code, err) = env.fails(&[
+        "relay", "b62416f1", "--to", "claude", "--cwd", &proj, "--budget", "50", "--force",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("too small"), "{err}");
+}
+
+#[test]
+fn the_brief_reads_the_repository_at_relay_time() {
+    let env = TestEnv::with_fixtures();
+    let proj = project(&env);
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(&proj)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(format!("{proj}/a.txt"), "a").unwrap();
+    git(&["add", "a.txt"]);
+    git(&["commit", "-q", "-m", "first"]);
+    git(&["checkout", "-q", "-b", "relay-test"]);
+    std::fs::write(format!("{proj}/a.txt"), "changed").unwrap();
+    let r = relay_json(&env, &["5d0c3a1e", "--to", "codex", "--cwd", &proj]);
+    let written = lines(r["target"]["path"].as_str().unwrap());
+    let brief = written[1]["payload"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(brief.contains("branch relay-test"), "{brief}");
+    assert!(brief.contains("uncommitted changes present"), "{brief}");
+    assert!(
+        brief.contains("read from the repository at relay time"),
+        "{brief}"
+    );
+    // The user's rules, quoted, and the open todo and touched file of the session.
+    assert!(
+        brief.contains("\"Fix the parser; we must never drop a line silently\""),
+        "{brief}"
+    );
+    assert!(brief.contains("- [ ] Count malformed lines"), "{brief}");
+    assert!(
+        brief.contains("/home/dev/projects/handmade/src/parser.rs"),
+        "{brief}"
+    );
+    assert!(brief.contains("do not redo completed steps"), "{brief}");
+    assert_eq!(written[0]["payload"]["git"]["branch"], "relay-test");
+}

@@ -48,6 +48,10 @@ impl Adapter for Codex {
         40_000
     }
 
+    fn default_tokenizer(&self) -> crate::tokens::Tokenizer {
+        crate::tokens::Tokenizer::O200k
+    }
+
     fn ids(&self, home: &Path) -> Vec<(String, PathBuf)> {
         scan::session_files(home)
             .into_iter()
