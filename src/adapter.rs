@@ -122,5 +122,11 @@ pub trait Adapter: Sync {
     fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession>;
     /// After the file is in place: register it in the store's indexes (titles, databases).
     /// Returns notes for the user.
-    fn register(&self, home: &Path, written: &NativeSession, title: &str) -> Result<Vec<String>>;
+    fn register(
+        &self,
+        home: &Path,
+        written: &NativeSession,
+        shaped: &Session,
+        title: &str,
+    ) -> Result<Vec<String>>;
 }

@@ -443,6 +443,8 @@ pub fn plan(
         tool_call_keep_recent: cfg.relay.tool_call_keep_recent,
     };
     let (mut fitted, report) = crate::budget::fit(&shaped, brief_text, &params)?;
+    // The relayed session lives where it will be resumed.
+    fitted.cwd = Some(cwd.to_string());
     if let Some(g) = fitted.git.as_mut() {
         if git.live {
             g.branch = git.branch.clone().or(g.branch.take());
@@ -662,7 +664,7 @@ pub fn run(cfg: &Config, args: &RelayArgs) -> Result<()> {
         }
         write_and_verify(target, &native, &shaped, &home)?;
         if standalone.is_none() {
-            match target.register(&home, &native, &title) {
+            match target.register(&home, &native, &shaped, &title) {
                 Ok(n) => notes.extend(n),
                 Err(e) => notes.push(format!("could not update the store's index: {e:#}")),
             }

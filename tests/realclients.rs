@@ -286,3 +286,98 @@ fn small_budget_relays_still_open_in_both_clis() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// Codex's thread index row for `id`, as column -> value.
+fn thread_row(home: &Path, id: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    let conn = rusqlite::Connection::open(home.join("state_5.sqlite")).unwrap();
+    let mut stmt = conn.prepare("SELECT * FROM threads WHERE id = ?1").unwrap();
+    let names: Vec<String> = stmt
+        .column_names()
+        .into_iter()
+        .map(|s| s.to_string())
+        .collect();
+    stmt.query_row([id], |r| {
+        let mut m = std::collections::BTreeMap::new();
+        for (i, n) in names.iter().enumerate() {
+            let v: rusqlite::types::Value = r.get(i)?;
+            m.insert(n.clone(), format!("{v:?}"));
+        }
+        Ok(m)
+    })
+    .ok()
+}
+
+#[test]
+fn the_codex_thread_index_row_matches_the_one_codex_writes() {
+    let scripts = realclients();
+    let env = TestEnv::with_fixtures();
+    let proj = project(&env);
+    // Let the real Codex create its index in this home (it indexes a fixture it reads).
+    check(
+        &scripts.join("check_codex_resume.sh"),
+        &[
+            "--in-place",
+            "-q",
+            env.codex_home().to_str().unwrap(),
+            "0199a000-0000-7000-8000-00000000e0e0",
+        ],
+    )
+    .unwrap();
+    assert!(
+        env.codex_home().join("state_5.sqlite").exists(),
+        "codex 0.171 creates state_5.sqlite"
+    );
+    let out = env.json(&[
+        "relay", "771ce1df", "--to", "codex", "--cwd", &proj, "--json",
+    ]);
+    let id = out["target"]["id"].as_str().unwrap();
+    assert!(
+        out["notes"]
+            .to_string()
+            .contains("registered in Codex's thread index"),
+        "{}",
+        out["notes"]
+    );
+    let ours = thread_row(&env.codex_home(), id).expect("row written");
+
+    // A twin home where Codex indexes the same file itself.
+    let twin = env.dir.path().join("twin-codex");
+    common::copy_tree(&env.codex_home(), &twin);
+    let conn = rusqlite::Connection::open(twin.join("state_5.sqlite")).unwrap();
+    conn.execute("DELETE FROM threads WHERE id = ?1", [id])
+        .unwrap();
+    drop(conn);
+    check(
+        &scripts.join("check_codex_resume.sh"),
+        &["--in-place", "-q", twin.to_str().unwrap(), id],
+    )
+    .unwrap();
+    let theirs = thread_row(&twin, id).expect("codex indexed it");
+    for (col, v) in &theirs {
+        // Paths differ by home; times are when each row was written.
+        if [
+            "rollout_path",
+            "updated_at",
+            "updated_at_ms",
+            "recency_at",
+            "recency_at_ms",
+        ]
+        .contains(&col.as_str())
+        {
+            continue;
+        }
+        assert_eq!(
+            ours.get(col),
+            Some(v),
+            "column {col}: ours {:?}, codex {v}",
+            ours.get(col)
+        );
+    }
+    // And the real client lists and reads it from the indexed home (the TUI needs a login
+    // in place, which a test home has not).
+    check(
+        &scripts.join("check_codex_resume.sh"),
+        &["--in-place", "-q", env.codex_home().to_str().unwrap(), id],
+    )
+    .unwrap();
+}

@@ -97,7 +97,13 @@ impl Adapter for Claude {
         write::write(shaped, req)
     }
 
-    fn register(&self, _home: &Path, _written: &NativeSession, _title: &str) -> Result<Vec<String>> {
+    fn register(
+        &self,
+        _home: &Path,
+        _written: &NativeSession,
+        _shaped: &Session,
+        _title: &str,
+    ) -> Result<Vec<String>> {
         // Claude Code keeps no index: the file under projects/<dir>/ is all it needs.
         Ok(Vec::new())
     }

@@ -4,6 +4,7 @@
 
 mod read;
 mod scan;
+mod state_db;
 mod write;
 
 use std::collections::HashMap;
@@ -98,8 +99,46 @@ impl Adapter for Codex {
         write::write(shaped, req)
     }
 
-    fn register(&self, home: &Path, written: &NativeSession, title: &str) -> Result<Vec<String>> {
-        write::register(home, &written.id, title)
+    fn register(
+        &self,
+        home: &Path,
+        written: &NativeSession,
+        shaped: &Session,
+        title: &str,
+    ) -> Result<Vec<String>> {
+        let mut notes = write::register(home, &written.id, title)?;
+        let first_user = shaped
+            .messages
+            .iter()
+            .find(|m| m.role == crate::session::Role::User)
+            .map_or("", |m| m.content.as_str());
+        let ms = |t: Option<&crate::session::Timestamp>| {
+            t.and_then(crate::session::Timestamp::time)
+                .map(|t| t.timestamp_millis())
+        };
+        let now = chrono::Utc::now().timestamp_millis();
+        let git = shaped.git.as_ref();
+        let row = state_db::ThreadRow {
+            id: &written.id,
+            rollout_path: &std::path::absolute(&written.path)?,
+            created_ms: ms(shaped.messages.first().and_then(|m| m.timestamp.as_ref())).unwrap_or(now),
+            updated_ms: now,
+            cwd: shaped.cwd.as_deref().unwrap_or(""),
+            first_user_message: first_user,
+            cli_version: env!("CARGO_PKG_VERSION"),
+            git_sha: git.and_then(|g| g.commit.as_deref()),
+            git_branch: git.and_then(|g| g.branch.as_deref()),
+            git_origin_url: git.and_then(|g| g.remote.as_deref()),
+        };
+        match state_db::register(home, &row) {
+            Ok(Some(note)) => notes.push(note),
+            Ok(None) => {}
+            Err(e) => notes.push(format!(
+                "could not register in Codex's thread index: {e:#}; run `codex resume {}` once to make it appear in the picker",
+                written.id
+            )),
+        }
+        Ok(notes)
     }
 
     fn claims(&self, path: &Path, head: &[u8]) -> bool {

@@ -225,13 +225,5 @@ pub fn register(home: &Path, id: &str, title: &str) -> Result<Vec<String>> {
         .with_context(|| format!("cannot append to {}", index.display()))?;
     // One write of one line: concurrent appenders cannot interleave inside it.
     f.write_all(format!("{entry}\n").as_bytes())?;
-    let mut notes = vec![format!("title added to {}", index.display())];
-    if home.join("state_5.sqlite").exists() {
-        notes.push(format!(
-            "{} exists: Codex's picker lists only sessions it has indexed, so open this one once \
-             with `codex resume {id}` (which indexes it); it then appears in the picker",
-            home.join("state_5.sqlite").display()
-        ));
-    }
-    Ok(notes)
+    Ok(vec![format!("title added to {}", index.display())])
 }

@@ -1,0 +1,179 @@
+//! Registering a relayed rollout in Codex's thread index (`state_5.sqlite`, Codex 0.17x).
+//!
+//! Once that database exists, Codex's TUI picker and `--last` read only it, so a rollout added
+//! behind its back is invisible there until something indexes it. A row is written only when
+//! the schema is one whose rows were compared with the rows Codex itself writes (migration 64
+//! of codex 0.171); otherwise the user is told to open the session once by id.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+/// `_sqlx_migrations` versions whose `threads` table this module knows.
+const KNOWN_MIGRATIONS: &[i64] = &[64];
+
+/// Columns written here; every NOT NULL column without a default must be among them.
+const WRITTEN: &[&str] = &[
+    "id",
+    "rollout_path",
+    "created_at",
+    "updated_at",
+    "created_at_ms",
+    "updated_at_ms",
+    "recency_at",
+    "recency_at_ms",
+    "source",
+    "model_provider",
+    "cwd",
+    "title",
+    "first_user_message",
+    "preview",
+    "sandbox_policy",
+    "approval_mode",
+    "cli_version",
+    "git_sha",
+    "git_branch",
+    "git_origin_url",
+    "history_mode",
+    "originator",
+];
+
+const DEFAULT_SANDBOX_POLICY: &str = r#"{"type":"managed","file_system":{"type":"restricted","entries":[{"path":{"type":"special","value":{"kind":"root"}},"access":"read"}]},"network":"restricted"}"#;
+const DEFAULT_APPROVAL_MODE: &str = "on-request";
+// What codex 0.171 records when it indexes a rollout whose session_meta names no provider
+// into an existing index (its first backfill writes "openai"; both list under the default provider).
+const DEFAULT_MODEL_PROVIDER: &str = "";
+
+pub struct ThreadRow<'a> {
+    pub id: &'a str,
+    pub rollout_path: &'a Path,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+    pub cwd: &'a str,
+    pub first_user_message: &'a str,
+    pub cli_version: &'a str,
+    pub git_sha: Option<&'a str>,
+    pub git_branch: Option<&'a str>,
+    pub git_origin_url: Option<&'a str>,
+}
+
+/// Returns a note for the user: registered, or why not.
+pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
+    let db = home.join("state_5.sqlite");
+    if !db.exists() {
+        // Codex backfills its index from the rollout files when it first creates it.
+        return Ok(None);
+    }
+    let resume = format!("run `codex resume {}` once to make it appear in Codex's picker", row.id);
+    let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .with_context(|| format!("cannot open {}", db.display()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(3))?;
+
+    let migration: Option<i64> = conn
+        .query_row("SELECT MAX(version) FROM _sqlx_migrations", [], |r| r.get(0))
+        .optional()
+        .ok()
+        .flatten()
+        .flatten();
+    if !migration.is_some_and(|m| KNOWN_MIGRATIONS.contains(&m)) {
+        return Ok(Some(format!(
+            "{} has a schema session-relay does not know (migration {}); not registered: {resume}",
+            db.display(),
+            migration.map_or("?".to_string(), |m| m.to_string())
+        )));
+    }
+    let mut stmt = conn.prepare("PRAGMA table_info(threads)")?;
+    let columns: Vec<(String, bool, bool)> = stmt
+        .query_map([], |r| {
+            let name: String = r.get(1)?;
+            let not_null: bool = r.get(3)?;
+            let default: Option<String> = r.get(4)?;
+            Ok((name, not_null, default.is_some()))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let unknown_required = columns
+        .iter()
+        .find(|(name, not_null, has_default)| *not_null && !has_default && !WRITTEN.contains(&name.as_str()));
+    let missing = WRITTEN
+        .iter()
+        .find(|w| !columns.iter().any(|(name, _, _)| name == *w));
+    if let Some(col) = unknown_required.map(|c| c.0.as_str()).or(missing.copied()) {
+        return Ok(Some(format!(
+            "{}: the threads table differs from the known schema (column {col}); not registered: {resume}",
+            db.display()
+        )));
+    }
+    // For a rollout without a turn_context, Codex records its configured defaults. Without
+    // settings in config.toml those are the values below (observed on rows codex 0.171 wrote);
+    // with settings of the user's own, the user's newest thread says how this Codex records them.
+    let template: Option<(String, String, String)> = conn
+        .query_row(
+            "SELECT sandbox_policy, approval_mode, model_provider FROM threads ORDER BY updated_at DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    let configured = std::fs::read_to_string(home.join("config.toml"))
+        .map(|t| {
+            t.lines().any(|l| {
+                let l = l.trim_start();
+                l.starts_with("approval_policy") || l.starts_with("sandbox_mode") || l.starts_with("model_provider")
+            })
+        })
+        .unwrap_or(false);
+    let (sandbox_policy, approval_mode, model_provider) = match (configured, template) {
+        (false, _) => (
+            DEFAULT_SANDBOX_POLICY.to_string(),
+            DEFAULT_APPROVAL_MODE.to_string(),
+            DEFAULT_MODEL_PROVIDER.to_string(),
+        ),
+        (true, Some(t)) => t,
+        (true, None) => {
+            return Ok(Some(format!(
+                "{} holds no thread to take this Codex's recorded settings from; not registered: {resume}",
+                db.display()
+            )));
+        }
+    };
+    let exists: bool = conn
+        .query_row("SELECT 1 FROM threads WHERE id = ?1", [row.id], |_| Ok(true))
+        .optional()?
+        .unwrap_or(false);
+    if exists {
+        return Ok(Some(format!("{} already lists {}", db.display(), row.id)));
+    }
+    let preview: String = row.first_user_message.chars().take(1000).collect();
+    conn.execute(
+        &format!(
+            "INSERT INTO threads ({}) VALUES ({})",
+            WRITTEN.join(", "),
+            (1..=WRITTEN.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
+        ),
+        params![
+            row.id,
+            row.rollout_path.display().to_string(),
+            row.created_ms / 1000,
+            row.updated_ms / 1000,
+            row.created_ms,
+            row.updated_ms,
+            row.updated_ms / 1000,
+            row.updated_ms,
+            "cli",
+            model_provider,
+            row.cwd,
+            preview,
+            row.first_user_message,
+            preview,
+            sandbox_policy,
+            approval_mode,
+            row.cli_version,
+            row.git_sha,
+            row.git_branch,
+            row.git_origin_url,
+            "legacy",
+            "session_relay",
+        ],
+    )?;
+    Ok(Some(format!("registered in Codex's thread index {}", db.display())))
+}
