@@ -291,11 +291,7 @@ fn small_budget_relays_still_open_in_both_clis() {
 fn thread_row(home: &Path, id: &str) -> Option<std::collections::BTreeMap<String, String>> {
     let conn = rusqlite::Connection::open(home.join("state_5.sqlite")).unwrap();
     let mut stmt = conn.prepare("SELECT * FROM threads WHERE id = ?1").unwrap();
-    let names: Vec<String> = stmt
-        .column_names()
-        .into_iter()
-        .map(|s| s.to_string())
-        .collect();
+    let names: Vec<String> = stmt.column_names().map(|s| s.to_string()).collect();
     stmt.query_row([id], |r| {
         let mut m = std::collections::BTreeMap::new();
         for (i, n) in names.iter().enumerate() {
