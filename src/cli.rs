@@ -113,6 +113,9 @@ pub struct ExportArgs {
     /// Write to FILE instead of standard output (atomically; an existing file is not replaced).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Do not mask secrets (API keys, tokens, passwords) in the export.
+    #[arg(long)]
+    pub no_redact: bool,
 }
 
 #[derive(Debug, Args)]
@@ -144,6 +147,9 @@ pub struct RelayArgs {
     /// config.example.yaml).
     #[arg(long, value_name = "N")]
     pub budget: Option<usize>,
+    /// Do not mask secrets (API keys, tokens, passwords) in what is written.
+    #[arg(long)]
+    pub no_redact: bool,
     /// Relay again even if this unchanged source was already relayed to this target.
     #[arg(long)]
     pub force: bool,

@@ -353,7 +353,20 @@ fn show_budget(cfg: &Config, s: &Session, to: &str, args: &ShowArgs) -> Result<(
 }
 
 pub fn export(cfg: &Config, args: &ExportArgs) -> Result<()> {
-    let s = load(cfg, &args.session, &args.scope)?;
+    let mut s = load(cfg, &args.session, &args.scope)?;
+    if let Some(counts) = crate::relay::redact_or_warn(cfg, &mut s, args.no_redact)?
+        && !counts.is_empty()
+    {
+        eprintln!(
+            "masked {} secret(s): {}",
+            counts.values().sum::<usize>(),
+            counts
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let mut buf: Vec<u8> = Vec::new();
     match args.format {
         ExportFormat::Jsonl => neutral::write(&s, &mut buf)?,

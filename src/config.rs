@@ -20,6 +20,19 @@ struct FileConfig {
     agents: BTreeMap<String, FileAgent>,
     #[serde(default)]
     relay: FileRelay,
+    #[serde(default)]
+    redaction: FileRedaction,
+}
+
+#[derive(Debug, Default, Deserialize, Clone, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRedaction {
+    /// More patterns to mask, besides the built-in ones.
+    #[serde(default)]
+    pub extra_patterns: Vec<crate::redact::ExtraPattern>,
+    /// Values never masked (test keys, public ids that look like secrets).
+    #[serde(default)]
+    pub allow: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -93,6 +106,7 @@ pub struct Config {
     pub file: Option<PathBuf>,
     pub agents: BTreeMap<String, AgentSettings>,
     pub relay: RelaySettings,
+    pub redaction: FileRedaction,
 }
 
 /// Inputs that come from the command line.
@@ -133,15 +147,31 @@ impl Config {
             summary_max_tokens: r.summary_max_tokens.unwrap_or(d.summary_max_tokens),
             tool_call_keep_recent: r.tool_call_keep_recent.unwrap_or(d.tool_call_keep_recent),
         };
+        // A bad pattern is a config error, reported now rather than at the first relay.
+        crate::redact::Redactor::new(&file_cfg.redaction.extra_patterns, &[]).with_context(
+            || {
+                format!(
+                    "invalid config file {}: redaction.extra_patterns",
+                    file.as_deref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                )
+            },
+        )?;
         Ok(Config {
             file,
             agents,
             relay,
+            redaction: file_cfg.redaction,
         })
     }
 
     pub fn agent(&self, name: &str) -> &AgentSettings {
         &self.agents[name]
+    }
+
+    pub fn redactor(&self) -> Result<crate::redact::Redactor> {
+        crate::redact::Redactor::new(&self.redaction.extra_patterns, &self.redaction.allow)
     }
 }
 

@@ -13,6 +13,7 @@ pub mod handoff;
 pub mod jsonl;
 pub mod ledger;
 pub mod neutral;
+pub mod redact;
 pub mod relay;
 pub mod session;
 pub mod store;

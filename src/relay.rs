@@ -393,7 +393,24 @@ struct Report<'a> {
     shape: ShapeStats,
     budget_from: String,
     fit: crate::budget::FitReport,
+    /// Secrets masked, by kind (`null` with --no-redact).
+    redactions: Option<crate::redact::Counts>,
     notes: Vec<String>,
+}
+
+/// Masks secrets unless the user said not to, which is worth a warning.
+pub fn redact_or_warn(
+    cfg: &Config,
+    s: &mut Session,
+    no_redact: bool,
+) -> Result<Option<crate::redact::Counts>> {
+    if no_redact {
+        eprintln!(
+            "warning: --no-redact: secrets in this session (API keys, tokens, passwords) are written as they are"
+        );
+        return Ok(None);
+    }
+    Ok(Some(cfg.redactor()?.session(s)))
 }
 
 /// The budget for a target and how it was derived.
@@ -523,7 +540,8 @@ pub fn run(cfg: &Config, args: &RelayArgs) -> Result<()> {
             cwd: scope_dir,
         },
     )?;
-    let source = located.read()?;
+    let mut source = located.read()?;
+    let redactions = redact_or_warn(cfg, &mut source, args.no_redact)?;
     if source.messages.iter().all(|m| m.role != Role::User) {
         bail!(
             "{} has no user message to relay{}",
@@ -576,6 +594,7 @@ pub fn run(cfg: &Config, args: &RelayArgs) -> Result<()> {
                 shape: ShapeStats::default(),
                 budget_from: String::new(),
                 fit: Default::default(),
+                redactions: None,
                 notes: vec!["unchanged since the last relay; use --force to relay again".into()],
             };
             println!("{}", serde_json::to_string_pretty(&report)?);
@@ -701,6 +720,7 @@ pub fn run(cfg: &Config, args: &RelayArgs) -> Result<()> {
         shape: shape_stats,
         budget_from,
         fit: fit_report,
+        redactions,
         notes,
     };
     if args.json {
@@ -743,6 +763,18 @@ fn print_report(r: &Report, source_display: &str, target_display: &str) {
     );
     for n in &r.notes {
         println!("  note: {n}");
+    }
+    match &r.redactions {
+        Some(c) if c.is_empty() => println!("  secrets    none found"),
+        Some(c) => println!(
+            "  secrets    {} masked ({})",
+            c.values().sum::<usize>(),
+            c.iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => println!("  secrets    NOT masked (--no-redact)"),
     }
     if r.dry_run {
         print_fit(&r.fit, &r.budget_from);
