@@ -129,4 +129,6 @@ pub trait Adapter: Sync {
         shaped: &Session,
         title: &str,
     ) -> Result<Vec<String>>;
+    /// Before a relayed session's file is deleted: remove it from the store's indexes.
+    fn unregister(&self, home: &Path, id: &str) -> Result<Vec<String>>;
 }

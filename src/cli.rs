@@ -51,6 +51,8 @@ pub enum Command {
     /// Write a session into another agent's store (or a fork into the same agent's) so that
     /// the target CLI resumes it.
     Relay(RelayArgs),
+    /// Delete relayed sessions (only those session-relay wrote and can prove it wrote).
+    Clean(CleanArgs),
 }
 
 #[derive(Debug, Args)]
@@ -153,6 +155,30 @@ pub struct RelayArgs {
     /// Relay again even if this unchanged source was already relayed to this target.
     #[arg(long)]
     pub force: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Only sessions relayed longer ago than this (m, h, d, w).
+    #[arg(long, value_name = "AGE", default_value = "30d", value_parser = crate::clean::parse_age)]
+    pub older_than: chrono::Duration,
+    /// Only this agent's store.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    pub agent: Option<String>,
+    /// Say what would be deleted, and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Delete without asking (required when standard input is not a terminal, e.g. from cron).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Also delete relayed sessions that were continued after the relay.
+    #[arg(long)]
+    pub include_continued: bool,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     #[arg(long)]
     pub json: bool,
 }

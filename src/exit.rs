@@ -12,6 +12,8 @@ pub enum ExitCode {
     NotFound = 3,
     /// No session store exists where the tool looked.
     NoStore = 4,
+    /// Another `clean` holds the lock.
+    Busy = 6,
 }
 
 #[derive(Debug)]

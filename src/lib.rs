@@ -5,6 +5,7 @@
 pub mod adapter;
 pub mod brief;
 pub mod budget;
+pub mod clean;
 pub mod cli;
 pub mod commands;
 pub mod config;

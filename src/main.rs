@@ -31,5 +31,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Show(a) => commands::show(&cfg, a),
         Command::Export(a) => commands::export(&cfg, a),
         Command::Relay(a) => session_relay::relay::run(&cfg, a),
+        Command::Clean(a) => session_relay::clean::run(&cfg, a),
     }
 }

@@ -108,6 +108,10 @@ impl Adapter for Claude {
         Ok(Vec::new())
     }
 
+    fn unregister(&self, _home: &Path, _id: &str) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+
     fn claims(&self, path: &Path, head: &[u8]) -> bool {
         let under_projects = path.components().any(|c| c.as_os_str() == "projects");
         let ext_ok = path.extension().is_some_and(|e| e == "jsonl");

@@ -141,6 +141,17 @@ impl Adapter for Codex {
         Ok(notes)
     }
 
+    fn unregister(&self, home: &Path, id: &str) -> Result<Vec<String>> {
+        let mut notes = Vec::new();
+        if write::unindex(home, id)? {
+            notes.push(format!("{id}: title line removed from session_index.jsonl"));
+        }
+        if state_db::unregister(home, id)? {
+            notes.push(format!("{id}: row removed from state_5.sqlite"));
+        }
+        Ok(notes)
+    }
+
     fn claims(&self, path: &Path, head: &[u8]) -> bool {
         let name = path.file_name().unwrap_or_default().to_string_lossy();
         let first = head.split(|&b| b == b'\n').next().unwrap_or_default();

@@ -177,3 +177,22 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
     )?;
     Ok(Some(format!("registered in Codex's thread index {}", db.display())))
 }
+
+/// Removes a thread's row; only rows session-relay registered are ever asked for.
+pub fn unregister(home: &Path, id: &str) -> Result<bool> {
+    let db = home.join("state_5.sqlite");
+    if !db.exists() {
+        return Ok(false);
+    }
+    let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .with_context(|| format!("cannot open {}", db.display()))?;
+    conn.busy_timeout(std::time::Duration::from_secs(3))?;
+    let has_table: bool = conn
+        .query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'", [], |_| Ok(true))
+        .optional()?
+        .unwrap_or(false);
+    if !has_table {
+        return Ok(false);
+    }
+    Ok(conn.execute("DELETE FROM threads WHERE id = ?1", [id])? > 0)
+}
