@@ -8,12 +8,20 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+/// Longest line read whole. Longer lines (a pasted 100 MB log) are skipped with a warning, so
+/// that memory stays bounded whatever the input.
+pub const MAX_LINE: usize = 32 << 20;
+
 /// Opens a session file for reading, decompressing `.zst`.
 pub fn open(path: &Path) -> Result<Box<dyn BufRead>> {
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     if meta.is_dir() {
         bail!("{} is a directory, not a session file", path.display());
+    }
+    if !meta.is_file() {
+        // A FIFO or a device would block or never end.
+        bail!("{} is not a regular file", path.display());
     }
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     if path.extension().is_some_and(|e| e == "zst") {
@@ -40,11 +48,45 @@ pub enum Line {
     Malformed(String),
 }
 
+/// Reads one line into `buf` (without keeping more than `max` bytes of it). Returns the line's
+/// full length including the newline (0 at the end of input) and whether it ended in a newline.
+pub fn read_line_bounded(
+    r: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<(usize, bool)> {
+    buf.clear();
+    let mut total = 0;
+    loop {
+        let chunk = match r.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok((total, false));
+        }
+        let (take, done) = match memchr::memchr(b'\n', chunk) {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = max.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..take.min(room)]);
+        total += take;
+        r.consume(take);
+        if done {
+            return Ok((total, true));
+        }
+    }
+}
+
 /// Summary of a whole pass over a file.
 #[derive(Default, Debug)]
 pub struct PassStats {
     pub lines: usize,
     pub malformed: Vec<(usize, String)>,
+    /// Lines over `MAX_LINE`: (line number, length).
+    pub oversized: Vec<(usize, usize)>,
     pub invalid_utf8_lines: Vec<usize>,
     /// The last line had no newline and did not parse: an agent cut off mid-write.
     pub truncated_tail: bool,
@@ -62,15 +104,17 @@ pub fn for_each_line(
     // A line is only judged once the next one is known, so that an unterminated last line
     // that fails to parse can be treated as "still being written" instead of malformed.
     loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
+        let (n, terminated) = read_line_bounded(&mut *reader, &mut buf, MAX_LINE)
             .with_context(|| format!("read error in {} after line {no}", path.display()))?;
         if n == 0 {
             break;
         }
         no += 1;
-        let terminated = buf.last() == Some(&b'\n');
+        if n > MAX_LINE {
+            stats.lines += 1;
+            stats.oversized.push((no, n));
+            continue;
+        }
         let bytes = trim_ascii(&buf);
         if bytes.is_empty() {
             continue;
@@ -117,6 +161,16 @@ pub fn record_pass(session: &mut crate::session::Session, pass: &PassStats) {
     for (no, err) in &pass.malformed {
         session.warn(Some(*no), format!("malformed JSON line skipped: {err}"));
     }
+    for (no, len) in &pass.oversized {
+        session.warn(
+            Some(*no),
+            format!(
+                "line of {:.1} MB skipped: longer than the {} MB limit for one line",
+                *len as f64 / (1 << 20) as f64,
+                MAX_LINE >> 20
+            ),
+        );
+    }
     if let Some(first) = pass.invalid_utf8_lines.first() {
         session.warn(
             Some(*first),
@@ -138,14 +192,17 @@ pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// Iterates the lines of a byte buffer with their 1-based numbers (for the listing scanners).
+/// How much of a line the listing scanners keep: the fields they look for come first.
+const SCAN_KEEP: usize = 256 << 10;
+
+/// Iterates the lines of a file with their 1-based numbers (for the listing scanners). Lines
+/// longer than 256 KB are cut: the scanners only look at their beginning.
 pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &[u8]) -> bool) -> Result<()> {
     let mut reader = open(path)?;
     let mut buf = Vec::new();
     let mut no = 0;
     loop {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
+        if read_line_bounded(&mut *reader, &mut buf, SCAN_KEEP)?.0 == 0 {
             return Ok(());
         }
         no += 1;

@@ -1,7 +1,7 @@
 //! The neutral session as JSONL: a header line (every session field but the messages, tagged
 //! with `record`), then one message per line. It reads back into an identical `Session`.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -35,12 +35,24 @@ pub fn claims(head: &[u8]) -> bool {
 }
 
 pub fn read(path: &Path) -> Result<Session> {
-    let reader = crate::jsonl::open(path)?;
-    let mut lines = reader.lines();
-    let header = lines
-        .next()
-        .transpose()?
-        .with_context(|| format!("{} is empty", path.display()))?;
+    let mut reader = crate::jsonl::open(path)?;
+    let mut buf = Vec::new();
+    let mut next_line = |n: usize| -> Result<Option<String>> {
+        let (len, _) =
+            crate::jsonl::read_line_bounded(&mut *reader, &mut buf, crate::jsonl::MAX_LINE)?;
+        if len == 0 {
+            return Ok(None);
+        }
+        if len > crate::jsonl::MAX_LINE {
+            bail!(
+                "{}:{n}: line longer than the {} MB limit",
+                path.display(),
+                crate::jsonl::MAX_LINE >> 20
+            );
+        }
+        Ok(Some(String::from_utf8_lossy(&buf).trim_end().to_string()))
+    };
+    let header = next_line(1)?.with_context(|| format!("{} is empty", path.display()))?;
     let mut header: Value = serde_json::from_str(&header)
         .with_context(|| format!("{}:1: invalid session header", path.display()))?;
     let obj = header
@@ -66,13 +78,15 @@ pub fn read(path: &Path) -> Result<Session> {
     }
     let mut session: Session = serde_json::from_value(header)
         .with_context(|| format!("{}:1: invalid session header", path.display()))?;
-    for (i, line) in lines.enumerate() {
-        let line = line?;
+    let mut n = 1;
+    loop {
+        n += 1;
+        let Some(line) = next_line(n)? else { break };
         if line.trim().is_empty() {
             continue;
         }
         let m: Message = serde_json::from_str(&line)
-            .with_context(|| format!("{}:{}: invalid message", path.display(), i + 2))?;
+            .with_context(|| format!("{}:{n}: invalid message", path.display()))?;
         session.messages.push(m);
     }
     Ok(session)

@@ -251,6 +251,13 @@ pub fn locate_file(cfg: &Config, path: &Path) -> Result<Located> {
         )
         .into());
     }
+    if !meta.is_file() {
+        return Err(CliError::new(
+            ExitCode::NotFound,
+            format!("{} is not a regular file", path.display()),
+        )
+        .into());
+    }
     let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     for s in stores(cfg, None) {
         for dir in s.adapter.store_dirs(&s.home) {

@@ -202,7 +202,7 @@ fn clean_never_follows_a_symlink_out_of_a_store() {
 
 #[test]
 fn clean_is_cron_safe() {
-    let env = TestEnv::with_fixtures();
+    let mut env = TestEnv::with_fixtures();
     // Another run holds the lock.
     let state = env.dir.path().join("state/session-relay");
     std::fs::create_dir_all(&state).unwrap();
@@ -217,6 +217,7 @@ fn clean_is_cron_safe() {
     drop(lock);
     env.ok(&["clean", "--yes"]);
     // A missing store is said clearly; no store at all is exit code 4.
+    env.removing_stores();
     std::fs::remove_dir_all(env.claude_home().join("projects")).unwrap();
     let out = env.ok(&["clean", "--yes"]);
     assert!(out.contains("Claude Code store not found"), "{out}");

@@ -441,7 +441,9 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                         let mut m = with_ids(base(Role::ToolCall, String::new()));
                         m.tool_call_id = str_field(b, "id").map(str::to_string);
                         m.tool_name = Some(name);
-                        m.tool_input = Some(input);
+                        // An absent input and a null one are the same to every writer (and to the
+                        // neutral JSONL, which cannot tell them apart).
+                        m.tool_input = Some(input).filter(|v| !v.is_null());
                         session.messages.push(m);
                     }
                     Some(other) => {

@@ -138,6 +138,19 @@ fn read_lines(path: &Path, fallback_id: &str) -> Result<Session> {
 fn read_typescript_document(path: &Path, fallback_id: &str) -> Result<Session> {
     let mut session = Session::new(super::NAME, "codex-typescript", fallback_id);
     let mut state = State::default();
+    let size = std::fs::metadata(path)?.len();
+    if size > jsonl::MAX_LINE as u64 * 2 {
+        session.warn(
+            None,
+            format!(
+                "{} is a {:.0} MB single JSON document; documents over {} MB are not read",
+                path.display(),
+                size as f64 / (1 << 20) as f64,
+                jsonl::MAX_LINE >> 19
+            ),
+        );
+        return Ok(session);
+    }
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut jsonl::open(path)?, &mut bytes)
         .with_context(|| format!("cannot read {}", path.display()))?;
@@ -402,7 +415,7 @@ fn response_item(session: &mut Session, state: &mut State, no: usize, p: &Value,
                 .or_else(|| str_field(p, "id"))
                 .map(str::to_string);
             m.tool_name = Some(name);
-            m.tool_input = Some(input);
+            m.tool_input = Some(input).filter(|v| !v.is_null());
             session.messages.push(m);
         }
         "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
@@ -427,7 +440,7 @@ fn response_item(session: &mut Session, state: &mut State, no: usize, p: &Value,
             let mut call = base(Role::ToolCall, String::new());
             call.tool_call_id = Some(id.clone());
             call.tool_name = Some("web_search".into());
-            call.tool_input = Some(action);
+            call.tool_input = Some(action).filter(|v| !v.is_null());
             let mut result = base(
                 Role::ToolResult,
                 format!("status: {}", str_field(p, "status").unwrap_or("unknown")),

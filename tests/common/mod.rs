@@ -14,6 +14,30 @@ pub fn fixtures() -> PathBuf {
 
 pub struct TestEnv {
     pub dir: TempDir,
+    /// Whether the fixture sessions were copied in: then every test checks, when its
+    /// environment is dropped, that no command changed or deleted one of them.
+    sources: bool,
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        if !self.sources || std::thread::panicking() {
+            return;
+        }
+        for (agent, path) in fixture_sessions() {
+            let rel = path.strip_prefix(fixtures().join(agent)).unwrap();
+            let copy = self.dir.path().join(agent).join(rel);
+            let original = std::fs::read(&path).unwrap();
+            match std::fs::read(&copy) {
+                Ok(now) => assert!(
+                    now == original,
+                    "source session {} was modified by a command",
+                    copy.display()
+                ),
+                Err(e) => panic!("source session {} is gone: {e}", copy.display()),
+            }
+        }
+    }
 }
 
 impl TestEnv {
@@ -23,15 +47,24 @@ impl TestEnv {
         for d in ["claude", "codex", "config", "work"] {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
         }
-        TestEnv { dir }
+        TestEnv {
+            dir,
+            sources: false,
+        }
     }
 
     /// Homes holding every fixture session (both agents).
     pub fn with_fixtures() -> TestEnv {
-        let env = TestEnv::empty();
+        let mut env = TestEnv::empty();
         copy_tree(&fixtures().join("claude"), &env.claude_home());
         copy_tree(&fixtures().join("codex"), &env.codex_home());
+        env.sources = true;
         env
+    }
+
+    /// For a test that removes stores on purpose: stop checking the sources at the end.
+    pub fn removing_stores(&mut self) {
+        self.sources = false;
     }
 
     pub fn claude_home(&self) -> PathBuf {

@@ -1,0 +1,262 @@
+//! A bounded, deterministic mutation fuzzer over both readers and everything downstream of them
+//! (listing scan, neutral round trip, shaping, budget fitting, both writers and the read-back).
+//! It runs in CI with a small count; run it longer with
+//! `FUZZ_ITERATIONS=200000 cargo test --release --test fuzz_readers -- --nocapture`
+//! (the cargo-fuzz targets in `fuzz/` cover the same code with coverage guidance).
+//! An input that panics is written to `fixtures/fuzz-regressions/` and replayed on every run.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use session_relay::adapter::WriteRequest;
+use session_relay::budget::{FitParams, fit};
+use session_relay::relay::shape;
+use session_relay::tokens::Tokenizer;
+use session_relay::{neutral, store};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545F4914F6CDD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            (self.next() % n as u64) as usize
+        }
+    }
+}
+
+const FRAGMENTS: &[&[u8]] = &[
+    b"{\"type\":\"",
+    b"\"payload\":null",
+    b"[",
+    b"}",
+    b"\"parentUuid\":\"",
+    b"\"uuid\":\"x\"",
+    b"\"message\":{\"role\":\"user\",\"content\":[]}",
+    b"\xff\xfe",
+    b"\"timestamp\":1e400",
+    b"\"call_id\":\"call_1\"",
+    b"\"type\":\"compacted\"",
+    b"\"isSidechain\":true",
+    b"\n\n",
+    b"\"content\":null",
+    b"{\"type\":\"session_meta\",\"payload\":{\"id\":7}}",
+    b"\"output\":\"{\\\"output\\\":1}\"",
+];
+
+fn mutate(r: &mut Rng, input: &[u8]) -> Vec<u8> {
+    let mut b = input.to_vec();
+    for _ in 0..1 + r.below(4) {
+        let len = b.len().max(1);
+        match r.below(7) {
+            0 if !b.is_empty() => {
+                let i = r.below(b.len());
+                b[i] ^= 1 << r.below(8);
+            }
+            1 if !b.is_empty() => {
+                let i = r.below(b.len());
+                let j = (i + r.below(200)).min(b.len());
+                b.drain(i..j);
+            }
+            2 => {
+                let i = r.below(len).min(b.len());
+                let f = FRAGMENTS[r.below(FRAGMENTS.len())];
+                b.splice(i..i, f.iter().copied());
+            }
+            3 => b.truncate(r.below(len)),
+            4 => {
+                // Duplicate or swap whole lines: chains, pairings and ordering break.
+                let mut lines: Vec<Vec<u8>> =
+                    b.split(|&c| c == b'\n').map(|l| l.to_vec()).collect();
+                if lines.len() > 1 {
+                    let i = r.below(lines.len());
+                    let j = r.below(lines.len());
+                    if r.below(2) == 0 {
+                        lines.swap(i, j);
+                    } else {
+                        let l = lines[i].clone();
+                        lines.insert(j, l);
+                    }
+                }
+                b = lines.join(&b'\n');
+            }
+            5 if !b.is_empty() => {
+                // Replace a digit run by a huge number.
+                let i = r.below(b.len());
+                if b[i].is_ascii_digit() {
+                    b.splice(i..i + 1, b"99999999999999999999999".iter().copied());
+                }
+            }
+            _ => {
+                let i = r.below(len).min(b.len());
+                b.insert(i, b'"');
+            }
+        }
+    }
+    b
+}
+
+fn seeds() -> Vec<(&'static str, PathBuf)> {
+    let mut out: Vec<(&'static str, PathBuf)> = Vec::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    for (agent, dir) in [
+        ("claude", root.join("claude")),
+        ("codex", root.join("codex")),
+    ] {
+        for e in walkdir::WalkDir::new(dir)
+            .into_iter()
+            .filter_map(|e| e.ok())
+        {
+            let n = e.file_name().to_string_lossy();
+            if e.file_type().is_file()
+                && (n.ends_with(".jsonl") || n.ends_with(".json"))
+                && !n.starts_with("session_index")
+                && !n.ends_with(".meta.json")
+            {
+                out.push((agent, e.into_path()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Everything downstream of a reader, on one input. Panics are what the fuzzer looks for;
+/// errors are fine.
+fn exercise(agent: &str, bytes: &[u8], dir: &Path) {
+    let adapter = store::adapter(agent).unwrap();
+    let (home, path) = match agent {
+        "claude" => {
+            let d = dir.join("home/projects/-tmp-fuzz");
+            std::fs::create_dir_all(&d).unwrap();
+            (
+                dir.join("home"),
+                d.join("5d0c3a1e-7b2f-4e8a-9c6d-00000000f022.jsonl"),
+            )
+        }
+        _ => {
+            let d = dir.join("home/sessions/2026/11/30");
+            std::fs::create_dir_all(&d).unwrap();
+            (
+                dir.join("home"),
+                d.join("rollout-2026-11-30T00-00-00-0199f022-0000-7000-8000-000000000000.jsonl"),
+            )
+        }
+    };
+    std::fs::write(&path, bytes).unwrap();
+    let _ = adapter.list(&home);
+    let Ok(session) = adapter.read(&path, Some(&home)) else {
+        return;
+    };
+    let mut buf = Vec::new();
+    neutral::write(&session, &mut buf).unwrap();
+    let back_path = dir.join("neutral.jsonl");
+    std::fs::write(&back_path, &buf).unwrap();
+    // Compared without printing: a failing input is kept as a file, the sessions can be large.
+    assert!(
+        neutral::read(&back_path).unwrap() == session,
+        "neutral round trip differs"
+    );
+    for to in ["claude", "codex"] {
+        let target = store::adapter(to).unwrap();
+        let (shaped, _) = shape(
+            &session,
+            target,
+            "0199f022-0000-7000-8000-00000000aaaa",
+            "brief".into(),
+        );
+        let params = FitParams {
+            budget: 4000,
+            tokenizer: Tokenizer::Estimate,
+            recent_turns: 4,
+            summary_max_tokens: 300,
+            tool_call_keep_recent: 3,
+        };
+        let Ok((fitted, _)) = fit(&shaped, "brief".into(), &params) else {
+            continue;
+        };
+        let out = dir.join(format!("out-{to}.jsonl"));
+        let _ = std::fs::remove_file(&out);
+        let req = WriteRequest {
+            home: dir.join("target"),
+            id: "0199f022-0000-7000-8000-00000000aaaa".into(),
+            cwd: "/tmp/fuzz".into(),
+            title: "t".into(),
+            provenance: serde_json::json!({}),
+            now: chrono::Utc::now(),
+            standalone: Some(out.clone()),
+        };
+        let native = target.write_session(&fitted, &req).unwrap();
+        std::fs::write(&out, &native.bytes).unwrap();
+        let read_back = target.read(&out, None).unwrap();
+        assert!(
+            session_relay::relay::digest(&read_back) == session_relay::relay::digest(&fitted),
+            "written {to} session does not read back as meant"
+        );
+    }
+}
+
+#[test]
+fn mutated_sessions_never_panic() {
+    let iterations: usize = std::env::var("FUZZ_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let regressions = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fuzz-regressions");
+    let tmp = tempfile::tempdir().unwrap();
+    // Earlier crashes first.
+    if let Ok(rd) = std::fs::read_dir(&regressions) {
+        for e in rd.filter_map(|e| e.ok()) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let agent = if name.starts_with("claude") {
+                "claude"
+            } else {
+                "codex"
+            };
+            let bytes = std::fs::read(e.path()).unwrap();
+            let r = catch_unwind(AssertUnwindSafe(|| exercise(agent, &bytes, tmp.path())));
+            assert!(r.is_ok(), "regression {name} panics again");
+        }
+    }
+    let seeds: Vec<(&str, Vec<u8>)> = seeds()
+        .into_iter()
+        .map(|(a, p)| {
+            let mut b = std::fs::read(p).unwrap();
+            b.truncate(64 * 1024); // keep iterations cheap; the head has every line type
+            (a, b)
+        })
+        .collect();
+    let mut r = Rng(0xf022_5eed_0000_0001);
+    let mut crashes = Vec::new();
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    for i in 0..iterations {
+        let (agent, seed) = &seeds[r.below(seeds.len())];
+        let input = mutate(&mut r, seed);
+        let result = catch_unwind(AssertUnwindSafe(|| exercise(agent, &input, tmp.path())));
+        if let Err(e) = result {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            std::fs::create_dir_all(&regressions).unwrap();
+            let file = regressions.join(format!("{agent}-{i:06}.jsonl"));
+            std::fs::write(&file, &input).unwrap();
+            crashes.push(format!("{}: {msg}", file.display()));
+        }
+    }
+    std::panic::set_hook(previous);
+    assert!(
+        crashes.is_empty(),
+        "{} crashing inputs kept:\n{}",
+        crashes.len(),
+        crashes.join("\n")
+    );
+}
