@@ -49,6 +49,23 @@ impl Summary {
     }
 }
 
+/// How much of a session a reader keeps.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadOptions {
+    /// Cut tool outputs longer than this many characters to head and tail while reading (the
+    /// relay keeps no more than that of any output, so reading more only costs memory).
+    /// `None` reads everything, as `show` and `export` must.
+    pub max_tool_output: Option<usize>,
+}
+
+/// The output length a tool result had before a reader cut it.
+pub fn output_chars(m: &crate::session::Message) -> usize {
+    m.metadata
+        .get("original_chars")
+        .and_then(serde_json::Value::as_u64)
+        .map_or_else(|| m.content.chars().count(), |n| n as usize)
+}
+
 /// What the relay asks a target adapter to write.
 pub struct WriteRequest {
     /// The target agent's home.
@@ -103,7 +120,11 @@ pub trait Adapter: Sync {
     fn ids(&self, home: &Path) -> Vec<(String, PathBuf)>;
     /// Reads one session file into the neutral model. `home` lets an adapter consult its
     /// store's indexes (titles); it may be absent for a file outside any store.
-    fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session>;
+    fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session> {
+        self.read_with(path, home, ReadOptions::default())
+    }
+    /// `read`, keeping only what `opts` asks for.
+    fn read_with(&self, path: &Path, home: Option<&Path>, opts: ReadOptions) -> Result<Session>;
     /// Whether a file (named `path`, starting with `head`) looks like this agent's session.
     fn claims(&self, path: &Path, head: &[u8]) -> bool;
     /// A fresh session id in the form this agent uses.

@@ -488,7 +488,12 @@ fn compress_tools(
             if let Some(t) = target {
                 let text = &msgs[t].content;
                 let len = text.chars().count();
-                if len > max_output {
+                let original = crate::adapter::output_chars(&msgs[t]);
+                if original > len && max_output >= TOOL_OUTPUT_MAX {
+                    // Already cut to this size while reading.
+                    stats.trimmed += 1;
+                    stats.chars_cut += original - max_output.min(original);
+                } else if len > max_output {
                     let mut r = msgs[t].clone();
                     r.content = trim_output(text, max_output);
                     stats.trimmed += 1;
@@ -522,7 +527,7 @@ pub fn one_line(call: &Message, result: Option<&Message>) -> String {
         Some(r) => format!(
             "[tool call: {name}] {arg} -> {}, {} chars of output",
             if r.is_error { "error" } else { "ok" },
-            r.content.chars().count()
+            crate::adapter::output_chars(r)
         ),
         None => format!("[tool call: {name}] {arg} -> no result"),
     }

@@ -134,6 +134,9 @@ fn display_name(agent: &str) -> &'static str {
     store::adapter(agent).map_or("unknown agent", |a| a.display_name())
 }
 
+/// Above this much text `show` estimates tokens instead of counting them exactly.
+const EXACT_COUNT_MAX: usize = 4 << 20;
+
 /// Everything `show` reports, as one JSON value (also the source of the text output).
 pub fn report(s: &Session) -> Value {
     let mut header = serde_json::to_value(s).expect("session serialises");
@@ -161,21 +164,40 @@ pub fn report(s: &Session) -> Value {
             .entry(m.tool_name.clone().unwrap_or_else(|| "?".into()))
             .or_default() += 1;
     }
+    // An exact count of a huge session costs seconds and says little more than an estimate.
+    let size: usize = s.messages.iter().map(|m| m.content.len()).sum();
+    let (estimated, tokenizer) = if size <= EXACT_COUNT_MAX {
+        (tokens::session_tokens(s), "o200k_base")
+    } else {
+        (tokens::session_estimate(s), "estimate (characters / 4)")
+    };
     json!({
         "session": header,
         "messages": s.message_count(),
         "counts": counts,
         "tool_calls": tools,
-        "estimated_tokens": tokens::session_tokens(s),
-        "tokenizer": "o200k_base",
+        "estimated_tokens": estimated,
+        "tokenizer": tokenizer,
     })
 }
 
 pub fn show(cfg: &Config, args: &ShowArgs) -> Result<()> {
-    let s = load(cfg, &args.session, &args.scope)?;
     if let Some(to) = &args.to {
+        let target = store::adapter(to).expect("clap checked the agent name");
+        crate::relay::warm_tokenizer(cfg.agent(target.name()).tokenizer);
+        let located = store::select(
+            cfg,
+            &args.session,
+            &SelectScope {
+                agent: args.scope.agent.as_deref(),
+                cwd: scope_dir(&args.scope)?,
+            },
+        )?;
+        let mut s = located.read_with(crate::relay::relay_read_options())?;
+        crate::relay::redact_or_warn(cfg, &mut s, false)?;
         return show_budget(cfg, &s, to, args);
     }
+    let s = load(cfg, &args.session, &args.scope)?;
     let rep = report(&s);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -258,9 +280,10 @@ pub fn show(cfg: &Config, args: &ShowArgs) -> Result<()> {
     }
     writeln!(
         out,
-        "{} {} (o200k_base)",
+        "{} {} ({})",
         "Estimated tokens:".bold(),
-        rep["estimated_tokens"]
+        rep["estimated_tokens"],
+        rep["tokenizer"].as_str().unwrap_or("")
     )?;
     if !s.files_touched.is_empty() {
         writeln!(out, "\n{}", "Files touched:".bold())?;

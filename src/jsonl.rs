@@ -93,49 +93,82 @@ pub struct PassStats {
 }
 
 /// Calls `f(line_number, line)` for every non-blank line. Line numbers start at 1.
-pub fn for_each_line(
+pub fn for_each_line(path: &Path, f: impl FnMut(usize, Line) -> Result<()>) -> Result<PassStats> {
+    for_each_line_prepared(path, |_| {}, f)
+}
+
+/// Bytes of lines parsed together: large enough to spread over the cores, small enough that
+/// memory does not grow with the file.
+const BLOCK: usize = 4 << 20;
+
+/// Like `for_each_line`, with `prepare` applied to each parsed line in parallel (a reader uses
+/// it to drop or shorten what it will not keep, before the line is handed on in order).
+pub fn for_each_line_prepared(
     path: &Path,
+    prepare: impl Fn(&mut Value) + Sync,
     mut f: impl FnMut(usize, Line) -> Result<()>,
 ) -> Result<PassStats> {
+    use rayon::prelude::*;
     let mut reader = open(path)?;
     let mut stats = PassStats::default();
     let mut buf = Vec::new();
     let mut no = 0usize;
-    // A line is only judged once the next one is known, so that an unterminated last line
-    // that fails to parse can be treated as "still being written" instead of malformed.
-    loop {
-        let (n, terminated) = read_line_bounded(&mut *reader, &mut buf, MAX_LINE)
-            .with_context(|| format!("read error in {} after line {no}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        no += 1;
-        if n > MAX_LINE {
+    let mut eof = false;
+    while !eof {
+        // Read a block of raw lines...
+        let mut block: Vec<(usize, Vec<u8>, bool)> = Vec::new();
+        let mut bytes = 0;
+        while bytes < BLOCK {
+            let (n, terminated) = read_line_bounded(&mut *reader, &mut buf, MAX_LINE)
+                .with_context(|| format!("read error in {} after line {no}", path.display()))?;
+            if n == 0 {
+                eof = true;
+                break;
+            }
+            no += 1;
+            if n > MAX_LINE {
+                stats.lines += 1;
+                stats.oversized.push((no, n));
+                continue;
+            }
+            let line = trim_ascii(&buf);
+            if line.is_empty() {
+                continue;
+            }
             stats.lines += 1;
-            stats.oversized.push((no, n));
-            continue;
+            bytes += line.len();
+            block.push((no, line.to_vec(), terminated));
         }
-        let bytes = trim_ascii(&buf);
-        if bytes.is_empty() {
-            continue;
-        }
-        stats.lines += 1;
-        let parsed = match std::str::from_utf8(bytes) {
-            Ok(s) => serde_json::from_str::<Value>(s),
-            Err(_) => {
+        // ...parse it on every core...
+        let parsed: Vec<(usize, bool, bool, Result<Value, String>)> = block
+            .into_par_iter()
+            .map(|(no, line, terminated)| {
+                let (text, lossy) = match String::from_utf8(line) {
+                    Ok(s) => (s, false),
+                    Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
+                };
+                let r = serde_json::from_str::<Value>(&text)
+                    .map(|mut v| {
+                        prepare(&mut v);
+                        v
+                    })
+                    .map_err(|e| e.to_string());
+                (no, terminated, lossy, r)
+            })
+            .collect();
+        // ...and hand the lines on in order. A cut-off last line (no newline, does not parse)
+        // is an agent still writing, not a malformed line.
+        for (no, terminated, lossy, r) in parsed {
+            if lossy {
                 stats.invalid_utf8_lines.push(no);
-                serde_json::from_str::<Value>(&String::from_utf8_lossy(bytes))
             }
-        };
-        match parsed {
-            Ok(v) => f(no, Line::Json(v))?,
-            Err(e) if !terminated => {
-                let _ = e;
-                stats.truncated_tail = true;
-            }
-            Err(e) => {
-                stats.malformed.push((no, e.to_string()));
-                f(no, Line::Malformed(e.to_string()))?;
+            match r {
+                Ok(v) => f(no, Line::Json(v))?,
+                Err(_) if !terminated => stats.truncated_tail = true,
+                Err(e) => {
+                    stats.malformed.push((no, e.clone()));
+                    f(no, Line::Malformed(e))?;
+                }
             }
         }
     }

@@ -413,6 +413,21 @@ pub fn redact_or_warn(
     Ok(Some(cfg.redactor()?.session(s)))
 }
 
+/// A relay keeps at most `TOOL_OUTPUT_MAX` characters of any tool output, so it reads no more.
+pub fn relay_read_options() -> crate::adapter::ReadOptions {
+    crate::adapter::ReadOptions {
+        max_tool_output: Some(crate::budget::TOOL_OUTPUT_MAX),
+    }
+}
+
+/// Loading o200k's tables takes a third of a second: do it on another core while the session
+/// is read.
+pub fn warm_tokenizer(tok: crate::tokens::Tokenizer) {
+    if tok != crate::tokens::Tokenizer::Estimate {
+        std::thread::spawn(move || tok.count("warm"));
+    }
+}
+
 /// The budget for a target and how it was derived.
 pub fn budget_for(cfg: &Config, target: &dyn Adapter, flag: Option<usize>) -> (usize, String) {
     match flag {
@@ -540,7 +555,8 @@ pub fn run(cfg: &Config, args: &RelayArgs) -> Result<()> {
             cwd: scope_dir,
         },
     )?;
-    let mut source = located.read()?;
+    warm_tokenizer(cfg.agent(target.name()).tokenizer);
+    let mut source = located.read_with(relay_read_options())?;
     let redactions = redact_or_warn(cfg, &mut source, args.no_redact)?;
     if source.messages.iter().all(|m| m.role != Role::User) {
         bail!(

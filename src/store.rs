@@ -131,9 +131,13 @@ pub struct Located {
 
 impl Located {
     pub fn read(&self) -> Result<Session> {
+        self.read_with(Default::default())
+    }
+
+    pub fn read_with(&self, opts: crate::adapter::ReadOptions) -> Result<Session> {
         match self.adapter {
             Some(a) => a
-                .read(&self.path, self.home.as_deref())
+                .read_with(&self.path, self.home.as_deref(), opts)
                 .with_context(|| format!("reading {}", self.path.display())),
             None => neutral::read(&self.path),
         }

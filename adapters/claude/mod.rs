@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::adapter::{Adapter, NativeSession, Summary, WriteRequest};
+use crate::adapter::{Adapter, NativeSession, ReadOptions, Summary, WriteRequest};
 use crate::session::Session;
 
 pub struct Claude;
@@ -67,8 +67,8 @@ impl Adapter for Claude {
         scan::list(home)
     }
 
-    fn read(&self, path: &Path, _home: Option<&Path>) -> Result<Session> {
-        read::read(path)
+    fn read_with(&self, path: &Path, _home: Option<&Path>, opts: ReadOptions) -> Result<Session> {
+        read::read(path, opts)
     }
 
     fn equivalent_tool(

@@ -51,7 +51,7 @@ struct Entry {
     value: Value,
 }
 
-pub fn read(path: &Path) -> Result<Session> {
+pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let subagent_of = super::subagent_parent(path);
     let stem = path
         .file_stem()
@@ -83,7 +83,13 @@ pub fn read(path: &Path) -> Result<Session> {
     let mut entrypoint: Option<String> = None;
     let mut not_an_object = 0usize;
 
-    let pass = jsonl::for_each_line(path, |no, line| {
+    let max = opts.max_tool_output;
+    let prepare = move |v: &mut Value| {
+        if let Some(max) = max {
+            shrink(v, max);
+        }
+    };
+    let pass = jsonl::for_each_line_prepared(path, prepare, |no, line| {
         let Line::Json(v) = line else { return Ok(()) };
         let Some(kind) = str_field(&v, "type").map(str::to_string) else {
             not_an_object += 1;
@@ -363,6 +369,9 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                                 m.tool_call_id = str_field(b, "tool_use_id").map(str::to_string);
                                 m.is_error =
                                     b.get("is_error").and_then(Value::as_bool) == Some(true);
+                                if let Some(n) = b.get("_original_chars") {
+                                    m = m.with_meta("original_chars", n.clone());
+                                }
                                 if let Some(Value::String(s)) = e.value.get("toolUseResult")
                                     && s.starts_with("User rejected")
                                 {
@@ -491,6 +500,33 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                 .map(|s| format!("{kind}:{s}"))
                 .unwrap_or_else(|| kind.to_string());
             *session.stats.skipped_types.entry(sub).or_default() += 1;
+        }
+    }
+}
+
+/// Drops what a relay will not keep from a parsed line, before the line is stored: the
+/// `toolUseResult` copy of each tool output, and the middle of outputs over `max` characters.
+fn shrink(v: &mut Value, max: usize) {
+    if str_field(v, "type") != Some("user") {
+        return;
+    }
+    if let Some(obj) = v.as_object_mut()
+        && !matches!(obj.get("toolUseResult"), Some(Value::String(s)) if s.len() < 4096)
+    {
+        obj.remove("toolUseResult");
+    }
+    let Some(blocks) = v.pointer_mut("/message/content").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for b in blocks {
+        if str_field(b, "type") != Some("tool_result") {
+            continue;
+        }
+        let text = flatten_content(b.get("content"));
+        let n = text.chars().count();
+        if n > max {
+            b["content"] = Value::String(crate::relay::trim_output(&text, max));
+            b["_original_chars"] = json!(n);
         }
     }
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::adapter::{Adapter, NativeSession, Summary, WriteRequest};
+use crate::adapter::{Adapter, NativeSession, ReadOptions, Summary, WriteRequest};
 use crate::session::Session;
 
 pub struct Codex;
@@ -73,9 +73,9 @@ impl Adapter for Codex {
         scan::list(home)
     }
 
-    fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session> {
+    fn read_with(&self, path: &Path, home: Option<&Path>, opts: ReadOptions) -> Result<Session> {
         let home = home.map(Path::to_path_buf).or_else(|| home_of(path));
-        read::read(path, home.as_deref())
+        read::read(path, home.as_deref(), opts)
     }
 
     fn new_id(&self) -> String {

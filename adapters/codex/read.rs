@@ -32,9 +32,23 @@ struct State {
     todos: Option<Vec<Todo>>,
     meta_seen: usize,
     last_model: Option<String>,
+    /// Cut tool outputs longer than this (see `ReadOptions`).
+    max_output: Option<usize>,
 }
 
-pub fn read(path: &Path, home: Option<&Path>) -> Result<Session> {
+/// A tool result's text, cut to head and tail when the reader was asked to.
+fn output_message(mut m: Message, max: Option<usize>) -> Message {
+    if let Some(max) = max {
+        let n = m.content.chars().count();
+        if n > max {
+            m.content = crate::relay::trim_output(&m.content, max);
+            m = m.with_meta("original_chars", n);
+        }
+    }
+    m
+}
+
+pub fn read(path: &Path, home: Option<&Path>, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let fallback_id = super::id_from_file_name(path).unwrap_or_else(|| {
         path.file_stem()
             .unwrap_or_default()
@@ -58,9 +72,9 @@ pub fn read(path: &Path, home: Option<&Path>) -> Result<Session> {
             .is_some_and(|v| v.get("session").is_some() && v.get("items").is_some()));
 
     let mut session = if single_document {
-        read_typescript_document(path, &fallback_id)?
+        read_typescript_document(path, &fallback_id, opts)?
     } else {
-        read_lines(path, &fallback_id)?
+        read_lines(path, &fallback_id, opts)?
     };
     session.archived = archived;
     session.source_path = Some(path.display().to_string());
@@ -78,9 +92,12 @@ pub fn read(path: &Path, home: Option<&Path>) -> Result<Session> {
     Ok(session)
 }
 
-fn read_lines(path: &Path, fallback_id: &str) -> Result<Session> {
+fn read_lines(path: &Path, fallback_id: &str, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let mut session = Session::new(super::NAME, "codex-rollout", fallback_id);
-    let mut state = State::default();
+    let mut state = State {
+        max_output: opts.max_tool_output,
+        ..Default::default()
+    };
     let mut shape: Option<&'static str> = None;
     let mut unrecognised_lines = 0usize;
 
@@ -135,9 +152,16 @@ fn read_lines(path: &Path, fallback_id: &str) -> Result<Session> {
 }
 
 /// The TypeScript CLI (spring 2025) wrote one JSON document: `{"session": {...}, "items": [...]}`.
-fn read_typescript_document(path: &Path, fallback_id: &str) -> Result<Session> {
+fn read_typescript_document(
+    path: &Path,
+    fallback_id: &str,
+    opts: crate::adapter::ReadOptions,
+) -> Result<Session> {
     let mut session = Session::new(super::NAME, "codex-typescript", fallback_id);
-    let mut state = State::default();
+    let mut state = State {
+        max_output: opts.max_tool_output,
+        ..Default::default()
+    };
     let size = std::fs::metadata(path)?.len();
     if size > jsonl::MAX_LINE as u64 * 2 {
         session.warn(
@@ -429,7 +453,7 @@ fn response_item(session: &mut Session, state: &mut State, no: usize, p: &Value,
             if p.get("success").and_then(Value::as_bool) == Some(false) {
                 m.is_error = true;
             }
-            session.messages.push(m);
+            session.messages.push(output_message(m, state.max_output));
         }
         "web_search_call" => {
             // A self-contained item: the call and its outcome in one. Kept as a paired call.
@@ -674,7 +698,7 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
                         result = result.with_meta("exit_code", code);
                     }
                     out.push(call);
-                    out.push(result);
+                    out.push(output_message(result, state.max_output));
                 }
                 _ => {}
             }

@@ -60,7 +60,7 @@ pub fn summarize(path: &Path, archived: bool) -> Result<Summary> {
     let size = std::fs::metadata(path)?.len();
     if path.extension().is_some_and(|e| e == "json") {
         // The TypeScript era's single document: small and rare, so read it properly.
-        let s = super::read::read(path, None)?;
+        let s = super::read::read(path, None, Default::default())?;
         return Ok(Summary {
             id: s.id.clone(),
             agent: super::NAME,
