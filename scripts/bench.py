@@ -239,10 +239,16 @@ def peers():
     ts_bin = PEERS / "bin" / "transession"
     if ts_bin.exists():
         out["transession"] = ts_bin
-    hc = PEERS / "venv" / "bin" / "harness-convert"
+    hc = PEERS / "venv" / "bin" / "hc"
     if hc.exists():
         out["harness-convert"] = hc
     return out
+
+
+PEERS_HELP = """Peers are looked for under $SESSION_RELAY_PEERS (default ~/.cache/session-relay-peers):
+  cargo install transession --root ~/.cache/session-relay-peers
+  python3 -m venv ~/.cache/session-relay-peers/venv && ~/.cache/session-relay-peers/venv/bin/pip install harness-convert
+"""
 
 
 def main():
@@ -252,7 +258,11 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--data", default=str(ROOT / "target" / "bench-data"))
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--peers-help", action="store_true")
     args = ap.parse_args()
+    if args.peers_help:
+        print(PEERS_HELP)
+        return
     sizes = [int(s) for s in args.sizes.split(",") if s]
     data = Path(args.data)
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
@@ -286,22 +296,34 @@ def main():
             run(f"relay {src}->{dst}", mb, [str(BIN), "relay", sid, "--to", dst, "--cwd", str(work), "--force"], env)
             src_file = next(src_home.rglob("*.jsonl"))
             for name, binpath in peer_bins.items():
-                cmd = peer_command(name, binpath, src, dst, src_file, work / f"peer-{name}-{mb}-{dst}")
-                if cmd:
-                    run(f"  peer {name} {src}->{dst}", mb, cmd, env)
+                out_dir = work / f"peer-{name}-{mb}-{dst}"
+                cmd, peer_env = peer_command(name, binpath, src, dst, src_file, sid, src_home, out_dir, env)
+                run(f"  peer {name} {src}->{dst}", mb, cmd, peer_env)
 
     print_table(rows, sizes)
     shutil.rmtree(work, ignore_errors=True)
 
 
-def peer_command(name, binpath, src, dst, src_file, out_dir):
+def peer_command(name, binpath, src, dst, src_file, sid, src_home, out_dir, env):
+    """The peer's own command for the same conversion, and its environment."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    agents = {"claude": "claude", "codex": "codex"}
     if name == "transession":
-        return [str(binpath), "convert", "--from", agents[src], "--to", agents[dst], "--input", str(src_file), "--output", str(out_dir / "out.jsonl")]
-    if name == "harness-convert":
-        return [str(binpath), "convert", str(src_file), "--to", agents[dst], "--output", str(out_dir / "out.jsonl")]
-    return None
+        return [str(binpath), "convert", "--from", src, "--to", dst, "--new-session-id", str(src_file), str(out_dir / "out.jsonl")], env
+    # harness-convert reads and writes the stores under $HOME.
+    home = out_dir / "home"
+    home.mkdir(exist_ok=True)
+    for agent, d in (("claude", ".claude"), ("codex", ".codex")):
+        link = home / d
+        if not link.exists():
+            if agent == src:
+                link.symlink_to(src_home)
+            else:
+                (link / ("projects" if agent == "claude" else "sessions")).mkdir(parents=True)
+    peer_env = dict(env, HOME=str(home), HC_NO_INTERACTIVE="1")
+    peer_env.pop("CLAUDE_CONFIG_DIR", None)
+    peer_env.pop("CODEX_HOME", None)
+    return [str(binpath), "convert", "--from", src, "--to", dst, "--cwd", "/home/dev/projects/bench",
+            "--dest-cwd", str(out_dir), "--no-interactive", "-y", sid], peer_env
 
 
 def print_table(rows, sizes):

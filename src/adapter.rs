@@ -6,32 +6,34 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::listcache::ListCache;
+
 use crate::session::{Session, Timestamp};
 
 /// One session as the listing sees it: only what can be learnt without reading the whole
 /// conversation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Summary {
     pub id: String,
-    pub agent: &'static str,
+    pub agent: String,
     pub path: PathBuf,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<Timestamp>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated: Option<Timestamp>,
     /// User and assistant messages, counted from line prefixes (see the adapter's scanner).
     pub messages: usize,
     pub size: u64,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub archived: bool,
     /// For a subagent transcript: its parent session's id. Such summaries are not top-level.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<String>,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub subagents: usize,
 }
 
@@ -115,7 +117,7 @@ pub trait Adapter: Sync {
     /// The folders under `home` that hold sessions (shown when none exist).
     fn store_dirs(&self, home: &Path) -> Vec<PathBuf>;
     /// Every session file under `home`, cheaply. Subagent transcripts come with `parent_id` set.
-    fn list(&self, home: &Path) -> Result<Vec<Summary>>;
+    fn list(&self, home: &Path, cache: &ListCache) -> Result<Vec<Summary>>;
     /// Session ids and their files, from file names alone (for selecting by id or prefix).
     fn ids(&self, home: &Path) -> Vec<(String, PathBuf)>;
     /// Reads one session file into the neutral model. `home` lets an adapter consult its

@@ -13,6 +13,7 @@ pub mod exit;
 pub mod handoff;
 pub mod jsonl;
 pub mod ledger;
+pub mod listcache;
 pub mod neutral;
 pub mod redact;
 pub mod relay;

@@ -91,9 +91,11 @@ pub fn existing_stores(cfg: &Config, agent: Option<&str>) -> Result<Vec<Store>> 
 /// Every session in the existing stores (subagent transcripts included, with `parent_id`).
 pub fn list_all(cfg: &Config, agent: Option<&str>) -> Result<Vec<Summary>> {
     let mut out = Vec::new();
+    let cache = crate::listcache::ListCache::load();
     for s in existing_stores(cfg, agent)? {
-        out.extend(s.adapter.list(&s.home)?);
+        out.extend(s.adapter.list(&s.home, &cache)?);
     }
+    cache.save();
     sort_newest_first(&mut out);
     Ok(out)
 }
@@ -221,8 +223,8 @@ fn latest(cfg: &Config, scope: &SelectScope) -> Result<Located> {
         .find(|_| true);
     match newest {
         Some(s) => Ok(Located {
-            adapter: adapter(s.agent),
-            home: Some(cfg.agent(s.agent).session_root.clone()),
+            adapter: adapter(&s.agent),
+            home: Some(cfg.agent(&s.agent).session_root.clone()),
             path: s.path,
         }),
         None => Err(CliError::new(

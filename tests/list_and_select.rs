@@ -541,3 +541,48 @@ fn archived_and_compressed_codex_sessions_are_found() {
     let rows = zenv.json(&["list", "--all", "--json"]);
     assert_eq!(rows[0]["messages"], plain["messages"]);
 }
+
+#[test]
+fn the_listing_cache_never_serves_a_changed_file() {
+    let mut env = TestEnv::with_fixtures();
+    let first = env.json(&["list", "--all", "--json"]);
+    let cache = env.dir.path().join("state/session-relay/list-cache.json");
+    assert!(
+        cache.exists(),
+        "a listing leaves its cache in the state dir"
+    );
+    assert_eq!(
+        env.json(&["list", "--all", "--json"]),
+        first,
+        "a warm listing says the same"
+    );
+    // The agent appends to a session: the next listing sees it.
+    env.removing_stores();
+    let path = env.codex_home().join(
+        "sessions/2026/11/29/rollout-2026-11-29T10-00-00-0199a000-0000-7000-8000-00000000e0e1.jsonl",
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        b"{\"timestamp\":\"2026-11-29T11:00:00.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"one more\"}]}}\n",
+    )
+    .unwrap();
+    drop(f);
+    let after = env.json(&["list", "--all", "--json"]);
+    let row = |v: &Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == "0199a000-0000-7000-8000-00000000e0e1")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(row(&after)["messages"], 3);
+    assert_eq!(row(&after)["updated"]["utc"], "2026-11-29T11:00:00.000Z");
+    // A damaged cache is ignored, not fatal.
+    std::fs::write(&cache, "not json").unwrap();
+    assert_eq!(row(&env.json(&["list", "--all", "--json"]))["messages"], 3);
+}

@@ -63,8 +63,8 @@ impl Adapter for Claude {
         vec![home.join("projects")]
     }
 
-    fn list(&self, home: &Path) -> Result<Vec<Summary>> {
-        scan::list(home)
+    fn list(&self, home: &Path, cache: &crate::listcache::ListCache) -> Result<Vec<Summary>> {
+        scan::list(home, cache)
     }
 
     fn read_with(&self, path: &Path, _home: Option<&Path>, opts: ReadOptions) -> Result<Session> {

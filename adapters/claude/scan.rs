@@ -31,13 +31,13 @@ pub fn session_files(home: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-pub fn list(home: &Path) -> Result<Vec<Summary>> {
+pub fn list(home: &Path, cache: &crate::listcache::ListCache) -> Result<Vec<Summary>> {
     use rayon::prelude::*;
     // Files are independent; on a store of thousands the scan is I/O and memchr bound, so it
     // spreads well over the cores.
     let mut out: Vec<Summary> = session_files(home)
         .par_iter()
-        .filter_map(|path| match summarize(path) {
+        .filter_map(|path| match cache.summarize(path, summarize) {
             Ok(s) => Some(s),
             Err(e) => {
                 eprintln!("warning: {}: {e:#}", path.display());
@@ -140,7 +140,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     let messages = count_on_active_branch(&chain);
     Ok(Summary {
         id: stem,
-        agent: super::NAME,
+        agent: super::NAME.to_string(),
         path: path.to_path_buf(),
         cwd,
         title: custom_title.or(ai_title).or(first_prompt.map(|p| one_line(&p))),

@@ -69,8 +69,8 @@ impl Adapter for Codex {
         vec![home.join("sessions"), home.join("archived_sessions")]
     }
 
-    fn list(&self, home: &Path) -> Result<Vec<Summary>> {
-        scan::list(home)
+    fn list(&self, home: &Path, cache: &crate::listcache::ListCache) -> Result<Vec<Summary>> {
+        scan::list(home, cache)
     }
 
     fn read_with(&self, path: &Path, home: Option<&Path>, opts: ReadOptions) -> Result<Session> {

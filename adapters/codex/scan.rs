@@ -33,12 +33,12 @@ pub fn session_files(home: &Path) -> Vec<(PathBuf, bool)> {
     out
 }
 
-pub fn list(home: &Path) -> Result<Vec<Summary>> {
+pub fn list(home: &Path, cache: &crate::listcache::ListCache) -> Result<Vec<Summary>> {
     let titles = super::session_index(home);
     use rayon::prelude::*;
     let out = session_files(home)
         .par_iter()
-        .filter_map(|(path, archived)| match summarize(path, *archived) {
+        .filter_map(|(path, archived)| match cache.summarize(path, |p| summarize(p, *archived)) {
             Ok(mut s) => {
                 if let Some(t) = titles.get(&s.id) {
                     s.title = Some(t.clone());
@@ -63,7 +63,7 @@ pub fn summarize(path: &Path, archived: bool) -> Result<Summary> {
         let s = super::read::read(path, None, Default::default())?;
         return Ok(Summary {
             id: s.id.clone(),
-            agent: super::NAME,
+            agent: super::NAME.to_string(),
             path: path.to_path_buf(),
             cwd: s.cwd.clone(),
             title: s.title.clone(),
@@ -138,7 +138,7 @@ pub fn summarize(path: &Path, archived: bool) -> Result<Summary> {
     };
     Ok(Summary {
         id: id.unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
-        agent: super::NAME,
+        agent: super::NAME.to_string(),
         path: path.to_path_buf(),
         cwd,
         title: prompt.map(|p| one_line(&p)),
