@@ -150,7 +150,7 @@ fn exercise(agent: &str, bytes: &[u8], dir: &Path) {
         }
     };
     std::fs::write(&path, bytes).unwrap();
-    let _ = adapter.list(&home);
+    let _ = adapter.list(&home, &session_relay::listcache::ListCache::none());
     let Ok(session) = adapter.read(&path, Some(&home)) else {
         return;
     };

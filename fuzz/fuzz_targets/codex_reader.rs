@@ -9,7 +9,7 @@ fuzz_target!(|data: &[u8]| {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, data).unwrap();
     let adapter = session_relay::store::adapter("codex").unwrap();
-    let _ = adapter.list(&dir.path().join("home"));
+    let _ = adapter.list(&dir.path().join("home"), &session_relay::listcache::ListCache::none());
     if let Ok(session) = adapter.read(&path, None) {
         let mut out = Vec::new();
         session_relay::neutral::write(&session, &mut out).unwrap();
