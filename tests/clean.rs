@@ -8,12 +8,6 @@ use std::path::PathBuf;
 use common::TestEnv;
 use serde_json::Value;
 
-fn project(env: &TestEnv) -> String {
-    let p = env.work().join("proj");
-    std::fs::create_dir_all(&p).unwrap();
-    std::fs::canonicalize(p).unwrap().display().to_string()
-}
-
 fn relay(env: &TestEnv, id: &str, to: &str, proj: &str) -> (String, PathBuf) {
     let r = env.json(&["relay", id, "--to", to, "--cwd", proj, "--json"]);
     (
@@ -68,7 +62,7 @@ fn action(v: &Value, id: &str) -> String {
 #[test]
 fn clean_deletes_exactly_the_old_unchanged_relays() {
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let (old_codex, old_codex_path) = relay(&env, "771ce1df", "codex", &proj);
     let (old_claude, old_claude_path) = relay(&env, "01a22a5d", "claude", &proj);
     let (continued, continued_path) = relay(&env, "b62416f1", "claude", &proj);
@@ -175,7 +169,7 @@ fn clean_deletes_exactly_the_old_unchanged_relays() {
 #[test]
 fn clean_never_follows_a_symlink_out_of_a_store() {
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let (id, path) = relay(&env, "771ce1df", "claude", &proj);
     age(&env, &[&id], 40);
     let outside = env.work().join("precious.jsonl");

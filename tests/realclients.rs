@@ -63,12 +63,6 @@ fn check(script: &Path, args: &[&str]) -> Result<(), String> {
     }
 }
 
-fn project(env: &TestEnv) -> String {
-    let p = env.work().join("proj");
-    std::fs::create_dir_all(&p).unwrap();
-    std::fs::canonicalize(p).unwrap().display().to_string()
-}
-
 /// Relays `source` to `to` and has the real CLI list, load and draw it.
 fn relay_and_check(
     env: &TestEnv,
@@ -126,7 +120,7 @@ fn relay_and_check(
 fn every_fixture_to(to: &str) {
     let scripts = realclients();
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let mut failures = Vec::new();
     let mut checked = 0;
     for (agent, path) in fixture_sessions() {
@@ -243,7 +237,7 @@ fn write_big_codex_session(home: &Path, cwd: &str) -> (PathBuf, u64) {
 fn a_generated_20_mb_session_relays_both_ways() {
     let scripts = realclients();
     let env = TestEnv::empty();
-    let proj = project(&env);
+    let proj = env.project();
     let (path, size) = write_big_codex_session(&env.codex_home(), &proj);
     assert!(size > 20 * 1024 * 1024, "generated only {size} bytes");
     let src = path.to_str().unwrap();
@@ -263,7 +257,7 @@ fn a_generated_20_mb_session_relays_both_ways() {
 fn small_budget_relays_still_open_in_both_clis() {
     let scripts = realclients();
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let mut failures = Vec::new();
     // Long fixtures of both agents, with compaction, parallel calls, todos and failures.
     for id in [
@@ -307,7 +301,7 @@ fn thread_row(home: &Path, id: &str) -> Option<std::collections::BTreeMap<String
 fn the_codex_thread_index_row_matches_the_one_codex_writes() {
     let scripts = realclients();
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     // Let the real Codex create its index in this home (it indexes a fixture it reads).
     check(
         &scripts.join("check_codex_resume.sh"),

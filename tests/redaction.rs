@@ -259,12 +259,6 @@ fn codex_session(env: &TestEnv, texts: &[String], name: &str) -> String {
     id
 }
 
-fn project(env: &TestEnv) -> String {
-    let p = env.work().join("proj");
-    std::fs::create_dir_all(&p).unwrap();
-    p.display().to_string()
-}
-
 /// Every file a relay or export wrote, as one string, plus the reports.
 fn relay_everything(env: &TestEnv, ids: &[String], proj: &str) -> (String, Vec<Value>) {
     let mut written = String::new();
@@ -293,7 +287,7 @@ fn relay_everything(env: &TestEnv, ids: &[String], proj: &str) -> (String, Vec<V
 #[test]
 fn every_planted_secret_is_masked_in_both_directions() {
     let env = TestEnv::empty();
-    let proj = project(&env);
+    let proj = env.project();
     let planted = secrets();
     let texts: Vec<String> = planted.iter().map(|p| p.2.clone()).collect();
     let ids = vec![
@@ -330,7 +324,7 @@ fn every_planted_secret_is_masked_in_both_directions() {
 #[test]
 fn what_sessions_are_full_of_is_not_masked() {
     let env = TestEnv::empty();
-    let proj = project(&env);
+    let proj = env.project();
     let texts = innocents();
     let ids = vec![
         claude_session(&env, &texts, "03"),
@@ -363,7 +357,7 @@ fn what_sessions_are_full_of_is_not_masked() {
 #[test]
 fn no_redact_warns_and_config_extends_the_rules() {
     let env = TestEnv::empty();
-    let proj = project(&env);
+    let proj = env.project();
     let texts = vec!["internal ticket token ACME-INTERNAL-7f3a9c and key ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R".to_string()];
     let id = claude_session(&env, &texts, "05");
     let out = env

@@ -22,16 +22,10 @@ fn lines(path: &str) -> Vec<Value> {
         .collect()
 }
 
-fn project(env: &TestEnv) -> String {
-    let p = env.work().join("proj");
-    std::fs::create_dir_all(&p).unwrap();
-    std::fs::canonicalize(p).unwrap().display().to_string()
-}
-
 #[test]
 fn claude_to_codex_writes_a_listed_rollout_with_both_channels() {
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let source = env
         .claude_home()
         .join("projects/-home-dev-projects-interactive/771ce1df-ae7a-4516-8192-f08c38166af2.jsonl");
@@ -125,7 +119,7 @@ fn claude_to_codex_writes_a_listed_rollout_with_both_channels() {
 #[test]
 fn codex_to_claude_writes_a_chain_with_paired_tools_and_no_thinking() {
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let r = relay_json(&env, &["01a22a5d", "--to", "claude", "--cwd", &proj]);
     let id = r["target"]["id"].as_str().unwrap();
     let path = r["target"]["path"].as_str().unwrap();
@@ -209,7 +203,7 @@ fn codex_to_claude_writes_a_chain_with_paired_tools_and_no_thinking() {
 #[test]
 fn same_agent_relays_are_forks_that_keep_structure() {
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let r = relay_json(&env, &["01a22a5c", "--to", "codex", "--cwd", &proj]);
     let text = std::fs::read_to_string(r["target"]["path"].as_str().unwrap()).unwrap();
     assert!(text.contains("\"type\":\"function_call\""));
@@ -236,7 +230,7 @@ fn same_agent_relays_are_forks_that_keep_structure() {
 #[test]
 fn dry_run_writes_nothing_anywhere() {
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let before = env.snapshot_stores();
     let out = env.ok(&[
         "relay",
@@ -263,7 +257,7 @@ fn dry_run_writes_nothing_anywhere() {
 #[test]
 fn relaying_an_unchanged_source_again_is_answered_from_the_ledger() {
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let first = relay_json(&env, &["01a22a2f", "--to", "claude", "--cwd", &proj]);
     let again = env.ok(&["relay", "01a22a2f", "--to", "claude", "--cwd", &proj]);
     assert!(again.contains("Already relayed as"), "{again}");
@@ -284,7 +278,7 @@ fn relaying_an_unchanged_source_again_is_answered_from_the_ledger() {
 #[test]
 fn out_writes_a_standalone_relay_file_and_leaves_the_stores_alone() {
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let dest = env.work().join("out");
     std::fs::create_dir_all(&dest).unwrap();
     let before = env.snapshot_stores();
@@ -355,7 +349,7 @@ fn relay_refuses_what_it_cannot_do_well() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--cwd"), "{err}");
     // A target home that does not exist.
-    let proj = project(&env);
+    let proj = env.project();
     let missing = env.dir.path().join("no-such-codex-home");
     let flag = format!("codex={}", missing.display());
     let (code, err) = env.fails(&[
@@ -383,7 +377,7 @@ fn relay_refuses_what_it_cannot_do_well() {
 #[test]
 fn relays_fit_the_budget_and_report_it() {
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let r = relay_json(
         &env,
         &[
@@ -481,7 +475,7 @@ fn relays_fit_the_budget_and_report_it() {
 #[test]
 fn the_brief_reads_the_repository_at_relay_time() {
     let env = TestEnv::with_fixtures();
-    let proj = project(&env);
+    let proj = env.project();
     let git = |args: &[&str]| {
         let ok = std::process::Command::new("git")
             .args([

@@ -79,6 +79,13 @@ impl TestEnv {
         self.dir.path().join("work")
     }
 
+    /// A project folder to resume relayed sessions in, as its real path.
+    pub fn project(&self) -> String {
+        let p = self.work().join("proj");
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::canonicalize(p).unwrap().display().to_string()
+    }
+
     /// The binary with this environment's homes and nothing of the developer's.
     pub fn cmd(&self) -> Command {
         let mut c = Command::cargo_bin("session-relay").unwrap();
