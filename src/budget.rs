@@ -95,18 +95,24 @@ impl Costs {
 
 /// Fits `shaped` (whose first message is the relay preamble) to the budget, putting `brief_text`
 /// first. Errors when even the always-kept layer cannot fit.
-pub fn fit(shaped: &Session, brief_text: String, p: &FitParams) -> Result<(Session, FitReport)> {
+pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Session, FitReport)> {
     let mut report = FitReport {
         tokenizer: p.tokenizer.name().into(),
         budget: p.budget,
         ..Default::default()
     };
-    let body: Vec<Message> = shaped.messages.iter().skip(1).cloned().collect();
+    report.source_tokens_estimate = crate::tokens::session_estimate(&shaped);
+    // The session is taken, not copied: its messages are the bulk of what a relay holds.
+    let mut body: Vec<Message> = std::mem::take(&mut shaped.messages);
+    let preamble_time = if body.is_empty() {
+        None
+    } else {
+        body.remove(0).timestamp
+    };
     report.source_messages = body.len();
-    report.source_tokens_estimate = crate::tokens::session_estimate(shaped);
 
     let brief_msg = Message::new(Role::System, brief_text)
-        .with_time(shaped.messages.first().and_then(|m| m.timestamp.clone()))
+        .with_time(preamble_time)
         .with_meta("kind", "handoff_brief");
     report.brief_tokens = cost(p.tokenizer, &brief_msg);
 
@@ -295,7 +301,7 @@ pub fn fit(shaped: &Session, brief_text: String, p: &FitParams) -> Result<(Sessi
     }
 
     // Assemble: brief, context and first request, summary, kept turns, last turn.
-    let mut out = shaped.clone();
+    let mut out = shaped;
     out.messages = vec![brief_msg];
     let mut always = Part::default();
     let mut recent = Part::default();

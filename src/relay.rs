@@ -474,7 +474,7 @@ pub fn plan(
         summary_max_tokens: cfg.relay.summary_max_tokens,
         tool_call_keep_recent: cfg.relay.tool_call_keep_recent,
     };
-    let (mut fitted, report) = crate::budget::fit(&shaped, brief_text, &params)?;
+    let (mut fitted, report) = crate::budget::fit(shaped, brief_text, &params)?;
     // The relayed session lives where it will be resumed.
     fitted.cwd = Some(cwd.to_string());
     if let Some(g) = fitted.git.as_mut() {

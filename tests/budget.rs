@@ -228,7 +228,7 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
             summary_max_tokens: 20 + r.below(2000) as usize,
             tool_call_keep_recent: r.below(15) as usize,
         };
-        let first = fit(&shaped, brief_text.clone(), &params);
+        let first = fit(shaped.clone(), brief_text.clone(), &params);
         let (out, report) = match first {
             Ok(v) => v,
             Err(e) => {
@@ -239,7 +239,7 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
                     budget: 200_000,
                     ..params.clone()
                 };
-                fit(&shaped, brief_text.clone(), &bigger)
+                fit(shaped.clone(), brief_text.clone(), &bigger)
                     .unwrap_or_else(|e| panic!("case {case}: {e}"));
                 continue;
             }
@@ -303,7 +303,7 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
         }
         check_pairs(&out).unwrap_or_else(|e| panic!("case {case}: {e}"));
 
-        let again = fit(&shaped, brief_text, &params).unwrap();
+        let again = fit(shaped.clone(), brief_text, &params).unwrap();
         assert_eq!(again.0, out, "case {case}: deterministic output");
         assert_eq!(again.1, report, "case {case}: deterministic report");
     }
@@ -326,7 +326,7 @@ fn a_session_that_fits_is_relayed_whole() {
         summary_max_tokens: 1000,
         tool_call_keep_recent: 100_000,
     };
-    let (out, report) = fit(&shaped, "brief".into(), &params).unwrap();
+    let (out, report) = fit(shaped.clone(), "brief".into(), &params).unwrap();
     assert_eq!(report.dropped.turns, 0);
     assert_eq!(report.tool_calls_one_line, 0);
     // Everything but the preamble, which the brief replaces, and over-long outputs trimmed.
@@ -359,7 +359,7 @@ fn long_sessions_keep_recent_turns_and_summarize_the_rest() {
         summary_max_tokens: 600,
         tool_call_keep_recent: 5,
     };
-    let (out, report) = fit(&shaped, "brief".into(), &params).unwrap();
+    let (out, report) = fit(shaped.clone(), "brief".into(), &params).unwrap();
     assert_eq!(
         report.recent_kept.turns + report.always_kept.turns,
         5,

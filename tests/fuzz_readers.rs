@@ -178,7 +178,7 @@ fn exercise(agent: &str, bytes: &[u8], dir: &Path) {
             summary_max_tokens: 300,
             tool_call_keep_recent: 3,
         };
-        let Ok((fitted, _)) = fit(&shaped, "brief".into(), &params) else {
+        let Ok((fitted, _)) = fit(shaped.clone(), "brief".into(), &params) else {
             continue;
         };
         let out = dir.join(format!("out-{to}.jsonl"));
