@@ -118,6 +118,13 @@ pub struct ExportArgs {
     /// Do not mask secrets (API keys, tokens, passwords) in the export.
     #[arg(long)]
     pub no_redact: bool,
+    /// Export the session as a relay to AGENT would carry it: fitted to that agent's budget,
+    /// with the handoff brief first.
+    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    pub to: Option<String>,
+    /// With --to: the budget to fit (default: from the target's config).
+    #[arg(long, value_name = "N", requires = "to")]
+    pub budget: Option<usize>,
 }
 
 #[derive(Debug, Args)]

@@ -376,7 +376,20 @@ fn show_budget(cfg: &Config, s: &Session, to: &str, args: &ShowArgs) -> Result<(
 }
 
 pub fn export(cfg: &Config, args: &ExportArgs) -> Result<()> {
-    let mut s = load(cfg, &args.session, &args.scope)?;
+    let located = store::select(
+        cfg,
+        &args.session,
+        &SelectScope {
+            agent: args.scope.agent.as_deref(),
+            cwd: scope_dir(&args.scope)?,
+        },
+    )?;
+    let opts = if args.to.is_some() {
+        crate::relay::relay_read_options()
+    } else {
+        Default::default()
+    };
+    let mut s = located.read_with(opts)?;
     if let Some(counts) = crate::relay::redact_or_warn(cfg, &mut s, args.no_redact)?
         && !counts.is_empty()
     {
@@ -389,6 +402,29 @@ pub fn export(cfg: &Config, args: &ExportArgs) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+    }
+    if let Some(to) = &args.to {
+        let target = store::adapter(to).expect("clap checked the agent name");
+        let cwd = match (&args.scope.cwd, &s.cwd) {
+            (Some(d), _) => d.display().to_string(),
+            (None, Some(c)) => c.clone(),
+            (None, None) => current_dir()?.display().to_string(),
+        };
+        let title = s.title.clone().unwrap_or_default();
+        let id = s.id.clone();
+        let (mut fitted, _, fit, budget_from) =
+            crate::relay::plan(cfg, &s, target, &id, &cwd, &title, args.budget)?;
+        // Still the source session, seen as the target would receive it.
+        fitted.agent = s.agent.clone();
+        fitted.format = s.format.clone();
+        fitted.source_path = s.source_path.clone();
+        eprintln!(
+            "fitted for {}: {} of {} tokens ({budget_from})",
+            target.display_name(),
+            fit.total_tokens,
+            fit.budget
+        );
+        s = fitted;
     }
     let mut buf: Vec<u8> = Vec::new();
     match args.format {

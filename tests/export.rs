@@ -113,3 +113,31 @@ fn markdown_handoff_documents() {
     let md = env.ok(&["export", "01a22a5d", "--format", "markdown"]);
     assert!(md.contains("- Git branch: `main`"), "{md}");
 }
+
+#[test]
+fn export_can_fit_a_session_to_a_target_budget() {
+    let env = TestEnv::with_fixtures();
+    let whole = env.ok(&["export", "b62416f1"]);
+    let out = env
+        .cmd()
+        .args(["export", "b62416f1", "--to", "codex", "--budget", "900"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("fitted for Codex CLI") && stderr.contains("of 900 tokens"),
+        "{stderr}"
+    );
+    let fitted = String::from_utf8(out.stdout).unwrap();
+    assert!(fitted.lines().count() < whole.lines().count());
+    let first: serde_json::Value = serde_json::from_str(fitted.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(first["metadata"]["kind"], "handoff_brief");
+    let md = env.ok(&[
+        "export", "b62416f1", "--to", "claude", "--budget", "900", "--format", "markdown",
+    ]);
+    assert!(
+        md.contains("## Goal") && md.contains("THINK Hi, please DO_BASH"),
+        "{md}"
+    );
+}
