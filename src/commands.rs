@@ -118,7 +118,12 @@ pub fn human_size(n: u64) -> String {
     }
 }
 
-fn load(cfg: &Config, selector: &str, scope: &Scope) -> Result<Session> {
+fn load(
+    cfg: &Config,
+    selector: &str,
+    scope: &Scope,
+    opts: crate::adapter::ReadOptions,
+) -> Result<Session> {
     let located = store::select(
         cfg,
         selector,
@@ -127,7 +132,16 @@ fn load(cfg: &Config, selector: &str, scope: &Scope) -> Result<Session> {
             cwd: scope_dir(scope)?,
         },
     )?;
-    located.read()
+    located.read_with(opts)
+}
+
+/// The directory a relayed (or fitted) session belongs to: `--cwd`, else the session's own.
+fn resume_dir(scope: &Scope, s: &Session) -> Result<String> {
+    Ok(match (&scope.cwd, &s.cwd) {
+        (Some(d), _) => d.display().to_string(),
+        (None, Some(c)) => c.clone(),
+        (None, None) => current_dir()?.display().to_string(),
+    })
 }
 
 fn display_name(agent: &str) -> &'static str {
@@ -185,19 +199,16 @@ pub fn show(cfg: &Config, args: &ShowArgs) -> Result<()> {
     if let Some(to) = &args.to {
         let target = store::adapter(to).expect("clap checked the agent name");
         crate::relay::warm_tokenizer(cfg.agent(target.name()).tokenizer);
-        let located = store::select(
+        let mut s = load(
             cfg,
             &args.session,
-            &SelectScope {
-                agent: args.scope.agent.as_deref(),
-                cwd: scope_dir(&args.scope)?,
-            },
+            &args.scope,
+            crate::relay::relay_read_options(),
         )?;
-        let mut s = located.read_with(crate::relay::relay_read_options())?;
         crate::relay::redact_or_warn(cfg, &mut s, false)?;
         return show_budget(cfg, &s, to, args);
     }
-    let s = load(cfg, &args.session, &args.scope)?;
+    let s = load(cfg, &args.session, &args.scope, Default::default())?;
     let rep = report(&s);
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -352,11 +363,7 @@ pub fn show(cfg: &Config, args: &ShowArgs) -> Result<()> {
 /// `show --to AGENT`: how a relay of this session would fit the target's budget.
 fn show_budget(cfg: &Config, s: &Session, to: &str, args: &ShowArgs) -> Result<()> {
     let target = store::adapter(to).expect("clap checked the agent name");
-    let cwd = match (&args.scope.cwd, &s.cwd) {
-        (Some(d), _) => d.display().to_string(),
-        (None, Some(c)) => c.clone(),
-        (None, None) => current_dir()?.display().to_string(),
-    };
+    let cwd = resume_dir(&args.scope, s)?;
     let title = s.title.clone().unwrap_or_default();
     let (_, shape, fit, budget_from) =
         crate::relay::plan(cfg, s, target, "dry-run", &cwd, &title, args.budget)?;
@@ -376,20 +383,12 @@ fn show_budget(cfg: &Config, s: &Session, to: &str, args: &ShowArgs) -> Result<(
 }
 
 pub fn export(cfg: &Config, args: &ExportArgs) -> Result<()> {
-    let located = store::select(
-        cfg,
-        &args.session,
-        &SelectScope {
-            agent: args.scope.agent.as_deref(),
-            cwd: scope_dir(&args.scope)?,
-        },
-    )?;
     let opts = if args.to.is_some() {
         crate::relay::relay_read_options()
     } else {
         Default::default()
     };
-    let mut s = located.read_with(opts)?;
+    let mut s = load(cfg, &args.session, &args.scope, opts)?;
     if let Some(counts) = crate::relay::redact_or_warn(cfg, &mut s, args.no_redact)?
         && !counts.is_empty()
     {
@@ -405,11 +404,7 @@ pub fn export(cfg: &Config, args: &ExportArgs) -> Result<()> {
     }
     if let Some(to) = &args.to {
         let target = store::adapter(to).expect("clap checked the agent name");
-        let cwd = match (&args.scope.cwd, &s.cwd) {
-            (Some(d), _) => d.display().to_string(),
-            (None, Some(c)) => c.clone(),
-            (None, None) => current_dir()?.display().to_string(),
-        };
+        let cwd = resume_dir(&args.scope, &s)?;
         let title = s.title.clone().unwrap_or_default();
         let id = s.id.clone();
         let (mut fitted, _, fit, budget_from) =
