@@ -113,12 +113,7 @@ pub fn brief(b: &BriefInput) -> String {
             truncate_chars(&one_line(goal), 300)
         ));
     }
-    let done: Vec<&str> = s
-        .todos
-        .iter()
-        .filter(|t| t.status == TodoStatus::Completed)
-        .map(|t| t.text.as_str())
-        .collect();
+    let done: Vec<&str> = s.completed_todos().map(|t| t.text.as_str()).collect();
     if !done.is_empty() {
         out.push_str("\nCompleted steps:\n");
         for t in done {
@@ -128,12 +123,7 @@ pub fn brief(b: &BriefInput) -> String {
     if let Some(current) = s.todos.iter().find(|t| t.status == TodoStatus::InProgress) {
         out.push_str(&format!("\nCurrent step: {}\n", one_line(&current.text)));
     }
-    let open: Vec<&str> = s
-        .todos
-        .iter()
-        .filter(|t| t.status != TodoStatus::Completed)
-        .map(|t| t.text.as_str())
-        .collect();
+    let open: Vec<&str> = s.open_todos().map(|t| t.text.as_str()).collect();
     if !open.is_empty() {
         out.push_str("\nOpen todos:\n");
         for t in open {

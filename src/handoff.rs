@@ -79,12 +79,7 @@ pub fn markdown(s: &Session, agent_display: &str) -> String {
 
     let turns = turns(s);
     let _ = writeln!(md, "\n## Completed steps\n");
-    let done: Vec<&str> = s
-        .todos
-        .iter()
-        .filter(|t| t.status == TodoStatus::Completed)
-        .map(|t| t.text.as_str())
-        .collect();
+    let done: Vec<&str> = s.completed_todos().map(|t| t.text.as_str()).collect();
     if !done.is_empty() {
         for t in done {
             let _ = writeln!(md, "- [x] {}", one_line(t));
@@ -110,11 +105,7 @@ pub fn markdown(s: &Session, agent_display: &str) -> String {
     }
 
     let _ = writeln!(md, "\n## Pending steps\n");
-    let pending: Vec<_> = s
-        .todos
-        .iter()
-        .filter(|t| t.status != TodoStatus::Completed)
-        .collect();
+    let pending: Vec<_> = s.open_todos().collect();
     if pending.is_empty() {
         let _ = writeln!(md, "(no open todo or plan items)");
     } else {

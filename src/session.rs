@@ -339,6 +339,20 @@ impl Session {
             .map(|m| m.content.as_str())
     }
 
+    /// Todo items already done, in list order.
+    pub fn completed_todos(&self) -> impl Iterator<Item = &Todo> {
+        self.todos
+            .iter()
+            .filter(|t| t.status == TodoStatus::Completed)
+    }
+
+    /// Todo items still to do (pending or in progress), in list order.
+    pub fn open_todos(&self) -> impl Iterator<Item = &Todo> {
+        self.todos
+            .iter()
+            .filter(|t| t.status != TodoStatus::Completed)
+    }
+
     /// Counts per role, in role order.
     pub fn role_counts(&self) -> BTreeMap<Role, usize> {
         let mut counts = BTreeMap::new();
