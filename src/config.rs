@@ -147,17 +147,19 @@ impl Config {
             summary_max_tokens: r.summary_max_tokens.unwrap_or(d.summary_max_tokens),
             tool_call_keep_recent: r.tool_call_keep_recent.unwrap_or(d.tool_call_keep_recent),
         };
-        // A bad pattern is a config error, reported now rather than at the first relay.
-        crate::redact::Redactor::new(&file_cfg.redaction.extra_patterns, &[]).with_context(
-            || {
+        // A bad pattern is a config error, reported now rather than at the first relay. Only
+        // the user's patterns are compiled here; the full redactor is built once, when used.
+        for p in &file_cfg.redaction.extra_patterns {
+            regex::Regex::new(&p.regex).with_context(|| {
                 format!(
-                    "invalid config file {}: redaction.extra_patterns",
+                    "invalid config file {}: redaction.extra_patterns: `{}` is not a valid regex",
                     file.as_deref()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default()
+                        .map(|f| f.display().to_string())
+                        .unwrap_or_default(),
+                    p.name
                 )
-            },
-        )?;
+            })?;
+        }
         Ok(Config {
             file,
             agents,
