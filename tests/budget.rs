@@ -2,7 +2,11 @@
 //! never exceeds its budget, keeps what must survive, never splits a tool call from its result,
 //! and is deterministic.
 
+mod common;
+
 use std::collections::HashMap;
+
+use common::Rng;
 
 use session_relay::brief::{BriefInput, GitState, brief};
 use session_relay::budget::{FitParams, cost, fit};
@@ -10,23 +14,6 @@ use session_relay::relay::shape;
 use session_relay::session::{Message, Role, Session, Timestamp, Todo, TodoStatus};
 use session_relay::store;
 use session_relay::tokens::Tokenizer;
-
-/// xorshift64*: deterministic and dependency-free.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545F4914F6CDD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 const WORDS: &[&str] = &[
     "parser", "fix", "the", "tests", "we", "must", "never", "drop", "lines", "always", "prefer",

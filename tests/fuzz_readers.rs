@@ -5,6 +5,8 @@
 //! (the cargo-fuzz targets in `fuzz/` cover the same code with coverage guidance).
 //! An input that panics is written to `fixtures/fuzz-regressions/` and replayed on every run.
 
+mod common;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
@@ -14,22 +16,7 @@ use session_relay::relay::shape;
 use session_relay::tokens::Tokenizer;
 use session_relay::{neutral, store};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545F4914F6CDD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 {
-            0
-        } else {
-            (self.next() % n as u64) as usize
-        }
-    }
-}
+use common::Rng;
 
 const FRAGMENTS: &[&[u8]] = &[
     b"{\"type\":\"",
@@ -52,32 +39,32 @@ const FRAGMENTS: &[&[u8]] = &[
 
 fn mutate(r: &mut Rng, input: &[u8]) -> Vec<u8> {
     let mut b = input.to_vec();
-    for _ in 0..1 + r.below(4) {
+    for _ in 0..1 + r.index(4) {
         let len = b.len().max(1);
-        match r.below(7) {
+        match r.index(7) {
             0 if !b.is_empty() => {
-                let i = r.below(b.len());
-                b[i] ^= 1 << r.below(8);
+                let i = r.index(b.len());
+                b[i] ^= 1 << r.index(8);
             }
             1 if !b.is_empty() => {
-                let i = r.below(b.len());
-                let j = (i + r.below(200)).min(b.len());
+                let i = r.index(b.len());
+                let j = (i + r.index(200)).min(b.len());
                 b.drain(i..j);
             }
             2 => {
-                let i = r.below(len).min(b.len());
-                let f = FRAGMENTS[r.below(FRAGMENTS.len())];
+                let i = r.index(len).min(b.len());
+                let f = FRAGMENTS[r.index(FRAGMENTS.len())];
                 b.splice(i..i, f.iter().copied());
             }
-            3 => b.truncate(r.below(len)),
+            3 => b.truncate(r.index(len)),
             4 => {
                 // Duplicate or swap whole lines: chains, pairings and ordering break.
                 let mut lines: Vec<Vec<u8>> =
                     b.split(|&c| c == b'\n').map(|l| l.to_vec()).collect();
                 if lines.len() > 1 {
-                    let i = r.below(lines.len());
-                    let j = r.below(lines.len());
-                    if r.below(2) == 0 {
+                    let i = r.index(lines.len());
+                    let j = r.index(lines.len());
+                    if r.index(2) == 0 {
                         lines.swap(i, j);
                     } else {
                         let l = lines[i].clone();
@@ -88,13 +75,13 @@ fn mutate(r: &mut Rng, input: &[u8]) -> Vec<u8> {
             }
             5 if !b.is_empty() => {
                 // Replace a digit run by a huge number.
-                let i = r.below(b.len());
+                let i = r.index(b.len());
                 if b[i].is_ascii_digit() {
                     b.splice(i..i + 1, b"99999999999999999999999".iter().copied());
                 }
             }
             _ => {
-                let i = r.below(len).min(b.len());
+                let i = r.index(len).min(b.len());
                 b.insert(i, b'"');
             }
         }
@@ -237,7 +224,7 @@ fn mutated_sessions_never_panic() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     for i in 0..iterations {
-        let (agent, seed) = &seeds[r.below(seeds.len())];
+        let (agent, seed) = &seeds[r.index(seeds.len())];
         let input = mutate(&mut r, seed);
         let result = catch_unwind(AssertUnwindSafe(|| exercise(agent, &input, tmp.path())));
         if let Err(e) = result {
