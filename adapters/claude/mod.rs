@@ -55,7 +55,15 @@ impl Adapter for Claude {
     fn ids(&self, home: &Path) -> Vec<(String, PathBuf)> {
         scan::session_files(home)
             .into_iter()
-            .map(|p| (p.file_stem().unwrap_or_default().to_string_lossy().into_owned(), p))
+            .map(|p| {
+                (
+                    p.file_stem()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned(),
+                    p,
+                )
+            })
             .collect()
     }
 
@@ -83,14 +91,20 @@ impl Adapter for Claude {
         // Only Bash is always among Claude Code's tools (others are deferred or optional), so
         // only shell commands keep their structure; everything else travels as text.
         let command = match name {
-            "exec_command" => input.get("cmd").and_then(|c| c.as_str()).map(str::to_string),
+            "exec_command" => input
+                .get("cmd")
+                .and_then(|c| c.as_str())
+                .map(str::to_string),
             "shell" | "local_shell" | "container.exec" => input
                 .get("command")
                 .and_then(|c| c.as_array())
                 .map(|words| shell_command(words)),
             _ => None,
         }?;
-        Some(("Bash".to_string(), serde_json::json!({ "command": command })))
+        Some((
+            "Bash".to_string(),
+            serde_json::json!({ "command": command }),
+        ))
     }
 
     fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {

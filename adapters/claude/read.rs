@@ -180,7 +180,9 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         session.extra.insert("entrypoint".into(), json!(e));
     }
     if !summaries.is_empty() {
-        session.extra.insert("summaries".into(), Value::Array(summaries));
+        session
+            .extra
+            .insert("summaries".into(), Value::Array(summaries));
     }
     if let Some(p) = &last_prompt {
         session.extra.insert("last_prompt".into(), json!(p));
@@ -196,7 +198,10 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         if pass.lines > 0 && not_an_object == pass.lines {
             session.warn(
                 None,
-                format!("{} is not a Claude Code transcript: no line has a `type`", path.display()),
+                format!(
+                    "{} is not a Claude Code transcript: no line has a `type`",
+                    path.display()
+                ),
             );
         } else {
             session.warn(None, "no conversation lines in this transcript".to_string());
@@ -275,7 +280,12 @@ fn active_lines(entries: &[Entry], subagent: bool, session: &mut Session) -> Has
     // and every tool result answering a call on the path.
     let message_ids: HashSet<&str> = on_path
         .iter()
-        .filter_map(|&i| entries[i].value.pointer("/message/id").and_then(Value::as_str))
+        .filter_map(|&i| {
+            entries[i]
+                .value
+                .pointer("/message/id")
+                .and_then(Value::as_str)
+        })
         .collect();
     let mut included: HashSet<usize> = on_path.clone();
     for (i, e) in entries.iter().enumerate() {
@@ -344,7 +354,11 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
             let summary = e.value.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
             match e.value.pointer("/message/content") {
                 Some(Value::String(s)) => {
-                    session.messages.push(classify_user_text(base(Role::User, s.clone()), meta, summary));
+                    session.messages.push(classify_user_text(
+                        base(Role::User, s.clone()),
+                        meta,
+                        summary,
+                    ));
                 }
                 Some(Value::Array(items)) => {
                     // Text and images of one line are one message; tool results stand alone.
@@ -440,7 +454,8 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                     }
                     Some("redacted_thinking") => {
                         session.messages.push(
-                            with_ids(base(Role::Reasoning, String::new())).with_meta("redacted", true),
+                            with_ids(base(Role::Reasoning, String::new()))
+                                .with_meta("redacted", true),
                         );
                     }
                     Some("tool_use") | Some("server_tool_use") => {
@@ -515,7 +530,10 @@ fn shrink(v: &mut Value, max: usize) {
     {
         obj.remove("toolUseResult");
     }
-    let Some(blocks) = v.pointer_mut("/message/content").and_then(Value::as_array_mut) else {
+    let Some(blocks) = v
+        .pointer_mut("/message/content")
+        .and_then(Value::as_array_mut)
+    else {
         return;
     };
     for b in blocks {
@@ -571,7 +589,10 @@ fn flatten_content(c: Option<&Value>) -> String {
                 Some("text") => str_field(b, "text").unwrap_or_default().to_string(),
                 Some("image") => "[image]".to_string(),
                 Some("tool_reference") => {
-                    format!("[tool_reference: {}]", str_field(b, "tool_name").unwrap_or("?"))
+                    format!(
+                        "[tool_reference: {}]",
+                        str_field(b, "tool_name").unwrap_or("?")
+                    )
                 }
                 Some(other) => format!("[{other}]"),
                 None => b.to_string(),
@@ -583,7 +604,12 @@ fn flatten_content(c: Option<&Value>) -> String {
     }
 }
 
-fn note_tool_effects(session: &mut Session, name: &str, input: &Value, todos: &mut Option<Vec<Todo>>) {
+fn note_tool_effects(
+    session: &mut Session,
+    name: &str,
+    input: &Value,
+    todos: &mut Option<Vec<Todo>>,
+) {
     if WRITE_TOOLS.contains(&name) {
         for key in ["file_path", "notebook_path", "path"] {
             if let Some(p) = str_field(input, key) {
@@ -623,7 +649,11 @@ fn find_subagents(path: &Path) -> Vec<SubagentLink> {
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .map(|p| {
-            let id = p.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+            let id = p
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
             let meta = p.with_extension("meta.json");
             let agent_type = std::fs::read(&meta)
                 .ok()

@@ -46,13 +46,13 @@ pub fn list(home: &Path, cache: &crate::listcache::ListCache) -> Result<Vec<Summ
         })
         .collect();
     // Parents count their subagents.
-    let counts: std::collections::HashMap<String, usize> =
-        out.iter()
-            .filter_map(|s| s.parent_id.clone())
-            .fold(Default::default(), |mut m, p| {
-                *m.entry(p).or_default() += 1;
-                m
-            });
+    let counts: std::collections::HashMap<String, usize> = out
+        .iter()
+        .filter_map(|s| s.parent_id.clone())
+        .fold(Default::default(), |mut m, p| {
+            *m.entry(p).or_default() += 1;
+            m
+        });
     for s in &mut out {
         if s.parent_id.is_none() {
             s.subagents = counts.get(&s.id).copied().unwrap_or(0);
@@ -94,7 +94,8 @@ pub fn summarize(path: &Path) -> Result<Summary> {
             cwd = raw_str_field(line, "cwd");
         }
         if contains(head, b"\"type\":\"custom-title\"") {
-            custom_title = parse(line).and_then(|v| str_field(&v, "customTitle").map(str::to_string));
+            custom_title =
+                parse(line).and_then(|v| str_field(&v, "customTitle").map(str::to_string));
             return true;
         }
         if contains(head, b"\"type\":\"ai-title\"") {
@@ -143,7 +144,9 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         agent: super::NAME.to_string(),
         path: path.to_path_buf(),
         cwd,
-        title: custom_title.or(ai_title).or(first_prompt.map(|p| one_line(&p))),
+        title: custom_title
+            .or(ai_title)
+            .or(first_prompt.map(|p| one_line(&p))),
         created: first_ts.as_deref().map(Timestamp::parse),
         updated: last_ts.as_deref().map(Timestamp::parse),
         messages,

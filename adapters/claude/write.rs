@@ -114,7 +114,11 @@ impl Writer<'_> {
     }
 
     fn user(&mut self, t: Option<DateTime<Utc>>, blocks: Vec<Value>, meta: bool) {
-        let extra = if meta { json!({"isMeta": true}) } else { json!({}) };
+        let extra = if meta {
+            json!({"isMeta": true})
+        } else {
+            json!({})
+        };
         self.push("user", t, json!({"role": "user", "content": blocks}), extra);
     }
 }
@@ -149,13 +153,25 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         let text = || json!([{"type": "text", "text": m.content}]);
         match m.role {
             Role::System | Role::User => {
-                flush(&mut w, &mut pending_assistant, &mut pending_results, pending_time);
-                let Value::Array(blocks) = text() else { unreachable!() };
+                flush(
+                    &mut w,
+                    &mut pending_assistant,
+                    &mut pending_results,
+                    pending_time,
+                );
+                let Value::Array(blocks) = text() else {
+                    unreachable!()
+                };
                 w.user(t, blocks, m.role == Role::System);
             }
             Role::Assistant | Role::ToolCall => {
                 if !pending_results.is_empty() {
-                    flush(&mut w, &mut pending_assistant, &mut pending_results, pending_time);
+                    flush(
+                        &mut w,
+                        &mut pending_assistant,
+                        &mut pending_results,
+                        pending_time,
+                    );
                 }
                 if pending_assistant.is_empty() {
                     pending_time = t;
@@ -188,7 +204,12 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
             Role::Reasoning => reasoning_dropped += 1,
         }
     }
-    flush(&mut w, &mut pending_assistant, &mut pending_results, pending_time);
+    flush(
+        &mut w,
+        &mut pending_assistant,
+        &mut pending_results,
+        pending_time,
+    );
     if reasoning_dropped > 0 {
         notes.push(format!(
             "{reasoning_dropped} reasoning message(s) left out: Claude Code accepts only thinking blocks signed by Anthropic"
@@ -196,7 +217,8 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     }
     let last = w.last;
     let title = json!({"type": "custom-title", "customTitle": req.title, "sessionId": req.id});
-    let provenance = json!({"type": "session-relay", "provenance": req.provenance, "sessionId": req.id});
+    let provenance =
+        json!({"type": "session-relay", "provenance": req.provenance, "sessionId": req.id});
     let mut out = w.out;
     for v in [title, provenance] {
         serde_json::to_writer(&mut out, &v)?;
@@ -243,7 +265,10 @@ mod tests {
 
     #[test]
     fn project_dirs_escape_like_claude_code() {
-        assert_eq!(escape_project_dir("/home/dev/projects/my_app.v2"), "-home-dev-projects-my-app-v2");
+        assert_eq!(
+            escape_project_dir("/home/dev/projects/my_app.v2"),
+            "-home-dev-projects-my-app-v2"
+        );
         // One UTF-16 unit per BMP character, two for an emoji.
         assert_eq!(escape_project_dir("/tmp/é😀"), "-tmp----");
         let long = format!("/{}", "a".repeat(250));

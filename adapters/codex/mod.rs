@@ -58,7 +58,10 @@ impl Adapter for Codex {
             .into_iter()
             .map(|(p, _)| {
                 let id = id_from_file_name(&p).unwrap_or_else(|| {
-                    p.file_stem().unwrap_or_default().to_string_lossy().into_owned()
+                    p.file_stem()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned()
                 });
                 (id, p)
             })
@@ -121,7 +124,8 @@ impl Adapter for Codex {
         let row = state_db::ThreadRow {
             id: &written.id,
             rollout_path: &std::path::absolute(&written.path)?,
-            created_ms: ms(shaped.messages.first().and_then(|m| m.timestamp.as_ref())).unwrap_or(now),
+            created_ms: ms(shaped.messages.first().and_then(|m| m.timestamp.as_ref()))
+                .unwrap_or(now),
             updated_ms: now,
             cwd: shaped.cwd.as_deref().unwrap_or(""),
             first_user_message: first_user,

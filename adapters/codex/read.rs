@@ -48,7 +48,11 @@ fn output_message(mut m: Message, max: Option<usize>) -> Message {
     m
 }
 
-pub fn read(path: &Path, home: Option<&Path>, opts: crate::adapter::ReadOptions) -> Result<Session> {
+pub fn read(
+    path: &Path,
+    home: Option<&Path>,
+    opts: crate::adapter::ReadOptions,
+) -> Result<Session> {
     let fallback_id = super::id_from_file_name(path).unwrap_or_else(|| {
         path.file_stem()
             .unwrap_or_default()
@@ -92,7 +96,11 @@ pub fn read(path: &Path, home: Option<&Path>, opts: crate::adapter::ReadOptions)
     Ok(session)
 }
 
-fn read_lines(path: &Path, fallback_id: &str, opts: crate::adapter::ReadOptions) -> Result<Session> {
+fn read_lines(
+    path: &Path,
+    fallback_id: &str,
+    opts: crate::adapter::ReadOptions,
+) -> Result<Session> {
     let mut session = Session::new(super::NAME, "codex-rollout", fallback_id);
     let mut state = State {
         max_output: opts.max_tool_output,
@@ -116,7 +124,10 @@ fn read_lines(path: &Path, fallback_id: &str, opts: crate::adapter::ReadOptions)
             *session
                 .stats
                 .skipped_types
-                .entry(format!("record_type:{}", str_field(&v, "record_type").unwrap_or("?")))
+                .entry(format!(
+                    "record_type:{}",
+                    str_field(&v, "record_type").unwrap_or("?")
+                ))
                 .or_default() += 1;
         } else if str_field(&v, "type").is_some() && shape == Some("pre-envelope") {
             response_item(&mut session, &mut state, no, &v, ts);
@@ -191,8 +202,10 @@ fn read_typescript_document(
         }
     };
     session.stats.lines = text.lines().count();
-    let (Some(meta), Some(items)) = (doc.get("session"), doc.get("items").and_then(Value::as_array))
-    else {
+    let (Some(meta), Some(items)) = (
+        doc.get("session"),
+        doc.get("items").and_then(Value::as_array),
+    ) else {
         session.warn(
             None,
             format!(
@@ -215,10 +228,14 @@ fn read_typescript_document(
 
 fn finish(session: &mut Session, state: State) {
     if !state.has_response_conversation && !state.event_messages.is_empty() {
-        session.extra.insert("conversation_from".into(), json!("events"));
+        session
+            .extra
+            .insert("conversation_from".into(), json!("events"));
         // Keep injected context from response items, then the events' conversation.
         session.messages.extend(state.event_messages);
-        session.messages.sort_by_key(|m| crate::session::source_line(m).unwrap_or(0));
+        session
+            .messages
+            .sort_by_key(|m| crate::session::source_line(m).unwrap_or(0));
     }
     if let Some(t) = state.todos {
         session.todos = t;
@@ -249,7 +266,9 @@ fn envelope_line(
         "response_item" => response_item(session, state, no, payload, ts),
         "event_msg" => event(session, state, no, payload, ts),
         "compacted" => {
-            let text = str_field(payload, "message").unwrap_or_default().to_string();
+            let text = str_field(payload, "message")
+                .unwrap_or_default()
+                .to_string();
             let kept = payload
                 .get("replacement_history")
                 .and_then(Value::as_array)
@@ -269,12 +288,26 @@ fn envelope_line(
             if session.cwd.is_none() {
                 session.cwd = str_field(payload, "cwd").map(str::to_string);
             }
-            *session.stats.skipped_types.entry(kind.to_string()).or_default() += 1;
+            *session
+                .stats
+                .skipped_types
+                .entry(kind.to_string())
+                .or_default() += 1;
         }
         k if NON_CONVERSATION_TYPES.contains(&k) => {
-            *session.stats.skipped_types.entry(kind.to_string()).or_default() += 1;
+            *session
+                .stats
+                .skipped_types
+                .entry(kind.to_string())
+                .or_default() += 1;
         }
-        other => *session.stats.unknown_types.entry(other.to_string()).or_default() += 1,
+        other => {
+            *session
+                .stats
+                .unknown_types
+                .entry(other.to_string())
+                .or_default() += 1
+        }
     }
 }
 
@@ -287,10 +320,7 @@ fn session_meta(session: &mut Session, state: &mut State, p: &Value, ts: Option<
     if let Some(id) = str_field(p, "id") {
         session.id = id.to_string();
     }
-    session.created = p
-        .get("timestamp")
-        .and_then(Timestamp::from_value)
-        .or(ts);
+    session.created = p.get("timestamp").and_then(Timestamp::from_value).or(ts);
     session.cwd = str_field(p, "cwd").map(str::to_string);
     session.source_version = str_field(p, "cli_version").map(str::to_string);
     if str_field(p, "history_mode") == Some("paginated") {
@@ -342,8 +372,10 @@ fn text_parts(content: Option<&Value>) -> String {
         Some(Value::Array(parts)) => parts
             .iter()
             .filter_map(|p| match str_field(p, "type") {
-                Some("input_text" | "output_text" | "text" | "Text" | "summary_text"
-                    | "reasoning_text") => str_field(p, "text").map(str::to_string),
+                Some(
+                    "input_text" | "output_text" | "text" | "Text" | "summary_text"
+                    | "reasoning_text",
+                ) => str_field(p, "text").map(str::to_string),
                 Some("input_image") => Some("[image]".to_string()),
                 Some(other) => Some(format!("[{other}]")),
                 None => p.as_str().map(str::to_string),
@@ -354,7 +386,13 @@ fn text_parts(content: Option<&Value>) -> String {
     }
 }
 
-fn response_item(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Option<Timestamp>) {
+fn response_item(
+    session: &mut Session,
+    state: &mut State,
+    no: usize,
+    p: &Value,
+    ts: Option<Timestamp>,
+) {
     let base = |role: Role, content: String| {
         Message::new(role, content)
             .with_time(ts.clone())
@@ -426,7 +464,10 @@ fn response_item(session: &mut Session, state: &mut State, no: usize, p: &Value,
                     (json!(input), input)
                 }
                 _ => (
-                    p.get("action").or_else(|| p.get("arguments")).cloned().unwrap_or(Value::Null),
+                    p.get("action")
+                        .or_else(|| p.get("arguments"))
+                        .cloned()
+                        .unwrap_or(Value::Null),
                     String::new(),
                 ),
             };
@@ -587,7 +628,12 @@ fn note_tool_effects(session: &mut Session, state: &mut State, name: &str, input
 
 fn touch_patch_files(session: &mut Session, patch: &str) {
     for line in patch.lines() {
-        for marker in ["*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "] {
+        for marker in [
+            "*** Add File: ",
+            "*** Update File: ",
+            "*** Delete File: ",
+            "*** Move to: ",
+        ] {
             if let Some(p) = line.strip_prefix(marker) {
                 let path = absolutize(session.cwd.as_deref(), p.trim());
                 session.touch_file(&path);
@@ -619,7 +665,9 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
                 }
             }
         }
-        "item_completed" if str_field(p.get("item").unwrap_or(&Value::Null), "type") == Some("FileChange") => {
+        "item_completed"
+            if str_field(p.get("item").unwrap_or(&Value::Null), "type") == Some("FileChange") =>
+        {
             if let Some(changes) = p.pointer("/item/changes").and_then(Value::as_object) {
                 for path in changes.keys() {
                     let path = absolutize(session.cwd.as_deref(), path);
@@ -668,7 +716,9 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
                     let text = text_parts(item.get("content"));
                     out.push(base(Role::User, text));
                 }
-                Some("AgentMessage") => out.push(base(Role::Assistant, text_parts(item.get("content")))),
+                Some("AgentMessage") => {
+                    out.push(base(Role::Assistant, text_parts(item.get("content"))))
+                }
                 Some("Reasoning") => {
                     let text = item
                         .get("summary_text")
@@ -687,10 +737,14 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
                     let mut call = base(Role::ToolCall, String::new());
                     call.tool_call_id = Some(id.clone());
                     call.tool_name = Some("shell".into());
-                    call.tool_input = Some(json!({"command": item.get("command").cloned().unwrap_or(Value::Null)}));
+                    call.tool_input = Some(
+                        json!({"command": item.get("command").cloned().unwrap_or(Value::Null)}),
+                    );
                     let mut result = base(
                         Role::ToolResult,
-                        str_field(item, "aggregated_output").unwrap_or_default().to_string(),
+                        str_field(item, "aggregated_output")
+                            .unwrap_or_default()
+                            .to_string(),
                     );
                     result.tool_call_id = Some(id);
                     if let Some(code) = item.get("exit_code").and_then(Value::as_i64) {

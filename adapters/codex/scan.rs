@@ -38,18 +38,20 @@ pub fn list(home: &Path, cache: &crate::listcache::ListCache) -> Result<Vec<Summ
     use rayon::prelude::*;
     let out = session_files(home)
         .par_iter()
-        .filter_map(|(path, archived)| match cache.summarize(path, |p| summarize(p, *archived)) {
-            Ok(mut s) => {
-                if let Some(t) = titles.get(&s.id) {
-                    s.title = Some(t.clone());
+        .filter_map(
+            |(path, archived)| match cache.summarize(path, |p| summarize(p, *archived)) {
+                Ok(mut s) => {
+                    if let Some(t) = titles.get(&s.id) {
+                        s.title = Some(t.clone());
+                    }
+                    Some(s)
                 }
-                Some(s)
-            }
-            Err(e) => {
-                eprintln!("warning: {}: {e:#}", path.display());
-                None
-            }
-        })
+                Err(e) => {
+                    eprintln!("warning: {}: {e:#}", path.display());
+                    None
+                }
+            },
+        )
         .collect();
     Ok(out)
 }
@@ -137,7 +139,12 @@ pub fn summarize(path: &Path, archived: bool) -> Result<Summary> {
         (event_messages, event_prompt)
     };
     Ok(Summary {
-        id: id.unwrap_or_else(|| path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
+        id: id.unwrap_or_else(|| {
+            path.file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        }),
         agent: super::NAME.to_string(),
         path: path.to_path_buf(),
         cwd,

@@ -65,13 +65,18 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
         // Codex backfills its index from the rollout files when it first creates it.
         return Ok(None);
     }
-    let resume = format!("run `codex resume {}` once to make it appear in Codex's picker", row.id);
+    let resume = format!(
+        "run `codex resume {}` once to make it appear in Codex's picker",
+        row.id
+    );
     let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_WRITE)
         .with_context(|| format!("cannot open {}", db.display()))?;
     conn.busy_timeout(std::time::Duration::from_secs(3))?;
 
     let migration: Option<i64> = conn
-        .query_row("SELECT MAX(version) FROM _sqlx_migrations", [], |r| r.get(0))
+        .query_row("SELECT MAX(version) FROM _sqlx_migrations", [], |r| {
+            r.get(0)
+        })
         .optional()
         .ok()
         .flatten()
@@ -92,9 +97,9 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
             Ok((name, not_null, default.is_some()))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    let unknown_required = columns
-        .iter()
-        .find(|(name, not_null, has_default)| *not_null && !has_default && !WRITTEN.contains(&name.as_str()));
+    let unknown_required = columns.iter().find(|(name, not_null, has_default)| {
+        *not_null && !has_default && !WRITTEN.contains(&name.as_str())
+    });
     let missing = WRITTEN
         .iter()
         .find(|w| !columns.iter().any(|(name, _, _)| name == *w));
@@ -118,7 +123,9 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
         .map(|t| {
             t.lines().any(|l| {
                 let l = l.trim_start();
-                l.starts_with("approval_policy") || l.starts_with("sandbox_mode") || l.starts_with("model_provider")
+                l.starts_with("approval_policy")
+                    || l.starts_with("sandbox_mode")
+                    || l.starts_with("model_provider")
             })
         })
         .unwrap_or(false);
@@ -137,7 +144,9 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
         }
     };
     let exists: bool = conn
-        .query_row("SELECT 1 FROM threads WHERE id = ?1", [row.id], |_| Ok(true))
+        .query_row("SELECT 1 FROM threads WHERE id = ?1", [row.id], |_| {
+            Ok(true)
+        })
         .optional()?
         .unwrap_or(false);
     if exists {
@@ -148,7 +157,10 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
         &format!(
             "INSERT INTO threads ({}) VALUES ({})",
             WRITTEN.join(", "),
-            (1..=WRITTEN.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
+            (1..=WRITTEN.len())
+                .map(|i| format!("?{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         params![
             row.id,
@@ -175,7 +187,10 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
             "session_relay",
         ],
     )?;
-    Ok(Some(format!("registered in Codex's thread index {}", db.display())))
+    Ok(Some(format!(
+        "registered in Codex's thread index {}",
+        db.display()
+    )))
 }
 
 /// Removes a thread's row; only rows session-relay registered are ever asked for.
@@ -188,7 +203,11 @@ pub fn unregister(home: &Path, id: &str) -> Result<bool> {
         .with_context(|| format!("cannot open {}", db.display()))?;
     conn.busy_timeout(std::time::Duration::from_secs(3))?;
     let has_table: bool = conn
-        .query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'", [], |_| Ok(true))
+        .query_row(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'",
+            [],
+            |_| Ok(true),
+        )
         .optional()?
         .unwrap_or(false);
     if !has_table {

@@ -125,7 +125,10 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
                 let custom = m.metadata.get("custom").and_then(Value::as_bool) == Some(true);
                 let item = if custom {
                     custom_calls.insert(id.clone());
-                    let text = input.as_str().map(str::to_string).unwrap_or_else(|| input.to_string());
+                    let text = input
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| input.to_string());
                     json!({"type": "custom_tool_call", "call_id": id, "name": name, "input": text})
                 } else {
                     json!({"type": "function_call", "name": name,
