@@ -12,3 +12,18 @@ static REGISTRY: &[&dyn Adapter] = &[&claude::ADAPTER, &codex::ADAPTER];
 pub fn registry() -> &'static [&'static dyn Adapter] {
     REGISTRY
 }
+
+/// The adapter called `name` (`claude`, `codex`).
+pub fn by_name(name: &str) -> Option<&'static dyn Adapter> {
+    registry().iter().copied().find(|a| a.name() == name)
+}
+
+/// Every agent's short name, in registry order.
+pub fn names() -> Vec<&'static str> {
+    registry().iter().map(|a| a.name()).collect()
+}
+
+/// An agent's product name for messages, also for agents this build does not know.
+pub fn display_name(name: &str) -> &'static str {
+    by_name(name).map_or("an unknown agent", |a| a.display_name())
+}

@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
-# Fuzzes both readers for a bounded time.
-#   scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60)
+# Fuzzes every agent's reader for a bounded time.
+#   scripts/fuzz.sh [SECONDS]   (default 120)
 # Coverage-guided with cargo-fuzz (libFuzzer) when it is installed (`cargo install cargo-fuzz`;
 # on a stable toolchain RUSTC_BOOTSTRAP=1 lets it use the sanitizer flags it needs), seeded
-# with the fixtures; crashes land in fuzz/artifacts/<target>/ — copy each into
-# fixtures/fuzz-regressions/ (named claude-*.jsonl or codex-*.jsonl) so that the test suite
-# replays it. Without cargo-fuzz, the built-in mutation fuzzer runs instead for the same time.
+# with the fixtures (each prefixed with the byte that picks its agent); crashes land in
+# fuzz/artifacts/reader/. Drop the first byte and copy each into fixtures/fuzz-regressions/
+# as <agent>-<anything>.jsonl so that the test suite replays it. Without cargo-fuzz, the
+# built-in mutation fuzzer runs instead for about the same time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secs=${1:-60}
+secs=${1:-120}
 if command -v cargo-fuzz >/dev/null 2>&1; then
-  for target in claude_reader codex_reader; do
-    agent=${target%_reader}
-    corpus=fuzz/corpus/$target
-    mkdir -p "$corpus"
-    find fixtures/$agent -name '*.jsonl' -size -256k -exec cp {} "$corpus/" \;
-    RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" "$corpus" -- -max_total_time="$secs" -max_len=262144
+  corpus=fuzz/corpus/reader
+  mkdir -p "$corpus"
+  # The registry's order: the agents' folders under fixtures/ sorted, as adapters/mod.rs lists them.
+  i=0
+  for agent in $(sed -n 's/^pub mod \([a-z0-9_]*\);$/\1/p' adapters/mod.rs); do
+    find "fixtures/$agent" -name '*.jsonl' -size -256k | while read -r f; do
+      { printf "\\$(printf '%03o' "$i")"; cat "$f"; } > "$corpus/$agent-$(basename "$f")"
+    done
+    i=$((i + 1))
   done
+  RUSTC_BOOTSTRAP=1 cargo fuzz run reader "$corpus" -- -max_total_time="$secs" -max_len=262144
 else
-  echo "cargo-fuzz not installed; running the mutation fuzzer for about ${secs}s per target" >&2
-  FUZZ_ITERATIONS=$((secs * 1000)) cargo test --release --test fuzz_readers -- --nocapture
+  echo "cargo-fuzz not installed; running the mutation fuzzer for about ${secs}s" >&2
+  FUZZ_ITERATIONS=$((secs * 1000)) cargo test --release --test cli fuzz_readers -- --nocapture
 fi

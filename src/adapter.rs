@@ -1,55 +1,14 @@
-//! What every agent adapter provides. Adapters live in `adapters/<name>/` and are registered by
-//! `build.rs`; nothing in `src/` names a particular agent except through this trait.
+//! What every agent adapter provides. Adapters live in `adapters/<name>/` and are listed in
+//! `adapters/mod.rs`; nothing in `src/` names a particular agent except through this trait.
+//! Adapters depend only on the model and the I/O helpers (`jsonl`, `text`, `fsutil`).
 
 use std::path::{Path, PathBuf};
 
+use std::collections::HashMap;
+
 use anyhow::Result;
-use serde::Serialize;
 
-use crate::listcache::ListCache;
-
-use crate::session::{Session, Timestamp};
-
-/// One session as the listing sees it: only what can be learnt without reading the whole
-/// conversation.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct Summary {
-    pub id: String,
-    pub agent: String,
-    pub path: PathBuf,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cwd: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created: Option<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub updated: Option<Timestamp>,
-    /// User and assistant messages, counted from line prefixes (see the adapter's scanner).
-    pub messages: usize,
-    pub size: u64,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub archived: bool,
-    /// For a subagent transcript: its parent session's id. Such summaries are not top-level.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub subagents: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-impl Summary {
-    /// The time the listing sorts by: last activity, else creation.
-    pub fn sort_time(&self) -> Option<chrono::DateTime<chrono::Utc>> {
-        self.updated
-            .as_ref()
-            .and_then(Timestamp::time)
-            .or_else(|| self.created.as_ref().and_then(Timestamp::time))
-    }
-}
+use crate::model::{Message, Session, Summary};
 
 /// How much of a session a reader keeps.
 #[derive(Debug, Clone, Copy, Default)]
@@ -58,14 +17,6 @@ pub struct ReadOptions {
     /// relay keeps no more than that of any output, so reading more only costs memory).
     /// `None` reads everything, as `show` and `export` must.
     pub max_tool_output: Option<usize>,
-}
-
-/// The output length a tool result had before a reader cut it.
-pub fn output_chars(m: &crate::session::Message) -> usize {
-    m.metadata
-        .get("original_chars")
-        .and_then(serde_json::Value::as_u64)
-        .map_or_else(|| m.content.chars().count(), |n| n as usize)
 }
 
 /// What the relay asks a target adapter to write.
@@ -116,8 +67,15 @@ pub trait Adapter: Sync {
     fn default_tokenizer(&self) -> crate::tokens::Tokenizer;
     /// The folders under `home` that hold sessions (shown when none exist).
     fn store_dirs(&self, home: &Path) -> Vec<PathBuf>;
-    /// Every session file under `home`, cheaply. Subagent transcripts come with `parent_id` set.
-    fn list(&self, home: &Path, cache: &ListCache) -> Result<Vec<Summary>>;
+    /// Every session file under `home`: top-level sessions and subagent transcripts.
+    fn session_files(&self, home: &Path) -> Vec<PathBuf>;
+    /// What the listing shows of one session file, read cheaply (no tool output is parsed).
+    /// Subagent transcripts come with `parent_id` set. It must agree with `read`.
+    fn scan(&self, path: &Path) -> Result<Summary>;
+    /// Titles the store's own index gives sessions (id -> title), which win over the files'.
+    fn index_titles(&self, _home: &Path) -> HashMap<String, String> {
+        HashMap::new()
+    }
     /// Session ids and their files, from file names alone (for selecting by id or prefix).
     fn ids(&self, home: &Path) -> Vec<(String, PathBuf)>;
     /// Reads one session file into the neutral model. `home` lets an adapter consult its
@@ -133,14 +91,12 @@ pub trait Adapter: Sync {
     fn new_id(&self) -> String {
         uuid::Uuid::new_v4().to_string()
     }
-    /// This agent's own tool equivalent to `source_agent`'s tool call, if it has one:
-    /// (name, input). Calls without an equivalent travel as text.
-    fn equivalent_tool(
-        &self,
-        source_agent: &str,
-        name: &str,
-        input: &serde_json::Value,
-    ) -> Option<(String, serde_json::Value)>;
+    /// This agent's own tool for a neutral tool call, if it has one: (name, input). Calls
+    /// without one travel as text. `same_agent` says the call was written by this agent, so its
+    /// name and input are already this agent's own.
+    fn native_tool(&self, call: &Message, same_agent: bool) -> Option<(String, serde_json::Value)>;
+    /// The command that resumes session `id` in directory `cwd`.
+    fn resume_command(&self, id: &str, cwd: &str) -> String;
     /// Serialises a relay-shaped session as this agent's native, resumable session.
     fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession>;
     /// After the file is in place: register it in the store's indexes (titles, databases).

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::commands;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "session-relay",
@@ -30,7 +32,7 @@ fn parse_home(s: &str) -> Result<(String, PathBuf), String> {
     let (agent, dir) = s
         .split_once('=')
         .ok_or_else(|| format!("expected AGENT=DIR, got `{s}`"))?;
-    let names = crate::store::agent_names();
+    let names = crate::adapters::names();
     if !names.contains(&agent) {
         return Err(format!(
             "unknown agent `{agent}` (known: {})",
@@ -58,7 +60,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct Scope {
     /// Only this agent's sessions.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub agent: Option<String>,
     /// The directory whose sessions to consider (default: the current directory).
     #[arg(long, value_name = "DIR")]
@@ -88,7 +90,7 @@ pub struct ShowArgs {
     #[command(flatten)]
     pub scope: Scope,
     /// Report how a relay to this agent would fit its budget (writes nothing).
-    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub to: Option<String>,
     /// With --to: the budget to fit (default: from the target's config).
     #[arg(long, value_name = "N", requires = "to")]
@@ -101,6 +103,89 @@ pub struct ShowArgs {
 pub enum ExportFormat {
     Jsonl,
     Markdown,
+}
+
+// What each command takes from the command line: clap's structs stop here.
+
+impl Scope {
+    fn options(&self) -> commands::Scope {
+        commands::Scope {
+            agent: self.agent.clone(),
+            cwd: self.cwd.clone(),
+        }
+    }
+}
+
+impl ListArgs {
+    pub fn options(&self) -> commands::list::Options {
+        commands::list::Options {
+            scope: self.scope.options(),
+            all: self.all,
+            limit: self.limit,
+        }
+    }
+}
+
+impl ShowArgs {
+    pub fn options(&self) -> commands::show::Options {
+        commands::show::Options {
+            session: self.session.clone(),
+            scope: self.scope.options(),
+            to: self.to.clone(),
+            budget: self.budget,
+        }
+    }
+}
+
+impl ExportArgs {
+    pub fn options(&self) -> commands::export::Options {
+        commands::export::Options {
+            session: self.session.clone(),
+            scope: self.scope.options(),
+            format: match self.format {
+                ExportFormat::Jsonl => commands::export::Format::Jsonl,
+                ExportFormat::Markdown => commands::export::Format::Markdown,
+            },
+            output: self.output.clone(),
+            no_redact: self.no_redact,
+            to: self.to.clone(),
+            budget: self.budget,
+        }
+    }
+}
+
+impl RelayArgs {
+    pub fn options(&self) -> commands::relay::Options {
+        commands::relay::Options {
+            session: self.session.clone(),
+            to: self.to.clone(),
+            agent: self.agent.clone(),
+            cwd: self.cwd.clone(),
+            title: self.title.clone(),
+            out: self.out.clone(),
+            dry_run: self.dry_run,
+            budget: self.budget,
+            no_redact: self.no_redact,
+            force: self.force,
+        }
+    }
+}
+
+impl CleanArgs {
+    /// `ask` answers "delete N sessions?" when a person is there to answer.
+    pub fn options<'a>(
+        &self,
+        ask: Option<&'a dyn Fn(usize) -> anyhow::Result<bool>>,
+    ) -> commands::clean::Options<'a> {
+        commands::clean::Options {
+            older_than: self.older_than,
+            agent: self.agent.clone(),
+            dry_run: self.dry_run,
+            yes: self.yes,
+            include_continued: self.include_continued,
+            ask,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -120,7 +205,7 @@ pub struct ExportArgs {
     pub no_redact: bool,
     /// Export the session as a relay to AGENT would carry it: fitted to that agent's budget,
     /// with the handoff brief first.
-    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub to: Option<String>,
     /// With --to: the budget to fit (default: from the target's config).
     #[arg(long, value_name = "N", requires = "to")]
@@ -133,10 +218,10 @@ pub struct RelayArgs {
     #[arg(default_value = "latest")]
     pub session: String,
     /// The agent that will resume the session.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub to: String,
     /// Only consider this agent's sessions when selecting (for `latest` and prefixes).
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub agent: Option<String>,
     /// The directory the session will be resumed in (default: the source's working directory).
     /// `latest` is also looked up in this directory.
@@ -169,10 +254,10 @@ pub struct RelayArgs {
 #[derive(Debug, Args)]
 pub struct CleanArgs {
     /// Only sessions relayed longer ago than this (m, h, d, w).
-    #[arg(long, value_name = "AGE", default_value = "30d", value_parser = crate::clean::parse_age)]
+    #[arg(long, value_name = "AGE", default_value = "30d", value_parser = crate::text::parse_age)]
     pub older_than: chrono::Duration,
     /// Only this agent's store.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::agent_names()))]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub agent: Option<String>,
     /// Say what would be deleted, and delete nothing.
     #[arg(long)]

@@ -117,16 +117,12 @@ pub struct Overrides {
     pub homes: Vec<(String, PathBuf)>,
 }
 
-pub fn default_config_path() -> Option<PathBuf> {
-    dirs::config_dir().map(|d| d.join("session-relay").join("config.yaml"))
-}
-
 impl Config {
     pub fn load(overrides: &Overrides) -> Result<Config> {
         let (path, required) = match (&overrides.config_file, std::env::var_os(CONFIG_ENV)) {
             (Some(p), _) => (Some(p.clone()), true),
             (None, Some(p)) if !p.is_empty() => (Some(PathBuf::from(p)), true),
-            _ => (default_config_path(), false),
+            _ => (crate::paths::default_config_path(), false),
         };
         let (file_cfg, file) = match path {
             Some(p) if p.exists() || required => (parse_file(&p)?, Some(p)),

@@ -189,39 +189,6 @@ fn trim_ascii(b: &[u8]) -> &[u8] {
     &b[start..end]
 }
 
-/// Copies a pass's findings into the session's stats and warnings.
-pub fn record_pass(session: &mut crate::session::Session, pass: &PassStats) {
-    session.stats.lines = pass.lines;
-    session.stats.malformed_lines = pass.malformed.len();
-    for (no, err) in &pass.malformed {
-        session.warn(Some(*no), format!("malformed JSON line skipped: {err}"));
-    }
-    for (no, len) in &pass.oversized {
-        session.warn(
-            Some(*no),
-            format!(
-                "line of {:.1} MB skipped: longer than the {} MB limit for one line",
-                *len as f64 / (1 << 20) as f64,
-                MAX_LINE >> 20
-            ),
-        );
-    }
-    if let Some(first) = pass.invalid_utf8_lines.first() {
-        session.warn(
-            Some(*first),
-            format!(
-                "invalid UTF-8 on {} line(s), read lossily (first at line {first})",
-                pass.invalid_utf8_lines.len()
-            ),
-        );
-    }
-    if pass.truncated_tail {
-        session
-            .extra
-            .insert("truncated_last_line".into(), Value::Bool(true));
-    }
-}
-
 /// A string field of a JSON object, if present and a string.
 pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)

@@ -8,8 +8,6 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-pub const STATE_ENV: &str = "SESSION_RELAY_STATE_DIR";
-
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Side {
     pub agent: String,
@@ -37,20 +35,8 @@ pub struct Entry {
     pub tokens: Option<serde_json::Value>,
 }
 
-/// `$SESSION_RELAY_STATE_DIR`, else the platform state dir (`~/.local/state/session-relay`).
-pub fn state_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os(STATE_ENV).filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d));
-    }
-    dirs::state_dir()
-        .or_else(dirs::data_local_dir)
-        .map(|d| d.join("session-relay"))
-}
-
 pub fn ledger_path() -> Result<PathBuf> {
-    state_dir()
-        .map(|d| d.join("ledger.jsonl"))
-        .context("no state directory on this platform; set SESSION_RELAY_STATE_DIR")
+    Ok(crate::paths::require_state_dir()?.join("ledger.jsonl"))
 }
 
 pub fn append(entry: &Entry) -> Result<PathBuf> {

@@ -1,26 +1,32 @@
-//! session-relay: read Claude Code and Codex CLI sessions into one neutral model.
+//! session-relay: move a coding-agent session into another agent's own store.
 //!
-//! Data flows one way: discover (store) -> read (adapters) -> neutral session -> report/export.
+//! Data flows one way (see the README's Design section):
+//!
+//! command line (`cli`) -> options -> select (`select`: discover, list, cache) -> read
+//! (`adapters`, through `adapter`) -> neutral session (`model`) -> plan (`plan`: shape, brief,
+//! fit, summary) -> write (`adapters`) -> verify (`verify`) -> typed report (`commands`) ->
+//! render (`render`: text or JSON).
+//!
+//! Helpers every stage may use: `text`, `fsutil`, `jsonl`, `paths`, `tokens`, `redact`,
+//! `ledger`, `config`, `exit`.
 
 pub mod adapter;
-pub mod brief;
-pub mod budget;
-pub mod clean;
+/// Agent adapters, one folder each under `adapters/` at the top of the repository.
+#[path = "../adapters/mod.rs"]
+pub mod adapters;
 pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod exit;
-pub mod handoff;
+pub mod fsutil;
 pub mod jsonl;
 pub mod ledger;
-pub mod listcache;
-pub mod neutral;
+pub mod model;
+pub mod paths;
+pub mod plan;
 pub mod redact;
-pub mod relay;
-pub mod session;
-pub mod store;
+pub mod render;
+pub mod select;
+pub mod text;
 pub mod tokens;
-
-/// Agent adapters, one folder each under `adapters/` at the top of the repository.
-#[path = "../adapters/mod.rs"]
-pub mod adapters;
+pub mod verify;

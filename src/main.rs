@@ -1,12 +1,15 @@
+use std::io::{BufRead, IsTerminal, Write};
+
 use clap::Parser;
 
 use session_relay::cli::{Cli, Command};
 use session_relay::config::{Config, Overrides};
+use session_relay::render::{self, Text};
 use session_relay::{commands, exit};
 
 fn main() {
     let cli = Cli::parse();
-    commands::init_colors();
+    render::init_colors();
     if let Err(err) = run(cli) {
         // A closed pipe (`session-relay list | head`) is not an error worth a message.
         if err
@@ -21,16 +24,39 @@ fn main() {
     }
 }
 
+/// command line -> options -> command -> typed report -> text or JSON.
 fn run(cli: Cli) -> anyhow::Result<()> {
     let cfg = Config::load(&Overrides {
         config_file: cli.config.clone(),
         homes: cli.homes.clone(),
     })?;
     match &cli.command {
-        Command::List(a) => commands::list(&cfg, a),
-        Command::Show(a) => commands::show(&cfg, a),
-        Command::Export(a) => commands::export(&cfg, a),
-        Command::Relay(a) => session_relay::relay::run(&cfg, a),
-        Command::Clean(a) => session_relay::clean::run(&cfg, a),
+        Command::List(a) => render::emit(&commands::list::run(&cfg, &a.options())?, a.json),
+        Command::Show(a) => render::emit(&commands::show::run(&cfg, &a.options())?, a.json),
+        Command::Export(a) => {
+            // The document goes to standard output (or the file); the report to standard error.
+            let report = commands::export::run(&cfg, &a.options(), &mut std::io::stdout().lock())?;
+            report.text(&mut std::io::stderr().lock())?;
+            Ok(())
+        }
+        Command::Relay(a) => render::emit(&commands::relay::run(&cfg, &a.options())?, a.json),
+        Command::Clean(a) => {
+            let ask = |n: usize| -> anyhow::Result<bool> {
+                print!("Delete {n} relayed session(s)? [y/N] ");
+                std::io::stdout().flush()?;
+                let mut answer = String::new();
+                std::io::stdin().lock().read_line(&mut answer)?;
+                Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+            };
+            let terminal = std::io::stdin().is_terminal();
+            let report = commands::clean::run(
+                &cfg,
+                &a.options(terminal.then_some(&ask as &dyn Fn(_) -> _)),
+            )?;
+            if a.quiet && !a.json {
+                return Ok(());
+            }
+            render::emit(&report, a.json)
+        }
     }
 }

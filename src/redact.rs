@@ -17,7 +17,7 @@ use regex::{Captures, Regex, RegexSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::session::Session;
+use crate::model::Session;
 
 /// A user-supplied pattern from the config file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -281,6 +281,12 @@ impl Redactor {
                 }
                 if let Some(input) = &mut m.tool_input {
                     self.value(input, &mut counts);
+                }
+                // The key argument repeats part of the input: masked, but not counted twice.
+                if let Some(key) = &mut m.key_arg
+                    && let Cow::Owned(r) = self.text(key, &mut Counts::new())
+                {
+                    *key = r;
                 }
                 for (k, v) in m.metadata.iter_mut() {
                     if k != "images" && k != "image" {

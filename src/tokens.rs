@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::session::{Message, Session};
+use crate::model::{Message, Session};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -102,4 +102,12 @@ pub fn session_estimate(s: &Session) -> usize {
             (m.content.len() + input).div_ceil(4) + MESSAGE_OVERHEAD
         })
         .sum()
+}
+
+/// Loading o200k's tables takes a third of a second: do it on another core while the session
+/// is read.
+pub fn warm(tok: Tokenizer) {
+    if tok != Tokenizer::Estimate {
+        std::thread::spawn(move || tok.count("warm"));
+    }
 }

@@ -3,6 +3,7 @@
 
 mod read;
 mod scan;
+mod tools;
 mod write;
 
 pub use write::escape_project_dir;
@@ -11,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::adapter::{Adapter, NativeSession, ReadOptions, Summary, WriteRequest};
-use crate::session::Session;
+use crate::adapter::{Adapter, NativeSession, ReadOptions, WriteRequest};
+use crate::model::{Message, Session, Summary};
 
 pub struct Claude;
 
@@ -52,6 +53,18 @@ impl Adapter for Claude {
         crate::tokens::Tokenizer::Estimate
     }
 
+    fn store_dirs(&self, home: &Path) -> Vec<PathBuf> {
+        vec![home.join("projects")]
+    }
+
+    fn session_files(&self, home: &Path) -> Vec<PathBuf> {
+        scan::session_files(home)
+    }
+
+    fn scan(&self, path: &Path) -> Result<Summary> {
+        scan::summarize(path)
+    }
+
     fn ids(&self, home: &Path) -> Vec<(String, PathBuf)> {
         scan::session_files(home)
             .into_iter()
@@ -67,44 +80,22 @@ impl Adapter for Claude {
             .collect()
     }
 
-    fn store_dirs(&self, home: &Path) -> Vec<PathBuf> {
-        vec![home.join("projects")]
-    }
-
-    fn list(&self, home: &Path, cache: &crate::listcache::ListCache) -> Result<Vec<Summary>> {
-        scan::list(home, cache)
-    }
-
     fn read_with(&self, path: &Path, _home: Option<&Path>, opts: ReadOptions) -> Result<Session> {
         read::read(path, opts)
     }
 
-    fn equivalent_tool(
-        &self,
-        source_agent: &str,
-        name: &str,
-        input: &serde_json::Value,
-    ) -> Option<(String, serde_json::Value)> {
-        if source_agent == NAME {
-            return Some((name.to_string(), input.clone()));
+    fn native_tool(&self, call: &Message, same_agent: bool) -> Option<(String, serde_json::Value)> {
+        if same_agent {
+            return Some((
+                call.tool_name.clone()?,
+                call.tool_input.clone().unwrap_or(serde_json::Value::Null),
+            ));
         }
-        // Only Bash is always among Claude Code's tools (others are deferred or optional), so
-        // only shell commands keep their structure; everything else travels as text.
-        let command = match name {
-            "exec_command" => input
-                .get("cmd")
-                .and_then(|c| c.as_str())
-                .map(str::to_string),
-            "shell" | "local_shell" | "container.exec" => input
-                .get("command")
-                .and_then(|c| c.as_array())
-                .map(|words| shell_command(words)),
-            _ => None,
-        }?;
-        Some((
-            "Bash".to_string(),
-            serde_json::json!({ "command": command }),
-        ))
+        tools::native(call.tool_kind?, call.key_arg.as_deref()?)
+    }
+
+    fn resume_command(&self, id: &str, cwd: &str) -> String {
+        format!("cd {} && claude --resume {id}", write::shell_quote(cwd))
     }
 
     fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
@@ -144,19 +135,4 @@ pub(crate) fn subagent_parent(path: &Path) -> Option<String> {
         return None;
     }
     Some(parent.parent()?.file_name()?.to_string_lossy().into_owned())
-}
-
-/// `["bash", "-lc", "ls -la"]` is the command `ls -la`; other argv are joined shell-quoted.
-fn shell_command(words: &[serde_json::Value]) -> String {
-    let words: Vec<&str> = words.iter().filter_map(|w| w.as_str()).collect();
-    match words.as_slice() {
-        [sh, flag, cmd] if sh.ends_with("sh") && flag.starts_with('-') && flag.contains('c') => {
-            cmd.to_string()
-        }
-        _ => words
-            .iter()
-            .map(|w| write::shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" "),
-    }
 }

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use crate::jsonl::{self, Line, str_field};
-use crate::session::{Message, Role, Session, SubagentLink, Timestamp, Todo, TodoStatus};
+use crate::model::{Message, Role, Session, SubagentLink, Timestamp, Todo, TodoStatus};
 
 /// Line types that are part of the `parentUuid` chain.
 const CHAIN_TYPES: &[&str] = &["user", "assistant", "attachment", "system", "progress"];
@@ -36,9 +36,6 @@ const NON_CONVERSATION_TYPES: &[&str] = &[
     "api-request-blob",
     "api-request",
 ];
-
-/// Tools whose input names a file they write.
-const WRITE_TOOLS: &[&str] = &["Write", "Edit", "MultiEdit", "NotebookEdit"];
 
 struct Entry {
     line: usize,
@@ -150,7 +147,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         }
         Ok(())
     })?;
-    jsonl::record_pass(&mut session, &pass);
+    session.record_pass(&pass);
 
     if let Some(id) = session_id.clone() {
         if subagent_of.is_none() {
@@ -168,7 +165,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     session.source_version = version;
     session.cwd = cwd;
     if let Some(b) = branch {
-        session.git = Some(crate::session::GitInfo {
+        session.git = Some(crate::model::GitInfo {
             branch: Some(b),
             commit: None,
             remote: None,
@@ -219,7 +216,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
 
     session.title = custom_title
         .or(ai_title)
-        .or_else(|| session.first_user_prompt().map(crate::session::one_line));
+        .or_else(|| session.first_user_prompt().map(crate::text::one_line));
     if subagent_of.is_none() {
         session.subagents = find_subagents(path);
     }
@@ -246,8 +243,8 @@ fn active_lines(entries: &[Entry], subagent: bool, session: &mut Session) -> Has
         .enumerate()
         .filter(|(_, e)| conversational(e) && eligible(e))
         .max_by(|(ia, a), (ib, b)| {
-            let ta = a.timestamp.as_deref().and_then(crate::session::parse_time);
-            let tb = b.timestamp.as_deref().and_then(crate::session::parse_time);
+            let ta = a.timestamp.as_deref().and_then(crate::model::parse_time);
+            let tb = b.timestamp.as_deref().and_then(crate::model::parse_time);
             ta.cmp(&tb).then(ia.cmp(ib))
         })
         .map(|(i, _)| i);
@@ -464,6 +461,9 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                         note_tool_effects(session, &name, &input, todos);
                         let mut m = with_ids(base(Role::ToolCall, String::new()));
                         m.tool_call_id = str_field(b, "id").map(str::to_string);
+                        let (kind, key) = super::tools::classify(&name, &input);
+                        m.tool_kind = Some(kind);
+                        m.key_arg = Some(key);
                         m.tool_name = Some(name);
                         // An absent input and a null one are the same to every writer (and to the
                         // neutral JSONL, which cannot tell them apart).
@@ -543,7 +543,7 @@ fn shrink(v: &mut Value, max: usize) {
         let text = flatten_content(b.get("content"));
         let n = text.chars().count();
         if n > max {
-            b["content"] = Value::String(crate::relay::trim_output(&text, max));
+            b["content"] = Value::String(crate::text::trim_output(&text, max));
             b["_original_chars"] = json!(n);
         }
     }
@@ -610,7 +610,7 @@ fn note_tool_effects(
     input: &Value,
     todos: &mut Option<Vec<Todo>>,
 ) {
-    if WRITE_TOOLS.contains(&name) {
+    if super::tools::WRITE_TOOLS.contains(&name) {
         for key in ["file_path", "notebook_path", "path"] {
             if let Some(p) = str_field(input, key) {
                 session.touch_file(p);

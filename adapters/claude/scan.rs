@@ -8,9 +8,9 @@ use anyhow::Result;
 use serde_json::Value;
 use walkdir::WalkDir;
 
-use crate::adapter::Summary;
 use crate::jsonl::{contains, prefix, raw_str_field, scan_lines, str_field};
-use crate::session::{Timestamp, one_line};
+use crate::model::{Summary, Timestamp};
+use crate::text::one_line;
 
 /// Session files under `projects/`: top-level transcripts and subagent transcripts.
 pub fn session_files(home: &Path) -> Vec<PathBuf> {
@@ -29,36 +29,6 @@ pub fn session_files(home: &Path) -> Vec<PathBuf> {
                     || super::subagent_parent(p).is_some())
         })
         .collect()
-}
-
-pub fn list(home: &Path, cache: &crate::listcache::ListCache) -> Result<Vec<Summary>> {
-    use rayon::prelude::*;
-    // Files are independent; on a store of thousands the scan is I/O and memchr bound, so it
-    // spreads well over the cores.
-    let mut out: Vec<Summary> = session_files(home)
-        .par_iter()
-        .filter_map(|path| match cache.summarize(path, summarize) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("warning: {}: {e:#}", path.display());
-                None
-            }
-        })
-        .collect();
-    // Parents count their subagents.
-    let counts: std::collections::HashMap<String, usize> = out
-        .iter()
-        .filter_map(|s| s.parent_id.clone())
-        .fold(Default::default(), |mut m, p| {
-            *m.entry(p).or_default() += 1;
-            m
-        });
-    for s in &mut out {
-        if s.parent_id.is_none() {
-            s.subagents = counts.get(&s.id).copied().unwrap_or(0);
-        }
-    }
-    Ok(out)
 }
 
 /// How many bytes of a line hold the fields the scanner looks at (they precede the content).
@@ -177,7 +147,7 @@ fn count_on_active_branch(chain: &[ChainLine]) -> usize {
         .enumerate()
         .filter(|(_, c)| c.timestamp.is_some())
         .max_by(|(ia, a), (ib, b)| {
-            let t = |c: &ChainLine| c.timestamp.as_deref().and_then(crate::session::parse_time);
+            let t = |c: &ChainLine| c.timestamp.as_deref().and_then(crate::model::parse_time);
             t(a).cmp(&t(b)).then(ia.cmp(ib))
         })
         .map(|(i, _)| i);

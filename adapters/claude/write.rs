@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
 use crate::adapter::{NativeSession, WriteRequest};
-use crate::session::{Role, Session, Timestamp};
+use crate::model::{Role, Session, Timestamp};
 
 /// The transcript format version written in every line's `version`. Claude Code records its own
 /// version there; this is the version whose loader the written shape was verified against.
@@ -226,7 +226,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     }
     Ok(NativeSession {
         id: req.id.clone(),
-        resume_command: format!("cd {} && claude --resume {}", shell_quote(&req.cwd), req.id),
+        resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
         path,
         bytes: out,
         mtime: (last > DateTime::<Utc>::MIN_UTC).then_some(last),

@@ -5,6 +5,7 @@
 mod read;
 mod scan;
 mod state_db;
+mod tools;
 mod write;
 
 use std::collections::HashMap;
@@ -13,8 +14,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::adapter::{Adapter, NativeSession, ReadOptions, Summary, WriteRequest};
-use crate::session::Session;
+use crate::adapter::{Adapter, NativeSession, ReadOptions, WriteRequest};
+use crate::model::{Message, Session, Summary};
 
 pub struct Codex;
 
@@ -56,7 +57,7 @@ impl Adapter for Codex {
     fn ids(&self, home: &Path) -> Vec<(String, PathBuf)> {
         scan::session_files(home)
             .into_iter()
-            .map(|(p, _)| {
+            .map(|p| {
                 let id = id_from_file_name(&p).unwrap_or_else(|| {
                     p.file_stem()
                         .unwrap_or_default()
@@ -72,8 +73,16 @@ impl Adapter for Codex {
         vec![home.join("sessions"), home.join("archived_sessions")]
     }
 
-    fn list(&self, home: &Path, cache: &crate::listcache::ListCache) -> Result<Vec<Summary>> {
-        scan::list(home, cache)
+    fn session_files(&self, home: &Path) -> Vec<PathBuf> {
+        scan::session_files(home)
+    }
+
+    fn scan(&self, path: &Path) -> Result<Summary> {
+        scan::summarize(path)
+    }
+
+    fn index_titles(&self, home: &Path) -> HashMap<String, String> {
+        session_index(home)
     }
 
     fn read_with(&self, path: &Path, home: Option<&Path>, opts: ReadOptions) -> Result<Session> {
@@ -86,16 +95,20 @@ impl Adapter for Codex {
         uuid::Uuid::now_v7().to_string()
     }
 
-    fn equivalent_tool(
-        &self,
-        source_agent: &str,
-        name: &str,
-        input: &Value,
-    ) -> Option<(String, Value)> {
+    fn native_tool(&self, call: &Message, same_agent: bool) -> Option<(String, Value)> {
         // Codex's tool set depends on the model and the config (shell or exec_command,
         // update_plan only when enabled), so a foreign call cannot be known to match a tool the
         // resumed thread has: only Codex's own calls keep their structure.
-        (source_agent == NAME).then(|| (name.to_string(), input.clone()))
+        same_agent.then(|| {
+            (
+                call.tool_name.clone().unwrap_or_default(),
+                call.tool_input.clone().unwrap_or(Value::Null),
+            )
+        })
+    }
+
+    fn resume_command(&self, id: &str, _cwd: &str) -> String {
+        format!("codex resume {id}")
     }
 
     fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
@@ -113,10 +126,10 @@ impl Adapter for Codex {
         let first_user = shaped
             .messages
             .iter()
-            .find(|m| m.role == crate::session::Role::User)
+            .find(|m| m.role == crate::model::Role::User)
             .map_or("", |m| m.content.as_str());
-        let ms = |t: Option<&crate::session::Timestamp>| {
-            t.and_then(crate::session::Timestamp::time)
+        let ms = |t: Option<&crate::model::Timestamp>| {
+            t.and_then(crate::model::Timestamp::time)
                 .map(|t| t.timestamp_millis())
         };
         let now = chrono::Utc::now().timestamp_millis();
@@ -177,6 +190,12 @@ fn home_of(path: &Path) -> Option<PathBuf> {
         })
         .and_then(Path::parent)
         .map(Path::to_path_buf)
+}
+
+/// Whether a rollout is in `archived_sessions/`.
+fn is_archived(path: &Path) -> bool {
+    path.ancestors()
+        .any(|a| a.file_name().is_some_and(|n| n == "archived_sessions"))
 }
 
 /// Titles from `session_index.jsonl`: the newest `thread_name` for each id.

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use crate::jsonl::{self, Line, str_field};
-use crate::session::{GitInfo, Message, Role, Session, Timestamp, Todo, TodoStatus};
+use crate::model::{GitInfo, Message, Role, Session, Timestamp, Todo, TodoStatus};
 
 /// Envelope line types that carry no conversation.
 const NON_CONVERSATION_TYPES: &[&str] = &["turn_context", "world_state", "token_usage_record"];
@@ -41,7 +41,7 @@ fn output_message(mut m: Message, max: Option<usize>) -> Message {
     if let Some(max) = max {
         let n = m.content.chars().count();
         if n > max {
-            m.content = crate::relay::trim_output(&m.content, max);
+            m.content = crate::text::trim_output(&m.content, max);
             m = m.with_meta("original_chars", n);
         }
     }
@@ -59,9 +59,7 @@ pub fn read(
             .to_string_lossy()
             .into_owned()
     });
-    let archived = path
-        .ancestors()
-        .any(|a| a.file_name().is_some_and(|n| n == "archived_sessions"));
+    let archived = super::is_archived(path);
 
     let head = jsonl::head(path, 4096)?;
     let first_line = head
@@ -89,7 +87,7 @@ pub fn read(
         session.title = Some(title);
     }
     if session.title.is_none() {
-        session.title = session.first_user_prompt().map(crate::session::one_line);
+        session.title = session.first_user_prompt().map(crate::text::one_line);
     }
     session.pair_tool_calls();
     session.fill_times_from_messages();
@@ -141,7 +139,7 @@ fn read_lines(
         }
         Ok(())
     })?;
-    jsonl::record_pass(&mut session, &pass);
+    session.record_pass(&pass);
     if shape.is_none() && pass.lines > 0 {
         session.warn(
             None,
@@ -235,7 +233,7 @@ fn finish(session: &mut Session, state: State) {
         session.messages.extend(state.event_messages);
         session
             .messages
-            .sort_by_key(|m| crate::session::source_line(m).unwrap_or(0));
+            .sort_by_key(|m| crate::model::source_line(m).unwrap_or(0));
     }
     if let Some(t) = state.todos {
         session.todos = t;
@@ -473,6 +471,9 @@ fn response_item(
             };
             note_tool_effects(session, state, &name, &input);
             let mut m = base(Role::ToolCall, content);
+            let (kind, key) = super::tools::classify(&name, &input);
+            m.tool_kind = Some(kind);
+            m.key_arg = Some(key);
             if item_type == "custom_tool_call" {
                 m = m.with_meta("custom", true);
             }
@@ -504,6 +505,9 @@ fn response_item(
             let action = p.get("action").cloned().unwrap_or(Value::Null);
             let mut call = base(Role::ToolCall, String::new());
             call.tool_call_id = Some(id.clone());
+            let (kind, key) = super::tools::classify("web_search", &action);
+            call.tool_kind = Some(kind);
+            call.key_arg = Some(key);
             call.tool_name = Some("web_search".into());
             call.tool_input = Some(action).filter(|v| !v.is_null());
             let mut result = base(
@@ -736,10 +740,13 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
                     let id = str_field(item, "id").unwrap_or_default().to_string();
                     let mut call = base(Role::ToolCall, String::new());
                     call.tool_call_id = Some(id.clone());
+                    let input =
+                        json!({"command": item.get("command").cloned().unwrap_or(Value::Null)});
+                    let (kind, key) = super::tools::classify("shell", &input);
+                    call.tool_kind = Some(kind);
+                    call.key_arg = Some(key);
                     call.tool_name = Some("shell".into());
-                    call.tool_input = Some(
-                        json!({"command": item.get("command").cloned().unwrap_or(Value::Null)}),
-                    );
+                    call.tool_input = Some(input);
                     let mut result = base(
                         Role::ToolResult,
                         str_field(item, "aggregated_output")

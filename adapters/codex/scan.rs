@@ -7,9 +7,9 @@ use anyhow::Result;
 use serde_json::Value;
 use walkdir::WalkDir;
 
-use crate::adapter::Summary;
 use crate::jsonl::{contains, prefix, raw_str_field, scan_lines, str_field};
-use crate::session::{Timestamp, one_line};
+use crate::model::{Summary, Timestamp};
+use crate::text::one_line;
 
 fn is_rollout_name(p: &Path) -> bool {
     let name = p.file_name().unwrap_or_default().to_string_lossy();
@@ -17,48 +17,26 @@ fn is_rollout_name(p: &Path) -> bool {
         && (name.ends_with(".jsonl") || name.ends_with(".jsonl.zst") || name.ends_with(".json"))
 }
 
-pub fn session_files(home: &Path) -> Vec<(PathBuf, bool)> {
+pub fn session_files(home: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for (dir, archived) in [("sessions", false), ("archived_sessions", true)] {
+    for dir in ["sessions", "archived_sessions"] {
         for e in WalkDir::new(home.join(dir))
             .follow_links(false)
             .into_iter()
             .filter_map(|e| e.ok())
         {
             if e.file_type().is_file() && is_rollout_name(e.path()) {
-                out.push((e.into_path(), archived));
+                out.push(e.into_path());
             }
         }
     }
     out
 }
 
-pub fn list(home: &Path, cache: &crate::listcache::ListCache) -> Result<Vec<Summary>> {
-    let titles = super::session_index(home);
-    use rayon::prelude::*;
-    let out = session_files(home)
-        .par_iter()
-        .filter_map(
-            |(path, archived)| match cache.summarize(path, |p| summarize(p, *archived)) {
-                Ok(mut s) => {
-                    if let Some(t) = titles.get(&s.id) {
-                        s.title = Some(t.clone());
-                    }
-                    Some(s)
-                }
-                Err(e) => {
-                    eprintln!("warning: {}: {e:#}", path.display());
-                    None
-                }
-            },
-        )
-        .collect();
-    Ok(out)
-}
-
 const PREFIX: usize = 400;
 
-pub fn summarize(path: &Path, archived: bool) -> Result<Summary> {
+pub fn summarize(path: &Path) -> Result<Summary> {
+    let archived = super::is_archived(path);
     let size = std::fs::metadata(path)?.len();
     if path.extension().is_some_and(|e| e == "json") {
         // The TypeScript era's single document: small and rare, so read it properly.

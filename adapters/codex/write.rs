@@ -11,7 +11,7 @@ use chrono::{DateTime, Local, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
 use crate::adapter::{NativeSession, WriteRequest};
-use crate::session::{Role, Session, Timestamp};
+use crate::model::{Role, Session, Timestamp};
 
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     let local = req.now.with_timezone(&Local);
@@ -157,14 +157,14 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         path,
         bytes: out,
         mtime: None,
-        resume_command: format!("codex resume {}", req.id),
+        resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
         notes: Vec::new(),
     })
 }
 
 /// A failed call's output carries its exit code the way Codex itself recorded it in legacy
 /// rollouts (`{"output", "metadata": {"exit_code"}}`), so that the failure survives the relay.
-fn tool_output(m: &crate::session::Message) -> String {
+fn tool_output(m: &crate::model::Message) -> String {
     let code = m.metadata.get("exit_code").and_then(Value::as_i64);
     match (m.is_error, code) {
         (false, None | Some(0)) => m.content.clone(),

@@ -44,7 +44,10 @@ impl TestEnv {
     /// Empty homes for both agents.
     pub fn empty() -> TestEnv {
         let dir = tempfile::tempdir().unwrap();
-        for d in ["claude", "codex", "config", "work"] {
+        for d in session_relay::adapters::names()
+            .into_iter()
+            .chain(["config", "work"])
+        {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
         }
         TestEnv {
@@ -56,8 +59,9 @@ impl TestEnv {
     /// Homes holding every fixture session (both agents).
     pub fn with_fixtures() -> TestEnv {
         let mut env = TestEnv::empty();
-        copy_tree(&fixtures().join("claude"), &env.claude_home());
-        copy_tree(&fixtures().join("codex"), &env.codex_home());
+        for agent in session_relay::adapters::names() {
+            copy_tree(&fixtures().join(agent), &env.home(agent));
+        }
         env.sources = true;
         env
     }
@@ -65,6 +69,11 @@ impl TestEnv {
     /// For a test that removes stores on purpose: stop checking the sources at the end.
     pub fn removing_stores(&mut self) {
         self.sources = false;
+    }
+
+    /// An agent's home in this environment.
+    pub fn home(&self, agent: &str) -> PathBuf {
+        self.dir.path().join(agent)
     }
 
     pub fn claude_home(&self) -> PathBuf {
@@ -94,11 +103,27 @@ impl TestEnv {
             .env("HOME", self.dir.path())
             .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
             .env("XDG_STATE_HOME", self.dir.path().join("state"))
-            .env("CLAUDE_CONFIG_DIR", self.claude_home())
-            .env("CODEX_HOME", self.codex_home())
             .env("NO_COLOR", "1")
             .current_dir(self.work());
+        for a in session_relay::adapters::registry() {
+            c.env(a.home_env(), self.home(a.name()));
+        }
         c
+    }
+
+    /// The library's config for this environment: its homes and an empty config file, so that
+    /// nothing of the developer's own config or environment is read.
+    pub fn config(&self) -> session_relay::config::Config {
+        let file = self.dir.path().join("config/empty.yaml");
+        std::fs::write(&file, "").unwrap();
+        session_relay::config::Config::load(&session_relay::config::Overrides {
+            config_file: Some(file),
+            homes: session_relay::adapters::names()
+                .into_iter()
+                .map(|a| (a.to_string(), self.dir.path().join(a)))
+                .collect(),
+        })
+        .unwrap()
     }
 
     /// Runs the binary and returns stdout; panics with stderr on failure.
@@ -117,6 +142,16 @@ impl TestEnv {
         serde_json::from_str(&self.ok(args)).unwrap()
     }
 
+    /// `list ... --json`: the sessions, after checking the output's schema version.
+    pub fn list_json(&self, args: &[&str]) -> serde_json::Value {
+        let v = self.json(args);
+        assert_eq!(
+            v["schema_version"], 1,
+            "list --json carries its schema version"
+        );
+        v["sessions"].clone()
+    }
+
     /// Runs the binary expecting failure; returns (exit code, stderr).
     pub fn fails(&self, args: &[&str]) -> (i32, String) {
         let out = self.cmd().args(args).output().unwrap();
@@ -133,7 +168,10 @@ impl TestEnv {
     /// Hash of every file under the temp dir except the scratch `work` folder.
     pub fn snapshot_stores(&self) -> BTreeMap<PathBuf, u64> {
         let mut out = BTreeMap::new();
-        for root in [self.claude_home(), self.codex_home()] {
+        for root in session_relay::adapters::names()
+            .into_iter()
+            .map(|a| self.home(a))
+        {
             for e in walkdir::WalkDir::new(&root)
                 .into_iter()
                 .filter_map(|e| e.ok())
@@ -175,13 +213,17 @@ pub fn fnv(bytes: &[u8]) -> u64 {
     h
 }
 
-/// Every fixture session file: (agent, path).
+/// Every fixture session file of every registered agent: (agent, path). Each agent's
+/// fixtures are a home laid out as the agent lays it out, in `fixtures/<agent>/`.
 pub fn fixture_sessions() -> Vec<(&'static str, PathBuf)> {
     let mut out = Vec::new();
-    for (agent, root) in [
-        ("claude", fixtures().join("claude")),
-        ("codex", fixtures().join("codex")),
-    ] {
+    for agent in session_relay::adapters::names() {
+        let root = fixtures().join(agent);
+        assert!(
+            root.is_dir(),
+            "no fixtures for {agent} in {}",
+            root.display()
+        );
         for e in walkdir::WalkDir::new(&root)
             .into_iter()
             .filter_map(|e| e.ok())

@@ -1,0 +1,120 @@
+//! `session-relay export`: one session as neutral JSONL or a Markdown handoff document, whole
+//! or fitted to a target agent's budget (`--to`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::{Redactions, Scope, load, redact, resume_dir};
+use crate::config::Config;
+use crate::model::neutral;
+use crate::plan;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    Jsonl,
+    Markdown,
+}
+
+pub struct Options {
+    pub session: String,
+    pub scope: Scope,
+    pub format: Format,
+    /// A file to write (atomically, never replacing one); `None` is standard output.
+    pub output: Option<PathBuf>,
+    pub no_redact: bool,
+    /// Export as a relay to this agent would carry it.
+    pub to: Option<String>,
+    pub budget: Option<usize>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub source: super::show::SourceRef,
+    pub format: Format,
+    /// The file written; `None` when the export went to standard output.
+    pub output: Option<String>,
+    pub redactions: Redactions,
+    /// With `--to`: how the session was fitted.
+    pub fitted: Option<Fitted>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Fitted {
+    pub to: String,
+    pub total_tokens: usize,
+    pub budget: usize,
+    pub budget_from: String,
+}
+
+pub fn run(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<Report> {
+    let read = if opts.to.is_some() {
+        plan::read_options()
+    } else {
+        Default::default()
+    };
+    let (_, mut s) = load(cfg, &opts.session, &opts.scope, read)?;
+    let mut warnings = Vec::new();
+    let redactions = redact(cfg, &mut s, opts.no_redact, &mut warnings)?;
+    warnings.extend(super::reader_warnings(&s));
+    let source = super::show::SourceRef {
+        agent: s.agent.clone(),
+        id: s.id.clone(),
+    };
+    let mut fitted = None;
+    if let Some(to) = &opts.to {
+        let target = crate::adapters::by_name(to).expect("clap checked the agent name");
+        let cwd = resume_dir(opts.scope.cwd.as_deref(), &s)?;
+        let title = s.title.clone().unwrap_or_default();
+        let id = s.id.clone();
+        let plan = plan::plan(
+            cfg,
+            &s,
+            &plan::Target {
+                adapter: target,
+                id: &id,
+                cwd: &cwd,
+                title: &title,
+                budget: opts.budget,
+            },
+        )?;
+        // Still the source session, seen as the target would receive it.
+        let mut f = plan.session;
+        f.agent = s.agent.clone();
+        f.format = s.format.clone();
+        f.source_path = s.source_path.clone();
+        fitted = Some(Fitted {
+            to: to.clone(),
+            total_tokens: plan.fit.total_tokens,
+            budget: plan.fit.budget,
+            budget_from: plan.budget_from,
+        });
+        s = f;
+    }
+    let mut buf: Vec<u8> = Vec::new();
+    match opts.format {
+        Format::Jsonl => neutral::write(&s, &mut buf)?,
+        Format::Markdown => buf.extend(
+            crate::model::markdown::markdown(&s, crate::adapters::display_name(&s.agent)).bytes(),
+        ),
+    }
+    match &opts.output {
+        Some(path) => crate::fsutil::write_new_file(path, &buf)?,
+        None => {
+            stdout.write_all(&buf)?;
+            stdout.flush()?;
+        }
+    }
+    Ok(Report {
+        source,
+        format: opts.format,
+        output: opts.output.as_ref().map(|p| p.display().to_string()),
+        redactions,
+        fitted,
+        warnings,
+    })
+}

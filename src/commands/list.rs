@@ -1,0 +1,44 @@
+//! `session-relay list`: sessions, newest first.
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::Scope;
+use crate::config::Config;
+use crate::model::Summary;
+use crate::select;
+
+pub struct Options {
+    pub scope: Scope,
+    /// Every directory's sessions, not only the scope's.
+    pub all: bool,
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// The directory listed; `None` with `--all`.
+    pub dir: Option<String>,
+    pub sessions: Vec<Summary>,
+    /// Files that could not be listed, with the reason.
+    pub warnings: Vec<String>,
+}
+
+pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
+    let listing = select::list_all(cfg, opts.scope.agent.as_deref())?;
+    let dir = opts.scope.dir()?;
+    let mut sessions: Vec<Summary> = listing
+        .sessions
+        .into_iter()
+        .filter(|s| s.parent_id.is_none())
+        .filter(|s| opts.all || select::same_dir(s.cwd.as_deref(), &dir))
+        .collect();
+    if let Some(n) = opts.limit {
+        sessions.truncate(n);
+    }
+    Ok(Report {
+        dir: (!opts.all).then(|| dir.display().to_string()),
+        sessions,
+        warnings: listing.warnings,
+    })
+}

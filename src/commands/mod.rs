@@ -1,0 +1,109 @@
+//! The commands. Each is a thin file: options in, a typed report out (rendered as text or JSON
+//! by `render`). None of them prints; warnings travel in the reports.
+
+pub mod clean;
+pub mod export;
+pub mod list;
+pub mod relay;
+pub mod show;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::adapter::ReadOptions;
+use crate::config::Config;
+use crate::model::Session;
+use crate::redact::Counts;
+use crate::select::{self, Located, SelectScope};
+
+/// Which sessions a command considers: one agent's, one directory's.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub agent: Option<String>,
+    /// `--cwd`; `None` is the current directory.
+    pub cwd: Option<PathBuf>,
+}
+
+impl Scope {
+    /// The directory the scope is about: `--cwd`, else the current directory.
+    pub fn dir(&self) -> Result<PathBuf> {
+        match &self.cwd {
+            Some(d) => Ok(std::path::absolute(d).unwrap_or(d.clone())),
+            None => current_dir(),
+        }
+    }
+
+    fn select(&self) -> Result<SelectScope<'_>> {
+        Ok(SelectScope {
+            agent: self.agent.as_deref(),
+            cwd: self.dir()?,
+        })
+    }
+}
+
+fn current_dir() -> Result<PathBuf> {
+    std::env::current_dir().context("cannot read the current directory")
+}
+
+/// Selects one session and reads it.
+pub fn load(
+    cfg: &Config,
+    selector: &str,
+    scope: &Scope,
+    opts: ReadOptions,
+) -> Result<(Located, Session)> {
+    let located = select::select(cfg, selector, &scope.select()?)?;
+    let session = located.read_with(opts)?;
+    Ok((located, session))
+}
+
+/// The directory a relayed (or fitted) session belongs to: `--cwd`, else the session's own.
+pub fn resume_dir(cwd: Option<&Path>, s: &Session) -> Result<String> {
+    Ok(match (cwd, &s.cwd) {
+        (Some(d), _) => d.display().to_string(),
+        (None, Some(c)) => c.clone(),
+        (None, None) => current_dir()?.display().to_string(),
+    })
+}
+
+/// What redaction did to a session: counts by kind, or `None` when the user turned it off.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct Redactions(pub Option<Counts>);
+
+impl Redactions {
+    pub fn total(&self) -> usize {
+        self.0.as_ref().map_or(0, |c| c.values().sum())
+    }
+}
+
+/// Masks secrets unless the user said not to, which is worth a warning.
+pub fn redact(
+    cfg: &Config,
+    s: &mut Session,
+    no_redact: bool,
+    warnings: &mut Vec<String>,
+) -> Result<Redactions> {
+    if no_redact {
+        warnings.push(
+            "--no-redact: secrets in this session (API keys, tokens, passwords) are written as they are"
+                .into(),
+        );
+        return Ok(Redactions(None));
+    }
+    Ok(Redactions(Some(cfg.redactor()?.session(s))))
+}
+
+/// A reader's warnings as `path:line: message` lines.
+pub fn reader_warnings(s: &Session) -> Vec<String> {
+    let path = s.source_path.as_deref().unwrap_or("");
+    s.warnings
+        .iter()
+        .map(|w| match w.line {
+            Some(l) => format!("{path}:{l}: {}", w.message),
+            None => format!("{path}: {}", w.message),
+        })
+        .collect()
+}

@@ -1,0 +1,271 @@
+//! `session-relay relay`: select -> read -> plan -> write -> verify -> ledger, and a report.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use chrono::Utc;
+use serde::Serialize;
+
+use super::{Redactions, Scope, redact};
+use crate::adapter::WriteRequest;
+use crate::config::Config;
+use crate::exit::{CliError, ExitCode};
+use crate::ledger;
+use crate::model::Role;
+use crate::plan::{self, PlanReport};
+use crate::text::{one_line, truncate_chars};
+use crate::{tokens, verify};
+
+pub struct Options {
+    pub session: String,
+    /// The agent that will resume the session.
+    pub to: String,
+    /// Only this agent's sessions are considered when selecting.
+    pub agent: Option<String>,
+    /// The directory to resume in (and to look up `latest` in).
+    pub cwd: Option<PathBuf>,
+    pub title: Option<String>,
+    /// A standalone file (or folder) to write instead of the target's store.
+    pub out: Option<PathBuf>,
+    pub dry_run: bool,
+    pub budget: Option<usize>,
+    pub no_redact: bool,
+    pub force: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub dry_run: bool,
+    /// The source was relayed before and has not changed: nothing new was written.
+    pub already_relayed: bool,
+    pub source: ledger::Side,
+    pub target: ledger::Side,
+    pub cwd: String,
+    pub title: String,
+    /// Empty for a standalone file.
+    pub resume_command: String,
+    /// User and assistant messages written.
+    pub messages: usize,
+    pub bytes: usize,
+    /// When the earlier relay was made (with `already_relayed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relayed_at: Option<String>,
+    #[serde(flatten)]
+    pub plan: PlanReport,
+    /// Secrets masked, by kind (`null` with --no-redact).
+    pub redactions: Redactions,
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
+    let target = crate::adapters::by_name(&opts.to).context("unknown target agent")?;
+    let scope = Scope {
+        agent: opts.agent.clone(),
+        cwd: opts.cwd.clone(),
+    };
+    tokens::warm(cfg.agent(target.name()).tokenizer);
+    let (located, mut source) = super::load(cfg, &opts.session, &scope, plan::read_options())?;
+    let mut warnings = Vec::new();
+    let redactions = redact(cfg, &mut source, opts.no_redact, &mut warnings)?;
+    warnings.extend(super::reader_warnings(&source));
+    if source.messages.iter().all(|m| m.role != Role::User) {
+        bail!(
+            "{} has no user message to relay{}",
+            located.path.display(),
+            source
+                .warnings
+                .first()
+                .map(|w| format!(" ({})", w.message))
+                .unwrap_or_default()
+        );
+    }
+    let source_sha = ledger::sha256_file(&located.path)?;
+    let source_side = ledger::Side {
+        agent: source.agent.clone(),
+        id: source.id.clone(),
+        path: located.path.display().to_string(),
+        sha256: source_sha.clone(),
+    };
+    let home = cfg.agent(target.name()).session_root.clone();
+    let mut notes: Vec<String> = Vec::new();
+    let cwd = resolve_cwd(opts.cwd.as_deref(), source.cwd.as_deref(), &mut notes)?;
+
+    if !opts.force
+        && let Some(prev) = ledger::entries().into_iter().rev().find(|e| {
+            e.event == "relay"
+                && e.source.sha256 == source_sha
+                && e.target.agent == target.name()
+                && e.cwd == cwd
+                && e.standalone == opts.out.is_some()
+                && Path::new(&e.target.path).exists()
+        })
+    {
+        let resume_command = if prev.standalone {
+            String::new()
+        } else {
+            target.resume_command(&prev.target.id, &cwd)
+        };
+        return Ok(Report {
+            dry_run: opts.dry_run,
+            already_relayed: true,
+            source: source_side,
+            target: prev.target.clone(),
+            cwd,
+            title: String::new(),
+            resume_command,
+            messages: prev.messages,
+            bytes: prev.bytes as usize,
+            relayed_at: Some(prev.time.clone()),
+            plan: PlanReport::default(),
+            redactions: Redactions(None),
+            notes: vec!["unchanged since the last relay; use --force to relay again".into()],
+            warnings,
+        });
+    }
+
+    let now = Utc::now();
+    let id = target.new_id();
+    let stamp = now.format("%Y%m%d_%H%M%S").to_string();
+    let title = opts.title.clone().unwrap_or_else(|| {
+        format!(
+            "relay_{stamp} from {}: {}",
+            source.agent,
+            truncate_chars(&one_line(source.first_user_prompt().unwrap_or("")), 60)
+        )
+    });
+    let standalone = opts.out.as_ref().map(|p| {
+        if p.is_dir() {
+            p.join(format!("relay_{stamp}_{}.jsonl", &id[..8.min(id.len())]))
+        } else {
+            p.clone()
+        }
+    });
+    let plan = plan::plan(
+        cfg,
+        &source,
+        &plan::Target {
+            adapter: target,
+            id: &id,
+            cwd: &cwd,
+            title: &title,
+            budget: opts.budget,
+        },
+    )?;
+    let req = WriteRequest {
+        home: home.clone(),
+        id: id.clone(),
+        cwd: cwd.clone(),
+        title: title.clone(),
+        provenance: verify::provenance(&source, &source_sha, &now.to_rfc3339()),
+        now,
+        standalone: standalone.clone(),
+    };
+    let native = target.write_session(&plan.session, &req)?;
+    notes.extend(native.notes.iter().cloned());
+    if plan.shape.dropped_orphan_results > 0 {
+        notes.push(format!(
+            "{} tool result(s) without a call left out",
+            plan.shape.dropped_orphan_results
+        ));
+    }
+    let target_side = ledger::Side {
+        agent: target.name().to_string(),
+        id: native.id.clone(),
+        path: native.path.display().to_string(),
+        sha256: ledger::sha256_bytes(&native.bytes),
+    };
+    let resume_command = if standalone.is_some() {
+        String::new()
+    } else {
+        native.resume_command.clone()
+    };
+
+    if !opts.dry_run {
+        if standalone.is_none() && !home.is_dir() {
+            return Err(CliError::new(
+                ExitCode::NoStore,
+                format!(
+                    "{} home {} does not exist. Run {} once, or point to its home with {}=DIR or --home {}=DIR.",
+                    target.display_name(),
+                    home.display(),
+                    target.display_name(),
+                    target.home_env(),
+                    target.name()
+                ),
+            )
+            .into());
+        }
+        verify::write_and_verify(target, &native, &plan.session, &home)?;
+        if standalone.is_none() {
+            match target.register(&home, &native, &plan.session, &title) {
+                Ok(n) => notes.extend(n),
+                Err(e) => notes.push(format!("could not update the store's index: {e:#}")),
+            }
+        }
+        ledger::append(&ledger::Entry {
+            event: "relay".into(),
+            time: now.to_rfc3339(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            source: source_side.clone(),
+            target: target_side.clone(),
+            cwd: cwd.clone(),
+            standalone: standalone.is_some(),
+            bytes: native.bytes.len() as u64,
+            messages: plan.session.message_count(),
+            tokens: Some(serde_json::json!({
+                "budget": plan.fit.budget,
+                "total": plan.fit.total_tokens,
+                "tokenizer": plan.fit.tokenizer,
+                "source_estimate": plan.fit.source_tokens_estimate,
+            })),
+        })?;
+    }
+
+    Ok(Report {
+        dry_run: opts.dry_run,
+        already_relayed: false,
+        source: source_side,
+        target: target_side,
+        cwd,
+        title,
+        resume_command,
+        messages: plan.session.message_count(),
+        bytes: native.bytes.len(),
+        relayed_at: None,
+        plan: plan.report(),
+        redactions,
+        notes,
+        warnings,
+    })
+}
+
+/// The directory the session will be resumed in, as the target agent will see it: the real
+/// path when the directory exists here (Claude Code keys its projects by real path).
+fn resolve_cwd(
+    flag: Option<&Path>,
+    source: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Result<String> {
+    let dir: PathBuf = match (flag, source) {
+        (Some(d), _) => std::path::absolute(d).unwrap_or(d.to_path_buf()),
+        (None, Some(s)) => PathBuf::from(s),
+        (None, None) => {
+            return Err(CliError::new(
+                ExitCode::Usage,
+                "the source session records no working directory; pass --cwd DIR",
+            )
+            .into());
+        }
+    };
+    match std::fs::canonicalize(&dir) {
+        Ok(real) => Ok(real.display().to_string()),
+        Err(_) => {
+            notes.push(format!(
+                "{} does not exist on this machine; the session is filed under it anyway (use --cwd to choose another directory)",
+                dir.display()
+            ));
+            Ok(dir.display().to_string())
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! `session-relay show`: one session's header, counts, tools, files, todos, tokens and
+//! warnings; with `--to AGENT`, how a relay to that agent would fit its budget.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Scope, load, redact, resume_dir};
+use crate::config::Config;
+use crate::model::{Role, Session};
+use crate::plan::{self, PlanReport};
+use crate::tokens;
+
+pub struct Options {
+    pub session: String,
+    pub scope: Scope,
+    /// Preview a relay to this agent instead.
+    pub to: Option<String>,
+    pub budget: Option<usize>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Report {
+    Session(Box<SessionReport>),
+    Fit(Box<FitPreview>),
+}
+
+#[derive(Debug, Serialize)]
+pub struct SessionReport {
+    /// Everything the reader learnt but the messages; blobs in `extra` are named by size.
+    pub session: Session,
+    /// User and assistant messages.
+    pub messages: usize,
+    /// Messages by role.
+    pub counts: BTreeMap<&'static str, usize>,
+    /// Tool calls by the source agent's tool name.
+    pub tool_calls: BTreeMap<String, usize>,
+    /// Tool calls by neutral kind.
+    pub tool_kinds: BTreeMap<&'static str, usize>,
+    pub estimated_tokens: usize,
+    pub tokenizer: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FitPreview {
+    pub source: SourceRef,
+    pub to: String,
+    #[serde(flatten)]
+    pub plan: PlanReport,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SourceRef {
+    pub agent: String,
+    pub id: String,
+}
+
+/// Above this much text `show` estimates tokens instead of counting them exactly.
+const EXACT_COUNT_MAX: usize = 4 << 20;
+
+pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
+    match &opts.to {
+        Some(to) => Ok(Report::Fit(Box::new(preview(cfg, opts, to)?))),
+        None => {
+            let (_, s) = load(cfg, &opts.session, &opts.scope, Default::default())?;
+            Ok(Report::Session(Box::new(session_report(&s))))
+        }
+    }
+}
+
+/// Everything `show` says of a session.
+pub fn session_report(s: &Session) -> SessionReport {
+    let mut header = s.header();
+    // Agents' own system prompts and similar blobs ride along in `extra` (the export keeps
+    // them whole); a report names their size instead.
+    for v in header.extra.values_mut() {
+        let len = v.to_string().len();
+        if len > 400 {
+            *v = json!({ "elided_bytes": len });
+        }
+    }
+    let counts = s
+        .role_counts()
+        .into_iter()
+        .map(|(r, n)| (r.as_str(), n))
+        .collect();
+    let mut tool_calls: BTreeMap<String, usize> = BTreeMap::new();
+    let mut tool_kinds: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for m in s.messages.iter().filter(|m| m.role == Role::ToolCall) {
+        *tool_calls
+            .entry(m.tool_name.clone().unwrap_or_else(|| "?".into()))
+            .or_default() += 1;
+        *tool_kinds
+            .entry(m.tool_kind.map_or("unknown", |k| k.as_str()))
+            .or_default() += 1;
+    }
+    // An exact count of a huge session costs seconds and says little more than an estimate.
+    let size: usize = s.messages.iter().map(|m| m.content.len()).sum();
+    let (estimated_tokens, tokenizer) = if size <= EXACT_COUNT_MAX {
+        (tokens::session_tokens(s), "o200k_base")
+    } else {
+        (tokens::session_estimate(s), "estimate (characters / 4)")
+    };
+    SessionReport {
+        session: header,
+        messages: s.message_count(),
+        counts,
+        tool_calls,
+        tool_kinds,
+        estimated_tokens,
+        tokenizer,
+    }
+}
+
+/// `show --to AGENT`: how a relay of this session would fit the target's budget.
+fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
+    let target = crate::adapters::by_name(to).expect("clap checked the agent name");
+    tokens::warm(cfg.agent(target.name()).tokenizer);
+    let (_, mut s) = load(cfg, &opts.session, &opts.scope, plan::read_options())?;
+    let mut warnings = Vec::new();
+    redact(cfg, &mut s, false, &mut warnings)?;
+    let cwd = resume_dir(opts.scope.cwd.as_deref(), &s)?;
+    let title = s.title.clone().unwrap_or_default();
+    let plan = plan::plan(
+        cfg,
+        &s,
+        &plan::Target {
+            adapter: target,
+            id: "dry-run",
+            cwd: &cwd,
+            title: &title,
+            budget: opts.budget,
+        },
+    )?;
+    warnings.extend(super::reader_warnings(&s));
+    Ok(FitPreview {
+        source: SourceRef {
+            agent: s.agent.clone(),
+            id: s.id.clone(),
+        },
+        to: to.to_string(),
+        plan: plan.report(),
+        warnings,
+    })
+}

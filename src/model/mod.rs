@@ -1,0 +1,17 @@
+//! The neutral model: what every reader produces and every writer consumes.
+//!
+//! - `session`: the neutral session, its messages, todos and read statistics;
+//! - `summary`: one session as the cheap listing sees it;
+//! - `tools`: agent-neutral tool kinds, so that no adapter needs another agent's tool names;
+//! - `neutral`: the session as neutral JSONL (export and read back);
+//! - `markdown`: the session as a Markdown handoff document.
+
+pub mod markdown;
+pub mod neutral;
+mod session;
+mod summary;
+mod tools;
+
+pub use session::*;
+pub use summary::Summary;
+pub use tools::{ToolKind, generic_key_arg};

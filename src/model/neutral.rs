@@ -1,0 +1,97 @@
+//! The neutral session as JSONL: a header line (every session field but the messages, tagged
+//! with `record`), then one message per line. It reads back into an identical `Session`.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use super::{Message, SCHEMA_VERSION, Session};
+
+pub const RECORD: &str = "session-relay/session";
+
+pub fn write(session: &Session, out: &mut dyn Write) -> Result<()> {
+    #[derive(serde::Serialize)]
+    struct Header<'a> {
+        record: &'static str,
+        #[serde(flatten)]
+        session: &'a Session,
+    }
+    serde_json::to_writer(
+        &mut *out,
+        &Header {
+            record: RECORD,
+            session: &session.header(),
+        },
+    )?;
+    out.write_all(b"\n")?;
+    for m in &session.messages {
+        serde_json::to_writer(&mut *out, m)?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+pub fn claims(head: &[u8]) -> bool {
+    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    crate::jsonl::contains(first, format!("\"record\":\"{RECORD}\"").as_bytes())
+}
+
+pub fn read(path: &Path) -> Result<Session> {
+    let mut reader = crate::jsonl::open(path)?;
+    let mut buf = Vec::new();
+    let mut next_line = |n: usize| -> Result<Option<String>> {
+        let (len, _) =
+            crate::jsonl::read_line_bounded(&mut *reader, &mut buf, crate::jsonl::MAX_LINE)?;
+        if len == 0 {
+            return Ok(None);
+        }
+        if len > crate::jsonl::MAX_LINE {
+            bail!(
+                "{}:{n}: line longer than the {} MB limit",
+                path.display(),
+                crate::jsonl::MAX_LINE >> 20
+            );
+        }
+        Ok(Some(String::from_utf8_lossy(&buf).trim_end().to_string()))
+    };
+    let header = next_line(1)?.with_context(|| format!("{} is empty", path.display()))?;
+    let mut header: Value = serde_json::from_str(&header)
+        .with_context(|| format!("{}:1: invalid session header", path.display()))?;
+    let obj = header
+        .as_object_mut()
+        .with_context(|| format!("{}:1: header is not an object", path.display()))?;
+    if obj
+        .remove("record")
+        .and_then(|r| r.as_str().map(str::to_string))
+        .as_deref()
+        != Some(RECORD)
+    {
+        bail!("{}:1: not a session-relay export", path.display());
+    }
+    let version = obj
+        .get("schema_version")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    if version != SCHEMA_VERSION as u64 {
+        bail!(
+            "{}: schema_version {version} is not supported by this build (it reads {SCHEMA_VERSION})",
+            path.display()
+        );
+    }
+    let mut session: Session = serde_json::from_value(header)
+        .with_context(|| format!("{}:1: invalid session header", path.display()))?;
+    let mut n = 1;
+    loop {
+        n += 1;
+        let Some(line) = next_line(n)? else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let m: Message = serde_json::from_str(&line)
+            .with_context(|| format!("{}:{n}: invalid message", path.display()))?;
+        session.messages.push(m);
+    }
+    Ok(session)
+}

@@ -1,0 +1,545 @@
+//! The neutral session model every adapter reads into and writes from.
+//!
+//! It is versioned (`schema_version`) because exported sessions outlive the binary that wrote
+//! them. Anything a source format says that has no field here goes into `extra` (session level)
+//! or `metadata` (message level), so that nothing the source said is lost.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::ToolKind;
+
+/// Bumped whenever a field changes meaning or a required field is added.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A point in time as the source wrote it, plus its normalised UTC value when it parses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timestamp {
+    /// RFC 3339 in UTC with millisecond precision, when the original parsed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utc: Option<String>,
+    /// The exact string (or number, rendered) the source wrote.
+    pub original: String,
+}
+
+impl Timestamp {
+    pub fn parse(original: &str) -> Timestamp {
+        Timestamp {
+            utc: parse_time(original).map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true)),
+            original: original.to_string(),
+        }
+    }
+
+    pub fn from_value(v: &Value) -> Option<Timestamp> {
+        match v {
+            Value::String(s) if !s.is_empty() => Some(Timestamp::parse(s)),
+            Value::Number(n) => {
+                // Unix seconds or milliseconds (history files and some legacy records use these).
+                let f = n.as_f64()?;
+                let ms = if f > 1e12 { f } else { f * 1000.0 };
+                let t = DateTime::<Utc>::from_timestamp_millis(ms as i64)?;
+                Some(Timestamp {
+                    utc: Some(t.to_rfc3339_opts(SecondsFormat::Millis, true)),
+                    original: n.to_string(),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    pub fn time(&self) -> Option<DateTime<Utc>> {
+        self.utc.as_deref().and_then(parse_time)
+    }
+}
+
+/// Parses RFC 3339 and the few near-RFC-3339 shapes agents write (no zone means UTC).
+pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S",
+    ] {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(s, fmt) {
+            return Some(t.and_utc());
+        }
+    }
+    None
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Context that is not the user's words: instructions, injected environment, compaction
+    /// summaries, hidden meta messages.
+    System,
+    User,
+    Assistant,
+    ToolCall,
+    ToolResult,
+    Reasoning,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::ToolCall => "tool_call",
+            Role::ToolResult => "tool_result",
+            Role::Reasoning => "reasoning",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    /// Plain text. For a tool call it is empty unless the source carried free text (Codex
+    /// custom tools carry their whole input here); the structured input is `tool_input`.
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_input: Option<Value>,
+    /// What sort of tool a call is, as its reader classified it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_kind: Option<ToolKind>,
+    /// What a call did, in full: the command, the file, the query (see `ToolKind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_arg: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    /// Source-specific facts: `kind` (context, instructions, compaction, compact_summary, ...),
+    /// source line number, ids, image sources, signatures' presence.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, Value>,
+}
+
+impl Message {
+    pub fn new(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: content.into(),
+            timestamp: None,
+            tool_call_id: None,
+            tool_name: None,
+            tool_input: None,
+            tool_kind: None,
+            key_arg: None,
+            is_error: false,
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    pub fn with_time(mut self, ts: Option<Timestamp>) -> Message {
+        self.timestamp = ts;
+        self
+    }
+
+    pub fn with_meta(mut self, key: &str, value: impl Into<Value>) -> Message {
+        self.metadata.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// The `kind` metadata (for system messages: what sort of context this is).
+    pub fn kind(&self) -> Option<&str> {
+        self.metadata.get("kind").and_then(Value::as_str)
+    }
+
+    /// The length a tool output had before a reader cut it (see `ReadOptions`), in characters.
+    pub fn output_chars(&self) -> usize {
+        self.metadata
+            .get("original_chars")
+            .and_then(Value::as_u64)
+            .map_or_else(|| self.content.chars().count(), |n| n as usize)
+    }
+
+    /// A user message typed by a person, as opposed to injected context.
+    pub fn is_real_user(&self) -> bool {
+        self.role == Role::User
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+}
+
+impl GitInfo {
+    pub fn is_empty(&self) -> bool {
+        self.branch.is_none() && self.commit.is_none() && self.remote.is_none()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+impl TodoStatus {
+    pub fn parse(s: &str) -> TodoStatus {
+        match s {
+            "completed" | "done" => TodoStatus::Completed,
+            "in_progress" | "in-progress" | "active" => TodoStatus::InProgress,
+            _ => TodoStatus::Pending,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TodoStatus::Pending => "pending",
+            TodoStatus::InProgress => "in_progress",
+            TodoStatus::Completed => "completed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Todo {
+    pub text: String,
+    pub status: TodoStatus,
+}
+
+/// A reader's complaint about its input, with the line it concerns when there is one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+/// A subagent transcript that belongs to this session (Claude Code's `subagents/` folder).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubagentLink {
+    pub id: String,
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+}
+
+/// What the reader saw that is not in `messages`: line counts by outcome.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadStats {
+    pub lines: usize,
+    pub malformed_lines: usize,
+    /// Line types the reader does not know, by type name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unknown_types: BTreeMap<String, usize>,
+    /// Known line types that carry no conversation (UI state, usage records...), by type name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skipped_types: BTreeMap<String, usize>,
+    /// Conversation lines on branches the agent itself would not load (rewinds, retries).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub abandoned_branch_lines: usize,
+    /// Conversation lines of sidechains (subagent work recorded in the parent file).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sidechain_lines: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub orphan_tool_calls: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub orphan_tool_results: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    pub schema_version: u32,
+    pub id: String,
+    /// Adapter name of the agent that wrote the source (`claude`, `codex`).
+    pub agent: String,
+    /// The source's shape, e.g. `claude-jsonl`, `codex-rollout`, `codex-paginated`.
+    pub format: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_path: Option<String>,
+    /// Version of the CLI that wrote the source, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
+    /// For a subagent transcript: the session it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<SubagentLink>,
+    /// The latest todo / plan list (Claude TodoWrite, Codex update_plan).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<Todo>,
+    /// Paths written by edit / write / patch tools, in first-touched order, without duplicates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files_touched: Vec<String>,
+    #[serde(default)]
+    pub stats: ReadStats,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, Value>,
+    /// Kept last so that the neutral JSONL export can stream it one message per line (its
+    /// header is the session without messages).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<Message>,
+}
+
+impl Session {
+    pub fn new(agent: &str, format: &str, id: impl Into<String>) -> Session {
+        Session {
+            schema_version: SCHEMA_VERSION,
+            id: id.into(),
+            agent: agent.to_string(),
+            format: format.to_string(),
+            source_path: None,
+            source_version: None,
+            created: None,
+            updated: None,
+            cwd: None,
+            git: None,
+            title: None,
+            archived: false,
+            parent_id: None,
+            subagents: Vec::new(),
+            todos: Vec::new(),
+            files_touched: Vec::new(),
+            stats: ReadStats::default(),
+            warnings: Vec::new(),
+            extra: BTreeMap::new(),
+            messages: Vec::new(),
+        }
+    }
+
+    /// Everything but the messages: the header of an export or a report, without a second copy
+    /// of the conversation.
+    pub fn header(&self) -> Session {
+        Session {
+            schema_version: self.schema_version,
+            id: self.id.clone(),
+            agent: self.agent.clone(),
+            format: self.format.clone(),
+            source_path: self.source_path.clone(),
+            source_version: self.source_version.clone(),
+            created: self.created.clone(),
+            updated: self.updated.clone(),
+            cwd: self.cwd.clone(),
+            git: self.git.clone(),
+            title: self.title.clone(),
+            archived: self.archived,
+            parent_id: self.parent_id.clone(),
+            subagents: self.subagents.clone(),
+            todos: self.todos.clone(),
+            files_touched: self.files_touched.clone(),
+            stats: self.stats.clone(),
+            warnings: self.warnings.clone(),
+            extra: self.extra.clone(),
+            messages: Vec::new(),
+        }
+    }
+
+    pub fn warn(&mut self, line: Option<usize>, message: impl Into<String>) {
+        self.warnings.push(Warning {
+            line,
+            message: message.into(),
+        });
+    }
+
+    /// Copies a reading pass's findings into the stats and warnings.
+    pub fn record_pass(&mut self, pass: &crate::jsonl::PassStats) {
+        use crate::jsonl::MAX_LINE;
+        self.stats.lines = pass.lines;
+        self.stats.malformed_lines = pass.malformed.len();
+        for (no, err) in &pass.malformed {
+            self.warn(Some(*no), format!("malformed JSON line skipped: {err}"));
+        }
+        for (no, len) in &pass.oversized {
+            self.warn(
+                Some(*no),
+                format!(
+                    "line of {:.1} MB skipped: longer than the {} MB limit for one line",
+                    *len as f64 / (1 << 20) as f64,
+                    MAX_LINE >> 20
+                ),
+            );
+        }
+        if let Some(first) = pass.invalid_utf8_lines.first() {
+            self.warn(
+                Some(*first),
+                format!(
+                    "invalid UTF-8 on {} line(s), read lossily (first at line {first})",
+                    pass.invalid_utf8_lines.len()
+                ),
+            );
+        }
+        if pass.truncated_tail {
+            self.extra
+                .insert("truncated_last_line".into(), Value::Bool(true));
+        }
+    }
+
+    pub fn touch_file(&mut self, path: &str) {
+        let path = path.trim();
+        if !path.is_empty() && !self.files_touched.iter().any(|p| p == path) {
+            self.files_touched.push(path.to_string());
+        }
+    }
+
+    /// The first thing a person asked in this session.
+    pub fn first_user_prompt(&self) -> Option<&str> {
+        self.messages
+            .iter()
+            .find(|m| m.is_real_user() && !m.content.trim().is_empty())
+            .map(|m| m.content.as_str())
+    }
+
+    /// Todo items already done, in list order.
+    pub fn completed_todos(&self) -> impl Iterator<Item = &Todo> {
+        self.todos
+            .iter()
+            .filter(|t| t.status == TodoStatus::Completed)
+    }
+
+    /// Todo items still to do (pending or in progress), in list order.
+    pub fn open_todos(&self) -> impl Iterator<Item = &Todo> {
+        self.todos
+            .iter()
+            .filter(|t| t.status != TodoStatus::Completed)
+    }
+
+    /// Counts per role, in role order.
+    pub fn role_counts(&self) -> BTreeMap<Role, usize> {
+        let mut counts = BTreeMap::new();
+        for m in &self.messages {
+            *counts.entry(m.role).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// Conversation messages as a person would count them: user and assistant words.
+    pub fn message_count(&self) -> usize {
+        self.messages
+            .iter()
+            .filter(|m| matches!(m.role, Role::User | Role::Assistant))
+            .count()
+    }
+
+    /// Sets `created` / `updated` from the messages when the source gave no better values.
+    pub fn fill_times_from_messages(&mut self) {
+        let mut first: Option<&Timestamp> = None;
+        let mut last: Option<&Timestamp> = None;
+        for ts in self.messages.iter().filter_map(|m| m.timestamp.as_ref()) {
+            let Some(t) = ts.time() else { continue };
+            if first.and_then(Timestamp::time).is_none_or(|f| t < f) {
+                first = Some(ts);
+            }
+            if last.and_then(Timestamp::time).is_none_or(|l| t >= l) {
+                last = Some(ts);
+            }
+        }
+        if self.created.is_none() {
+            self.created = first.cloned();
+        }
+        let last = last.cloned();
+        if let Some(last) = last
+            && self
+                .updated
+                .as_ref()
+                .and_then(Timestamp::time)
+                .is_none_or(|u| last.time().is_some_and(|l| l > u))
+        {
+            self.updated = Some(last);
+        }
+    }
+
+    /// Pairs every tool call with its result by id; unpaired ones are marked and reported.
+    ///
+    /// Orphans are kept (they are part of what the source said) but flagged with
+    /// `metadata.orphan = true` so that writers can leave them out of a target.
+    pub fn pair_tool_calls(&mut self) {
+        use std::collections::HashMap;
+        let mut calls: HashMap<String, usize> = HashMap::new();
+        let mut results: HashMap<String, usize> = HashMap::new();
+        for m in &self.messages {
+            if let Some(id) = &m.tool_call_id {
+                match m.role {
+                    Role::ToolCall => *calls.entry(id.clone()).or_default() += 1,
+                    Role::ToolResult => *results.entry(id.clone()).or_default() += 1,
+                    _ => {}
+                }
+            }
+        }
+        let mut orphan_calls = Vec::new();
+        let mut orphan_results = Vec::new();
+        for (i, m) in self.messages.iter_mut().enumerate() {
+            let paired = match (m.role, &m.tool_call_id) {
+                (Role::ToolCall, Some(id)) => results.contains_key(id),
+                (Role::ToolResult, Some(id)) => calls.contains_key(id),
+                (Role::ToolCall | Role::ToolResult, None) => false,
+                _ => continue,
+            };
+            if !paired {
+                m.metadata.insert("orphan".into(), Value::Bool(true));
+                if m.role == Role::ToolCall {
+                    orphan_calls.push(i);
+                } else {
+                    orphan_results.push(i);
+                }
+            }
+        }
+        self.stats.orphan_tool_calls = orphan_calls.len();
+        self.stats.orphan_tool_results = orphan_results.len();
+        for i in orphan_calls {
+            let m = &self.messages[i];
+            let msg = format!(
+                "tool call {} ({}) has no result",
+                m.tool_call_id.as_deref().unwrap_or("<no id>"),
+                m.tool_name.as_deref().unwrap_or("?")
+            );
+            let line = source_line(m);
+            self.warn(line, msg);
+        }
+        for i in orphan_results {
+            let m = &self.messages[i];
+            let msg = format!(
+                "tool result {} has no matching call",
+                m.tool_call_id.as_deref().unwrap_or("<no id>")
+            );
+            let line = source_line(m);
+            self.warn(line, msg);
+        }
+    }
+}
+
+/// The source line a message came from, when the reader recorded it.
+pub fn source_line(m: &Message) -> Option<usize> {
+    m.metadata
+        .get("line")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize)
+}

@@ -1,0 +1,58 @@
+//! Tool calls as text, for targets without an equivalent tool and for older calls the fit
+//! shortens: a transcript of the call with its result, or one line.
+
+use serde_json::Value;
+
+use crate::model::{Message, generic_key_arg};
+use crate::text::{one_line as collapse, trim_output, truncate_chars};
+
+/// Longest tool output carried as text before it is cut to head and tail.
+const TRANSCRIPT_OUTPUT_MAX: usize = 2000;
+
+/// A tool call (and its result) as text the next model can read.
+pub fn transcript(call: &Message, result: Option<&Message>) -> String {
+    let name = call.tool_name.as_deref().unwrap_or("?");
+    let arg = truncate_chars(&collapse(&key_arg(call)), 300);
+    let mut text = format!("[tool call: {name}] {arg}");
+    match result {
+        Some(r) => {
+            let status = if r.is_error { "error" } else { "ok" };
+            let body = trim_output(&r.content, TRANSCRIPT_OUTPUT_MAX);
+            text.push_str(&format!(
+                "\n[result: {status}, {} chars]",
+                r.content.chars().count()
+            ));
+            if !body.trim().is_empty() {
+                text.push('\n');
+                text.push_str(&body);
+            }
+        }
+        None => text.push_str("\n[no result was recorded]"),
+    }
+    text
+}
+
+/// What a tool call did, in full: the reader's key argument, else a generic guess.
+pub fn key_arg(call: &Message) -> String {
+    match &call.key_arg {
+        Some(k) => k.clone(),
+        None => generic_key_arg(
+            call.tool_input.as_ref().unwrap_or(&Value::Null),
+            &call.content,
+        ),
+    }
+}
+
+/// A structured call and its result in one line: tool, key argument, ok/error, output size.
+pub fn one_line(call: &Message, result: Option<&Message>) -> String {
+    let name = call.tool_name.as_deref().unwrap_or("?");
+    let arg = truncate_chars(&collapse(&key_arg(call)), 160);
+    match result {
+        Some(r) => format!(
+            "[tool call: {name}] {arg} -> {}, {} chars of output",
+            if r.is_error { "error" } else { "ok" },
+            r.output_chars()
+        ),
+        None => format!("[tool call: {name}] {arg} -> no result"),
+    }
+}

@@ -1,0 +1,132 @@
+//! The plan stage: a neutral source session becomes what the target agent will receive.
+//!
+//! - `shape`: which messages travel, which tool calls stay structured (the target has a tool of
+//!   the same kind) and which become text;
+//! - `brief`: the handoff brief the next agent reads first;
+//! - `summary`: the extractive summary of the turns left out;
+//! - `fit`: the layered fit to the target's token budget;
+//! - `calls`: tool calls as text (a transcript, or one line).
+//!
+//! The result is still a neutral `Session`; the target adapter only serialises it.
+
+pub mod brief;
+pub mod calls;
+pub mod fit;
+pub mod shape;
+pub mod summary;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::adapter::{Adapter, ReadOptions};
+use crate::config::Config;
+use crate::model::{GitInfo, Session};
+
+pub use fit::{FitReport, Part};
+pub use shape::ShapeStats;
+
+/// A relay keeps at most `fit::TOOL_OUTPUT_MAX` characters of any tool output, so it reads no
+/// more.
+pub fn read_options() -> ReadOptions {
+    ReadOptions {
+        max_tool_output: Some(fit::TOOL_OUTPUT_MAX),
+    }
+}
+
+/// The budget for a target and how it was derived.
+pub fn budget_for(cfg: &Config, target: &dyn Adapter, flag: Option<usize>) -> (usize, String) {
+    match flag {
+        Some(n) => (n, "--budget".into()),
+        None => {
+            let a = cfg.agent(target.name());
+            (
+                a.budget(),
+                format!(
+                    "({} context_window - {} reserved_tokens) x {} safety_ratio",
+                    a.context_window, a.reserved_tokens, a.safety_ratio
+                ),
+            )
+        }
+    }
+}
+
+/// What a relay to one target carries, and how it was made to fit.
+pub struct Plan {
+    /// The session to write: the brief first, then what fits.
+    pub session: Session,
+    pub shape: ShapeStats,
+    pub fit: FitReport,
+    pub budget_from: String,
+}
+
+/// The parts of a plan a report shows.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PlanReport {
+    pub budget_from: String,
+    pub shape: ShapeStats,
+    pub fit: FitReport,
+}
+
+impl Plan {
+    pub fn report(&self) -> PlanReport {
+        PlanReport {
+            budget_from: self.budget_from.clone(),
+            shape: self.shape.clone(),
+            fit: self.fit.clone(),
+        }
+    }
+}
+
+/// Where and as what the relayed session will live.
+pub struct Target<'a> {
+    pub adapter: &'a dyn Adapter,
+    /// The new session's id.
+    pub id: &'a str,
+    /// The directory it will be resumed in.
+    pub cwd: &'a str,
+    pub title: &'a str,
+    /// `--budget`, overriding the target's configured budget.
+    pub budget: Option<usize>,
+}
+
+/// Shapes a source session for the target and fits it to the budget: what a relay writes.
+pub fn plan(cfg: &Config, source: &Session, t: &Target) -> Result<Plan> {
+    let git = brief::git_state(t.cwd, source.git.as_ref());
+    let brief_text = brief::brief(&brief::BriefInput {
+        session: source,
+        source_display: crate::adapters::display_name(&source.agent),
+        title: t.title,
+        cwd: t.cwd,
+        git: &git,
+    });
+    let (shaped, shape_stats) = shape::shape(source, t.adapter, t.id, brief_text.clone());
+    let (budget, budget_from) = budget_for(cfg, t.adapter, t.budget);
+    let params = fit::FitParams {
+        budget,
+        tokenizer: cfg.agent(t.adapter.name()).tokenizer,
+        recent_turns: cfg.relay.recent_turns,
+        summary_max_tokens: cfg.relay.summary_max_tokens,
+        tool_call_keep_recent: cfg.relay.tool_call_keep_recent,
+    };
+    let (mut fitted, report) = fit::fit(shaped, brief_text, &params)?;
+    // The relayed session lives where it will be resumed.
+    fitted.cwd = Some(t.cwd.to_string());
+    if let Some(g) = fitted.git.as_mut() {
+        if git.live {
+            g.branch = git.branch.clone().or(g.branch.take());
+            g.commit = git.commit.clone().or(g.commit.take());
+        }
+    } else if git.live {
+        fitted.git = Some(GitInfo {
+            branch: git.branch.clone(),
+            commit: git.commit.clone(),
+            remote: None,
+        });
+    }
+    Ok(Plan {
+        session: fitted,
+        shape: shape_stats,
+        fit: report,
+        budget_from,
+    })
+}

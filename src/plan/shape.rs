@@ -1,0 +1,177 @@
+//! Turning a neutral session into the shape a target agent can take: which messages travel,
+//! which tool calls stay structured (the target has an equivalent tool) and which become
+//! readable text, and the preamble that tells the next agent where the session came from.
+//!
+//! The result is still a neutral `Session`; the target adapter only serialises it. The same
+//! shaped session is what the written file is verified against after it is read back.
+
+use std::collections::{HashMap, HashSet};
+
+use super::calls;
+use crate::adapter::Adapter;
+use crate::model::{Message, Role, Session};
+
+/// What `shape` did, for the report.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct ShapeStats {
+    pub structured_tool_calls: usize,
+    pub text_tool_calls: usize,
+    pub dropped_context: usize,
+    pub dropped_orphan_results: usize,
+    pub reasoning: usize,
+}
+
+/// Builds the target-shaped session. `preamble` is the first message the next agent reads.
+pub fn shape(
+    source: &Session,
+    target: &dyn Adapter,
+    new_id: &str,
+    preamble: String,
+) -> (Session, ShapeStats) {
+    let mut out = Session::new(target.name(), "relay", new_id);
+    out.cwd = source.cwd.clone();
+    out.git = source.git.clone();
+    out.title = source.title.clone();
+    out.todos = source.todos.clone();
+    out.files_touched = source.files_touched.clone();
+    out.created = source.created.clone();
+    out.updated = source.updated.clone();
+    let mut stats = ShapeStats::default();
+
+    out.messages.push(
+        Message::new(Role::System, preamble)
+            .with_time(source.created.clone())
+            .with_meta("kind", "relay_preamble"),
+    );
+
+    // Pair calls and results by id first: parallel calls complete out of order.
+    let mut result_of: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in source.messages.iter().enumerate() {
+        if m.role == Role::ToolResult
+            && let Some(id) = m.tool_call_id.as_deref()
+        {
+            result_of.entry(id).or_insert(i);
+        }
+    }
+    let mut structured: HashSet<String> = HashSet::new();
+    let mut text_calls: HashMap<String, usize> = HashMap::new();
+    let mut used_results: HashSet<usize> = HashSet::new();
+    let mut id_map: HashMap<String, String> = HashMap::new();
+
+    for (i, m) in source.messages.iter().enumerate() {
+        match m.role {
+            Role::User => out.messages.push(carry(m, Role::User, m.content.clone())),
+            Role::Assistant => {
+                if !m.content.trim().is_empty() {
+                    out.messages
+                        .push(carry(m, Role::Assistant, m.content.clone()));
+                }
+            }
+            Role::Reasoning => {
+                if !m.content.trim().is_empty() {
+                    stats.reasoning += 1;
+                    out.messages
+                        .push(carry(m, Role::Reasoning, m.content.clone()));
+                }
+            }
+            Role::System => match m.kind() {
+                // The summary a compaction left is the only record of what came before it.
+                Some("compact_summary") => out.messages.push(
+                    carry(m, Role::System, m.content.clone()).with_meta("kind", "carried_summary"),
+                ),
+                Some("compaction") if m.content.len() > 40 => out.messages.push(
+                    carry(m, Role::System, m.content.clone()).with_meta("kind", "carried_summary"),
+                ),
+                // Injected environment, instructions and UI lines describe the source agent's
+                // own setup; the target injects its own.
+                _ => stats.dropped_context += 1,
+            },
+            Role::ToolCall => {
+                let id = m.tool_call_id.clone().unwrap_or_default();
+                let result = result_of.get(id.as_str()).copied();
+                let same_agent = source.agent == target.name();
+                let native = result.and_then(|_| target.native_tool(m, same_agent));
+                match native {
+                    Some((native_name, native_input)) => {
+                        stats.structured_tool_calls += 1;
+                        let new_id = sanitize_call_id(&id, id_map.len());
+                        id_map.insert(id.clone(), new_id.clone());
+                        structured.insert(id.clone());
+                        let mut c = carry(m, Role::ToolCall, m.content.clone());
+                        c.tool_call_id = Some(new_id);
+                        c.tool_name = Some(native_name);
+                        c.tool_input = Some(native_input);
+                        c.tool_kind = m.tool_kind;
+                        c.key_arg = m.key_arg.clone();
+                        if let Some(custom) = m.metadata.get("custom") {
+                            c.metadata.insert("custom".into(), custom.clone());
+                        }
+                        out.messages.push(c);
+                    }
+                    None => {
+                        stats.text_tool_calls += 1;
+                        match result {
+                            // Rendered where the result arrives, with it.
+                            Some(_) => {
+                                text_calls.insert(id, i);
+                            }
+                            None => out.messages.push(
+                                carry(m, Role::Assistant, calls::transcript(m, None))
+                                    .with_meta("kind", "tool_transcript")
+                                    .with_meta("oneline", calls::one_line(m, None)),
+                            ),
+                        }
+                    }
+                }
+            }
+            Role::ToolResult => {
+                let id = m.tool_call_id.clone().unwrap_or_default();
+                let is_answer = result_of.get(id.as_str()) == Some(&i);
+                if !is_answer || !used_results.insert(i) {
+                    stats.dropped_orphan_results += 1;
+                    continue;
+                }
+                if structured.contains(&id) {
+                    let mut r = carry(m, Role::ToolResult, m.content.clone());
+                    r.tool_call_id = id_map.get(&id).cloned();
+                    r.is_error = m.is_error;
+                    if let Some(code) = m.metadata.get("exit_code") {
+                        r.metadata.insert("exit_code".into(), code.clone());
+                    }
+                    out.messages.push(r);
+                } else if let Some(&call) = text_calls.get(&id) {
+                    out.messages.push(
+                        carry(
+                            m,
+                            Role::Assistant,
+                            calls::transcript(&source.messages[call], Some(m)),
+                        )
+                        .with_meta("kind", "tool_transcript"),
+                    );
+                } else {
+                    // A result whose call never appeared: nothing can be paired with it.
+                    stats.dropped_orphan_results += 1;
+                }
+            }
+        }
+    }
+    (out, stats)
+}
+
+/// A message for the target, keeping the source's time.
+fn carry(m: &Message, role: Role, content: String) -> Message {
+    Message::new(role, content).with_time(m.timestamp.clone())
+}
+
+/// Tool call ids must match `[A-Za-z0-9_-]+` for the Anthropic API; Codex ids already do.
+fn sanitize_call_id(id: &str, n: usize) -> String {
+    if !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        id.to_string()
+    } else {
+        format!("toolu_relay_{n:06}")
+    }
+}

@@ -1,0 +1,39 @@
+use std::io::{self, Write};
+
+use super::Text;
+use crate::commands::export::Report;
+
+/// The export's own output is the document; this report goes to standard error.
+impl Text for Report {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        if let Some(counts) = self.redactions.0.as_ref().filter(|c| !c.is_empty()) {
+            writeln!(
+                out,
+                "masked {} secret(s): {}",
+                self.redactions.total(),
+                counts
+                    .iter()
+                    .map(|(k, n)| format!("{k} {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
+        }
+        if let Some(f) = &self.fitted {
+            writeln!(
+                out,
+                "fitted for {}: {} of {} tokens ({})",
+                crate::adapters::display_name(&f.to),
+                f.total_tokens,
+                f.budget,
+                f.budget_from
+            )?;
+        }
+        for w in &self.warnings {
+            writeln!(out, "warning: {w}")?;
+        }
+        if let Some(p) = &self.output {
+            writeln!(out, "wrote {p}")?;
+        }
+        Ok(())
+    }
+}

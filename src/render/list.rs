@@ -1,0 +1,64 @@
+use std::io::{self, Write};
+
+use colored::Colorize;
+
+use super::{Text, short_id};
+use crate::commands::list::Report;
+use crate::text::{human_size, one_line, truncate_chars};
+
+impl Text for Report {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        super::warnings(&self.warnings);
+        if self.sessions.is_empty() {
+            match &self.dir {
+                None => writeln!(out, "No sessions.")?,
+                Some(dir) => writeln!(
+                    out,
+                    "No sessions for {dir}. Use --all to list every directory's sessions."
+                )?,
+            }
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "{}",
+            format!(
+                "{:<16}  {:<6}  {:<8}  {:>5}  {:>7}  {}",
+                "UPDATED", "AGENT", "ID", "MSGS", "SIZE", "TITLE"
+            )
+            .bold()
+        )?;
+        for s in &self.sessions {
+            let updated = s
+                .sort_time()
+                .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                .unwrap_or_else(|| "-".into());
+            let mut title = truncate_chars(&one_line(s.title.as_deref().unwrap_or("")), 60);
+            if s.archived {
+                title = format!("[archived] {title}");
+            }
+            if s.subagents > 0 {
+                title = format!("{title} (+{} subagent)", s.subagents);
+            }
+            writeln!(
+                out,
+                "{:<16}  {:<6}  {:<8}  {:>5}  {:>7}  {}",
+                updated,
+                s.agent,
+                short_id(&s.id),
+                s.messages,
+                human_size(s.size),
+                title
+            )?;
+            if self.dir.is_none() {
+                writeln!(
+                    out,
+                    "{:<16}  {}",
+                    "",
+                    s.cwd.as_deref().unwrap_or("(no cwd)").dimmed()
+                )?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,101 @@
+use std::io::{self, Write};
+
+use super::Text;
+use crate::commands::Redactions;
+use crate::commands::relay::Report;
+use crate::text::human_size;
+
+/// `3 masked (github_token 2, aws_access_key 1)`, `none found`, or `NOT masked`.
+pub fn redactions(r: &Redactions) -> String {
+    match &r.0 {
+        Some(c) if c.is_empty() => "none found".into(),
+        Some(c) => format!(
+            "{} masked ({})",
+            r.total(),
+            c.iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => "NOT masked (--no-redact)".into(),
+    }
+}
+
+impl Text for Report {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        super::warnings(&self.warnings);
+        let target_display = crate::adapters::display_name(&self.target.agent);
+        if self.already_relayed {
+            writeln!(
+                out,
+                "Already relayed as {target_display} session {} ({}) on {}; the source has not changed since. \
+                 Use --force to relay again.",
+                self.target.id,
+                self.target.path,
+                self.relayed_at.as_deref().unwrap_or("?")
+            )?;
+            if !self.resume_command.is_empty() {
+                writeln!(out, "Resume it with:\n  {}", self.resume_command)?;
+            }
+            return Ok(());
+        }
+        let dry = self.dry_run;
+        if dry {
+            writeln!(out, "Dry run: nothing was written.")?;
+        }
+        writeln!(
+            out,
+            "{} {} session {} -> {target_display} session {}",
+            if dry { "Would relay" } else { "Relayed" },
+            crate::adapters::display_name(&self.source.agent),
+            self.source.id,
+            self.target.id
+        )?;
+        writeln!(
+            out,
+            "  {} {} ({} messages, {})",
+            if dry { "would write" } else { "wrote" },
+            self.target.path,
+            self.messages,
+            human_size(self.bytes as u64)
+        )?;
+        writeln!(out, "  title      {}", self.title)?;
+        writeln!(out, "  directory  {}", self.cwd)?;
+        let shape = &self.plan.shape;
+        writeln!(
+            out,
+            "  tool calls {} kept structured, {} carried as text",
+            shape.structured_tool_calls, shape.text_tool_calls
+        )?;
+        for n in &self.notes {
+            writeln!(out, "  note: {n}")?;
+        }
+        writeln!(out, "  secrets    {}", redactions(&self.redactions))?;
+        let fit = &self.plan.fit;
+        if dry {
+            super::fit::itemized(fit, &self.plan.budget_from, out)?;
+        } else {
+            writeln!(
+                out,
+                "  budget     {} of {} tokens ({} turns kept verbatim, {} summarized)",
+                fit.total_tokens,
+                fit.budget,
+                fit.recent_kept.turns + fit.always_kept.turns,
+                fit.dropped.turns
+            )?;
+        }
+        if !self.resume_command.is_empty() {
+            writeln!(
+                out,
+                "{}\n  {}",
+                if dry {
+                    "It would resume with:"
+                } else {
+                    "Resume it with:"
+                },
+                self.resume_command
+            )?;
+        }
+        Ok(())
+    }
+}

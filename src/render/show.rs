@@ -1,0 +1,179 @@
+use std::io::{self, Write};
+
+use colored::Colorize;
+
+use super::Text;
+use crate::commands::show::{FitPreview, Report, SessionReport};
+use crate::model::{Timestamp, TodoStatus};
+use crate::text::{one_line, truncate_chars};
+
+impl Text for Report {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        match self {
+            Report::Session(r) => r.text(out),
+            Report::Fit(r) => r.text(out),
+        }
+    }
+}
+
+impl Text for FitPreview {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        super::warnings(&self.warnings);
+        writeln!(
+            out,
+            "{} session {} relayed to {} (nothing written):",
+            crate::adapters::display_name(&self.source.agent),
+            self.source.id,
+            crate::adapters::display_name(&self.to)
+        )?;
+        super::fit::itemized(&self.plan.fit, &self.plan.budget_from, out)
+    }
+}
+
+impl Text for SessionReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let s = &self.session;
+        let field = |label: &str, value: &str| format!("  {:<10} {}", format!("{label}:"), value);
+        let display = crate::adapters::display_name(&s.agent);
+        writeln!(
+            out,
+            "{} {} {}",
+            display.bold(),
+            s.id.bold(),
+            if s.archived { "(archived)" } else { "" }
+        )?;
+        if let Some(p) = &s.source_path {
+            writeln!(out, "{}", field("path", p))?;
+        }
+        writeln!(out, "{}", field("cwd", s.cwd.as_deref().unwrap_or("-")))?;
+        if let Some(g) = &s.git {
+            let mut parts = Vec::new();
+            if let Some(b) = &g.branch {
+                parts.push(format!("branch {b}"));
+            }
+            if let Some(c) = &g.commit {
+                parts.push(format!("commit {c}"));
+            }
+            if let Some(r) = &g.remote {
+                parts.push(format!("remote {r}"));
+            }
+            writeln!(out, "{}", field("git", &parts.join(", ")))?;
+        }
+        let ts = |t: &Option<Timestamp>| {
+            t.as_ref()
+                .map(|t| t.utc.clone().unwrap_or_else(|| t.original.clone()))
+                .unwrap_or_else(|| "-".into())
+        };
+        writeln!(out, "{}", field("created", &ts(&s.created)))?;
+        writeln!(out, "{}", field("updated", &ts(&s.updated)))?;
+        writeln!(
+            out,
+            "{}",
+            field(
+                "source",
+                &format!(
+                    "{display} {} (format {})",
+                    s.source_version.as_deref().unwrap_or("(version unknown)"),
+                    s.format
+                )
+            )
+        )?;
+        if let Some(p) = &s.parent_id {
+            writeln!(out, "{}", field("parent", p))?;
+        }
+        writeln!(
+            out,
+            "{}",
+            field(
+                "title",
+                &truncate_chars(&one_line(s.title.as_deref().unwrap_or("-")), 100)
+            )
+        )?;
+
+        let parts: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect();
+        writeln!(
+            out,
+            "\n{} {} ({})",
+            "Messages:".bold(),
+            self.messages,
+            parts.join(", ")
+        )?;
+        if !self.tool_calls.is_empty() {
+            let parts: Vec<String> = self
+                .tool_calls
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            writeln!(out, "{} {}", "Tool calls:".bold(), parts.join(", "))?;
+        }
+        writeln!(
+            out,
+            "{} {} ({})",
+            "Estimated tokens:".bold(),
+            self.estimated_tokens,
+            self.tokenizer
+        )?;
+        if !s.files_touched.is_empty() {
+            writeln!(out, "\n{}", "Files touched:".bold())?;
+            for f in &s.files_touched {
+                writeln!(out, "  {f}")?;
+            }
+        }
+        if !s.todos.is_empty() {
+            writeln!(out, "\n{}", "Todo / plan:".bold())?;
+            for t in &s.todos {
+                let mark = match t.status {
+                    TodoStatus::Completed => "[x]",
+                    TodoStatus::InProgress => "[~]",
+                    TodoStatus::Pending => "[ ]",
+                };
+                writeln!(out, "  {mark} {}", one_line(&t.text))?;
+            }
+        }
+        if !s.subagents.is_empty() {
+            writeln!(out, "\n{}", "Subagents:".bold())?;
+            for a in &s.subagents {
+                writeln!(
+                    out,
+                    "  {} {} {}",
+                    a.id,
+                    a.agent_type.as_deref().unwrap_or(""),
+                    a.path.dimmed()
+                )?;
+            }
+        }
+        let st = &s.stats;
+        let mut read = vec![format!("{} lines", st.lines)];
+        read.push(format!("{} malformed", st.malformed_lines));
+        if st.abandoned_branch_lines > 0 {
+            read.push(format!(
+                "{} on abandoned branches",
+                st.abandoned_branch_lines
+            ));
+        }
+        if st.sidechain_lines > 0 {
+            read.push(format!("{} sidechain", st.sidechain_lines));
+        }
+        let unknown: usize = st.unknown_types.values().sum();
+        if unknown > 0 {
+            read.push(format!("{unknown} of unknown type"));
+        }
+        writeln!(out, "\n{} {}", "Read:".bold(), read.join(", "))?;
+        if !s.warnings.is_empty() {
+            writeln!(
+                out,
+                "\n{} ({})",
+                "Warnings".yellow().bold(),
+                s.warnings.len()
+            )?;
+            for w in crate::commands::reader_warnings(s) {
+                writeln!(out, "  {w}")?;
+            }
+        }
+        Ok(())
+    }
+}

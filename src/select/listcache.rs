@@ -1,0 +1,125 @@
+//! A cache of listing summaries keyed by file path, size and modification time, so that a
+//! warm `list` of thousands of sessions reads only directory entries and one small file.
+//! Agents only append to sessions, which changes both size and mtime: a changed file is
+//! scanned again. The cache lives in the state dir; when it cannot be read or written the
+//! listing simply scans.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::UNIX_EPOCH;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::model::Summary;
+
+#[derive(Clone, Serialize, Deserialize)]
+struct Cached {
+    size: u64,
+    mtime_ns: u128,
+    summary: Summary,
+}
+
+#[derive(Default)]
+pub struct ListCache {
+    file: Option<PathBuf>,
+    old: HashMap<String, Cached>,
+    seen: Mutex<HashMap<String, Cached>>,
+    dirty: Mutex<bool>,
+}
+
+const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct OnDisk {
+    version: u32,
+    tool_version: String,
+    entries: HashMap<String, Cached>,
+}
+
+impl ListCache {
+    /// A cache that never remembers (tests of the scanners, or no state dir).
+    pub fn none() -> ListCache {
+        ListCache::default()
+    }
+
+    pub fn load() -> ListCache {
+        let Some(file) = crate::paths::state_dir().map(|d| d.join("list-cache.json")) else {
+            return ListCache::none();
+        };
+        let old = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<OnDisk>(&b).ok())
+            // A new version of the scanners may count differently: start over.
+            .filter(|d| d.version == VERSION && d.tool_version == env!("CARGO_PKG_VERSION"))
+            .map(|d| d.entries)
+            .unwrap_or_default();
+        ListCache {
+            file: Some(file),
+            old,
+            ..Default::default()
+        }
+    }
+
+    /// The summary of `path`: from the cache when the file is unchanged, else from `scan`.
+    pub fn summarize(
+        &self,
+        path: &Path,
+        scan: impl FnOnce(&Path) -> Result<Summary>,
+    ) -> Result<Summary> {
+        let meta = std::fs::metadata(path)?;
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let key = path.display().to_string();
+        if let Some(c) = self.old.get(&key)
+            && c.size == meta.len()
+            && c.mtime_ns == mtime_ns
+            && mtime_ns != 0
+        {
+            self.seen.lock().unwrap().insert(key, c.clone());
+            return Ok(c.summary.clone());
+        }
+        let summary = scan(path)?;
+        *self.dirty.lock().unwrap() = true;
+        self.seen.lock().unwrap().insert(
+            key,
+            Cached {
+                size: meta.len(),
+                mtime_ns,
+                summary: summary.clone(),
+            },
+        );
+        Ok(summary)
+    }
+
+    /// Writes what this listing saw (atomically), dropping files that are gone.
+    pub fn save(&self) {
+        let Some(file) = &self.file else { return };
+        let seen = self.seen.lock().unwrap();
+        let dirty = *self.dirty.lock().unwrap() || seen.len() != self.old.len();
+        if !dirty {
+            return;
+        }
+        let disk = OnDisk {
+            version: VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            entries: seen.clone(),
+        };
+        let Some(dir) = file.parent() else { return };
+        let write = || -> Result<()> {
+            std::fs::create_dir_all(dir)?;
+            let mut tmp = tempfile::Builder::new()
+                .prefix(".list-cache.")
+                .tempfile_in(dir)?;
+            serde_json::to_writer(&mut tmp, &disk)?;
+            tmp.persist(file)?;
+            Ok(())
+        };
+        // A cache that cannot be written only costs the next listing a scan.
+        let _ = write();
+    }
+}

@@ -1,0 +1,345 @@
+//! The select stage: finding sessions across every agent's store (discover, list, cache) and
+//! resolving a session selector to one file and the adapter that reads it.
+
+pub mod listcache;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::adapter::{Adapter, ReadOptions};
+use crate::adapters;
+use crate::config::Config;
+use crate::exit::{CliError, ExitCode};
+use crate::model::{Session, Summary, neutral};
+
+/// One agent's store as configured.
+pub struct Store {
+    pub adapter: &'static dyn Adapter,
+    pub home: PathBuf,
+}
+
+impl Store {
+    pub fn exists(&self) -> bool {
+        self.adapter
+            .store_dirs(&self.home)
+            .iter()
+            .any(|d| d.is_dir())
+    }
+}
+
+/// The configured stores, optionally only one agent's.
+pub fn stores(cfg: &Config, agent: Option<&str>) -> Vec<Store> {
+    adapters::registry()
+        .iter()
+        .copied()
+        .filter(|a| agent.is_none_or(|n| n == a.name()))
+        .map(|a| Store {
+            adapter: a,
+            home: cfg.agent(a.name()).session_root.clone(),
+        })
+        .collect()
+}
+
+/// The stores that exist; an error naming every path tried when none does.
+pub fn existing_stores(cfg: &Config, agent: Option<&str>) -> Result<Vec<Store>> {
+    let all = stores(cfg, agent);
+    let tried: Vec<String> = all
+        .iter()
+        .flat_map(|s| {
+            s.adapter
+                .store_dirs(&s.home)
+                .into_iter()
+                .map(|d| format!("  {} ({})", d.display(), s.adapter.display_name()))
+        })
+        .collect();
+    let found: Vec<Store> = all.into_iter().filter(Store::exists).collect();
+    if found.is_empty() {
+        let hints: Vec<String> = stores(cfg, agent)
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}=DIR or --home {}=DIR or agents.{}.session_root in the config file",
+                    s.adapter.home_env(),
+                    s.adapter.name(),
+                    s.adapter.name()
+                )
+            })
+            .collect();
+        return Err(CliError::new(
+            ExitCode::NoStore,
+            format!(
+                "no session store found. Tried:\n{}\nPoint the tool at a store with {}.",
+                tried.join("\n"),
+                hints.join("; or ")
+            ),
+        )
+        .into());
+    }
+    Ok(found)
+}
+
+/// Every session in the existing stores, newest first (subagent transcripts included, with
+/// `parent_id`), and what could not be listed.
+pub struct Listing {
+    pub sessions: Vec<Summary>,
+    /// Files that could not be scanned, with the reason.
+    pub warnings: Vec<String>,
+}
+
+pub fn list_all(cfg: &Config, agent: Option<&str>) -> Result<Listing> {
+    use rayon::prelude::*;
+    let cache = listcache::ListCache::load();
+    let mut sessions = Vec::new();
+    let mut warnings = Vec::new();
+    for s in existing_stores(cfg, agent)? {
+        let titles = s.adapter.index_titles(&s.home);
+        // Files are independent; on a store of thousands the scan is I/O bound and spreads
+        // well over the cores.
+        let scanned: Vec<Result<Summary, String>> = s
+            .adapter
+            .session_files(&s.home)
+            .par_iter()
+            .map(|path| {
+                cache
+                    .summarize(path, |p| s.adapter.scan(p))
+                    .map_err(|e| format!("{}: {e:#}", path.display()))
+            })
+            .collect();
+        let start = sessions.len();
+        for r in scanned {
+            match r {
+                Ok(mut summary) => {
+                    if let Some(t) = titles.get(&summary.id) {
+                        summary.title = Some(t.clone());
+                    }
+                    sessions.push(summary);
+                }
+                Err(w) => warnings.push(w),
+            }
+        }
+        count_subagents(&mut sessions[start..]);
+    }
+    cache.save();
+    sort_newest_first(&mut sessions);
+    Ok(Listing { sessions, warnings })
+}
+
+/// Parents count the subagent transcripts that name them.
+fn count_subagents(sessions: &mut [Summary]) {
+    let mut counts: std::collections::HashMap<String, usize> = Default::default();
+    for s in sessions.iter() {
+        if let Some(p) = &s.parent_id {
+            *counts.entry(p.clone()).or_default() += 1;
+        }
+    }
+    for s in sessions.iter_mut().filter(|s| s.parent_id.is_none()) {
+        s.subagents = counts.get(&s.id).copied().unwrap_or(0);
+    }
+}
+
+pub fn sort_newest_first(v: &mut [Summary]) {
+    v.sort_by(|a, b| {
+        b.sort_time()
+            .cmp(&a.sort_time())
+            .then_with(|| a.id.cmp(&b.id))
+    });
+}
+
+/// Whether a session belongs to `dir` (both CLIs scope by exact working directory).
+pub fn same_dir(session_cwd: Option<&str>, dir: &Path) -> bool {
+    let Some(cwd) = session_cwd else { return false };
+    let cwd = Path::new(cwd);
+    if cwd == dir {
+        return true;
+    }
+    let canon = |p: &Path| std::fs::canonicalize(p).ok();
+    match (canon(cwd), canon(dir)) {
+        (Some(a), Some(b)) => a == b,
+        (None, Some(b)) => cwd == b,
+        _ => false,
+    }
+}
+
+/// A resolved session: where it is and which adapter reads it.
+pub struct Located {
+    pub path: PathBuf,
+    /// `None` for a neutral export file.
+    pub adapter: Option<&'static dyn Adapter>,
+    pub home: Option<PathBuf>,
+}
+
+impl Located {
+    pub fn read(&self) -> Result<Session> {
+        self.read_with(Default::default())
+    }
+
+    pub fn read_with(&self, opts: ReadOptions) -> Result<Session> {
+        match self.adapter {
+            Some(a) => a
+                .read_with(&self.path, self.home.as_deref(), opts)
+                .with_context(|| format!("reading {}", self.path.display())),
+            None => neutral::read(&self.path),
+        }
+    }
+}
+
+pub struct SelectScope<'a> {
+    pub agent: Option<&'a str>,
+    pub cwd: PathBuf,
+}
+
+/// Resolves a selector: `latest`, a file path, a full id or a unique id prefix.
+pub fn select(cfg: &Config, selector: &str, scope: &SelectScope) -> Result<Located> {
+    if selector == "latest" {
+        return latest(cfg, scope);
+    }
+    let as_path = Path::new(selector);
+    let looks_like_path = selector.contains(std::path::MAIN_SEPARATOR)
+        || selector.ends_with(".jsonl")
+        || selector.ends_with(".json")
+        || selector.ends_with(".zst");
+    if looks_like_path || (as_path.exists() && as_path.is_file()) {
+        return locate_file(cfg, as_path);
+    }
+    let mut matches: Vec<(String, &'static dyn Adapter, PathBuf, PathBuf)> = Vec::new();
+    for s in existing_stores(cfg, scope.agent)? {
+        for (id, path) in s.adapter.ids(&s.home) {
+            if id.starts_with(selector) {
+                matches.push((id, s.adapter, path, s.home.clone()));
+            }
+        }
+    }
+    // A full id wins over longer ids it is a prefix of.
+    if let Some(exact) = matches.iter().position(|m| m.0 == selector) {
+        let m = matches.swap_remove(exact);
+        return Ok(Located {
+            path: m.2,
+            adapter: Some(m.1),
+            home: Some(m.3),
+        });
+    }
+    match matches.len() {
+        0 => Err(CliError::new(
+            ExitCode::NotFound,
+            format!(
+                "no session matches `{selector}`. Try `session-relay list --all` to see ids, or pass a file path."
+            ),
+        )
+        .into()),
+        1 => {
+            let m = matches.pop().unwrap();
+            Ok(Located {
+                path: m.2,
+                adapter: Some(m.1),
+                home: Some(m.3),
+            })
+        }
+        n => {
+            matches.sort_by(|a, b| a.0.cmp(&b.0));
+            let list: Vec<String> = matches
+                .iter()
+                .map(|m| format!("  {} {} {}", m.1.name(), m.0, m.2.display()))
+                .collect();
+            Err(CliError::new(
+                ExitCode::NotFound,
+                format!(
+                    "`{selector}` is ambiguous: {n} sessions match. Use more characters:\n{}",
+                    list.join("\n")
+                ),
+            )
+            .into())
+        }
+    }
+}
+
+fn latest(cfg: &Config, scope: &SelectScope) -> Result<Located> {
+    let all = list_all(cfg, scope.agent)?;
+    let newest = all
+        .sessions
+        .into_iter()
+        .filter(|s| s.parent_id.is_none() && same_dir(s.cwd.as_deref(), &scope.cwd))
+        .find(|_| true);
+    match newest {
+        Some(s) => Ok(Located {
+            adapter: adapters::by_name(&s.agent),
+            home: Some(cfg.agent(&s.agent).session_root.clone()),
+            path: s.path,
+        }),
+        None => Err(CliError::new(
+            ExitCode::NotFound,
+            format!(
+                "no {}session for {}. Use --cwd DIR, or pick one from `session-relay list --all`.",
+                scope.agent.map(|a| format!("{a} ")).unwrap_or_default(),
+                scope.cwd.display()
+            ),
+        )
+        .into()),
+    }
+}
+
+/// A session named by its file: the adapter is chosen by the store it is in, else by content.
+pub fn locate_file(cfg: &Config, path: &Path) -> Result<Located> {
+    let meta = std::fs::metadata(path).map_err(|e| {
+        CliError::new(
+            ExitCode::NotFound,
+            format!("cannot open session file {}: {e}", path.display()),
+        )
+    })?;
+    if meta.is_dir() {
+        return Err(CliError::new(
+            ExitCode::NotFound,
+            format!(
+                "{} is a directory; pass a session file, an id or `latest`",
+                path.display()
+            ),
+        )
+        .into());
+    }
+    if !meta.is_file() {
+        return Err(CliError::new(
+            ExitCode::NotFound,
+            format!("{} is not a regular file", path.display()),
+        )
+        .into());
+    }
+    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    for s in stores(cfg, None) {
+        for dir in s.adapter.store_dirs(&s.home) {
+            let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+            if abs.starts_with(&dir) {
+                return Ok(Located {
+                    path: path.to_path_buf(),
+                    adapter: Some(s.adapter),
+                    home: Some(s.home.clone()),
+                });
+            }
+        }
+    }
+    let head = crate::jsonl::head(path, 64 * 1024)?;
+    if neutral::claims(&head) {
+        return Ok(Located {
+            path: path.to_path_buf(),
+            adapter: None,
+            home: None,
+        });
+    }
+    for a in adapters::registry() {
+        if a.claims(path, &head) {
+            return Ok(Located {
+                path: path.to_path_buf(),
+                adapter: Some(*a),
+                home: None,
+            });
+        }
+    }
+    Err(CliError::new(
+        ExitCode::NotFound,
+        format!(
+            "{} does not look like a session of any known agent ({}) nor a session-relay export",
+            path.display(),
+            adapters::names().join(", ")
+        ),
+    )
+    .into())
+}

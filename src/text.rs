@@ -1,0 +1,113 @@
+//! Small text helpers shared by every stage: one-line titles, cut text, sizes and ages.
+
+/// Shortens text to at most `max` characters on a character boundary, marking the cut.
+pub fn truncate_chars(s: &str, max: usize) -> String {
+    let s = s.trim();
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// One line of text for titles and listings: whitespace collapsed.
+pub fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Long outputs keep their head and tail, with a marker saying how much was cut.
+pub fn trim_output(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_string();
+    }
+    let head_len = max * 2 / 3;
+    let tail_len = max - head_len;
+    let head: String = text.chars().take(head_len).collect();
+    let tail: String = text.chars().skip(n - tail_len).collect();
+    format!(
+        "{head}\n[… {} chars cut …]\n{tail}",
+        n - head_len - tail_len
+    )
+}
+
+/// `1536` -> `1.5 KB`.
+pub fn human_size(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// `30d`, `12h`, `2w`, `45m`, `0d`.
+pub fn parse_age(s: &str) -> Result<chrono::Duration, String> {
+    use chrono::Duration;
+    let s = s.trim();
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: i64 = num
+        .parse()
+        .map_err(|_| format!("expected a number and a unit (30d, 12h, 2w, 45m), got `{s}`"))?;
+    match unit {
+        "d" | "" => Ok(Duration::days(n)),
+        "h" => Ok(Duration::hours(n)),
+        "w" => Ok(Duration::weeks(n)),
+        "m" => Ok(Duration::minutes(n)),
+        _ => Err(format!("unknown unit `{unit}` in `{s}`: use m, h, d or w")),
+    }
+}
+
+/// An age as the user would write it back (`30d`, `12h`, `45m`).
+pub fn describe_age(d: chrono::Duration) -> String {
+    if d.num_days() > 0 && d.num_hours() % 24 == 0 {
+        format!("{}d", d.num_days())
+    } else if d.num_minutes() % 60 == 0 {
+        format!("{}h", d.num_hours())
+    } else {
+        format!("{}m", d.num_minutes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_counts_characters_not_bytes() {
+        assert_eq!(truncate_chars("  日本語のテキスト  ", 4), "日本語…");
+        assert_eq!(truncate_chars("short", 10), "short");
+    }
+
+    #[test]
+    fn trimmed_output_keeps_head_and_tail_and_says_how_much_was_cut() {
+        let text: String = (0..100)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let t = trim_output(&text, 30);
+        assert!(t.starts_with(&text[..20]), "{t}");
+        assert!(t.ends_with(&text[90..]), "{t}");
+        assert!(t.contains("[… 70 chars cut …]"), "{t}");
+        assert_eq!(trim_output("short", 30), "short");
+    }
+
+    #[test]
+    fn sizes_and_ages_read_back() {
+        assert_eq!(human_size(512), "512 B");
+        assert_eq!(human_size(1536), "1.5 KB");
+        assert_eq!(human_size(3 << 30), "3.0 GB");
+        for s in ["30d", "12h", "45m"] {
+            assert_eq!(describe_age(parse_age(s).unwrap()), s);
+        }
+        assert_eq!(parse_age("2w").unwrap(), chrono::Duration::days(14));
+        assert!(parse_age("3y").is_err());
+        assert!(parse_age("d").is_err());
+    }
+}

@@ -1,0 +1,91 @@
+//! The write and verify stages: a native session lands in the target's store whole or not at
+//! all, and is read back with our own reader and compared with what was meant.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::adapter::{Adapter, NativeSession};
+use crate::model::{Role, Session};
+use crate::text::truncate_chars;
+
+/// Facts recorded in the written session itself, so that a relayed file can be recognised
+/// without the ledger.
+pub fn provenance(source: &Session, source_sha256: &str, relay_time: &str) -> Value {
+    json!({
+        "tool": "session-relay",
+        "tool_version": env!("CARGO_PKG_VERSION"),
+        "relayed_at": relay_time,
+        "source_agent": source.agent,
+        "source_id": source.id,
+        "source_path": source.source_path,
+        "source_sha256": source_sha256,
+    })
+}
+
+/// A comparable digest of the conversation: what must survive a write and a read-back.
+pub fn digest(s: &Session) -> Vec<(Role, String)> {
+    s.messages
+        .iter()
+        .filter_map(|m| match m.role {
+            Role::User | Role::Assistant => Some((m.role, m.content.trim().to_string())),
+            Role::ToolCall => Some((m.role, m.tool_name.clone().unwrap_or_default())),
+            Role::ToolResult => Some((
+                m.role,
+                format!(
+                    "{}{}",
+                    if m.is_error { "error: " } else { "" },
+                    m.content.trim()
+                ),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Writes atomically without replacing anything, then reads the file back with our own reader
+/// and compares it with what was meant to be written. On any difference the file is removed.
+pub fn write_and_verify(
+    target: &dyn Adapter,
+    native: &NativeSession,
+    shaped: &Session,
+    home: &Path,
+) -> Result<()> {
+    if let Some(dir) = native.path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    crate::fsutil::write_new_file(&native.path, &native.bytes)?;
+    let check = || -> Result<()> {
+        if let Some(t) = native.mtime {
+            let f = std::fs::File::options().write(true).open(&native.path)?;
+            f.set_modified(std::time::SystemTime::from(t))?;
+        }
+        let back = target
+            .read(&native.path, Some(home))
+            .context("reading the written session back")?;
+        let want = digest(shaped);
+        let got = digest(&back);
+        if want != got {
+            let at = want
+                .iter()
+                .zip(&got)
+                .position(|(a, b)| a != b)
+                .unwrap_or(want.len().min(got.len()));
+            bail!(
+                "read-back check failed: the written session differs from what was meant at message {at} \
+                 (meant {:?}, read {:?}); {} messages meant, {} read",
+                want.get(at).map(|m| (m.0, truncate_chars(&m.1, 80))),
+                got.get(at).map(|m| (m.0, truncate_chars(&m.1, 80))),
+                want.len(),
+                got.len()
+            );
+        }
+        Ok(())
+    };
+    if let Err(e) = check() {
+        let _ = std::fs::remove_file(&native.path);
+        return Err(e.context(format!("removed {}", native.path.display())));
+    }
+    Ok(())
+}

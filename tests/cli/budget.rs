@@ -1,0 +1,386 @@
+//! The budget fitter over generated sessions of random shapes and sizes: the relayed session
+//! never exceeds its budget, keeps what must survive, never splits a tool call from its result,
+//! and is deterministic.
+
+use std::collections::HashMap;
+
+use crate::common::Rng;
+
+use session_relay::adapters;
+use session_relay::model::{Message, Role, Session, Timestamp, Todo, TodoStatus};
+use session_relay::plan::brief::{BriefInput, GitState, brief};
+use session_relay::plan::fit::{FitParams, cost, fit};
+use session_relay::plan::shape::shape;
+use session_relay::tokens::Tokenizer;
+
+const WORDS: &[&str] = &[
+    "parser", "fix", "the", "tests", "we", "must", "never", "drop", "lines", "always", "prefer",
+    "small", "commits", "module", "error", "returns", "result", "config", "file", "refactor",
+    "decided", "to", "use", "rayon", "instead", "of", "threads", "café", "日本", "😀", "done",
+];
+
+fn text(r: &mut Rng, words: u64) -> String {
+    let mut s = String::new();
+    for i in 0..words.max(1) {
+        if i > 0 {
+            s.push(if r.chance(8) { '.' } else { ' ' });
+            if s.ends_with('.') {
+                s.push(' ');
+            }
+        }
+        s.push_str(WORDS[r.below(WORDS.len() as u64) as usize]);
+    }
+    s
+}
+
+fn session(r: &mut Rng, case: usize) -> Session {
+    let agent = if r.chance(50) { "claude" } else { "codex" };
+    let mut s = Session::new(agent, "generated", format!("gen-{case}"));
+    s.cwd = Some("/nonexistent/generated/project".into());
+    let turns = 1 + r.below(30);
+    let mut sec = 0u64;
+    let mut ts = |r: &mut Rng| {
+        sec += 1 + r.below(5);
+        Some(Timestamp::parse(&format!(
+            "2026-11-01T{:02}:{:02}:{:02}.000Z",
+            sec / 3600 % 24,
+            sec / 60 % 60,
+            sec % 60
+        )))
+    };
+    let mut call_n = 0;
+    if r.chance(20) {
+        let t = ts(r);
+        s.messages.push(
+            Message::new(Role::System, text(r, 20))
+                .with_time(t)
+                .with_meta("kind", "compact_summary"),
+        );
+    }
+    for _ in 0..turns {
+        let t = ts(r);
+        let words = if r.chance(10) {
+            400 + r.below(1500)
+        } else {
+            3 + r.below(60)
+        };
+        s.messages
+            .push(Message::new(Role::User, text(r, words)).with_time(t));
+        for _ in 0..r.below(4) {
+            if r.chance(30) {
+                let t = ts(r);
+                s.messages
+                    .push(Message::new(Role::Reasoning, text(r, 30)).with_time(t));
+            }
+            if r.chance(60) {
+                let t = ts(r);
+                let w = 5 + r.below(120);
+                s.messages
+                    .push(Message::new(Role::Assistant, text(r, w)).with_time(t));
+            }
+            // Tool calls, sometimes two in parallel with results in reverse order.
+            let parallel = if r.chance(25) { 2 } else { 1 };
+            if r.chance(70) {
+                let mut ids = Vec::new();
+                for _ in 0..parallel {
+                    call_n += 1;
+                    let id = format!("call_{call_n}");
+                    let names = [
+                        "Bash",
+                        "Read",
+                        "exec_command",
+                        "shell",
+                        "apply_patch",
+                        "Edit",
+                        "web_search",
+                    ];
+                    let name = names[r.below(names.len() as u64) as usize];
+                    let mut c = Message::new(Role::ToolCall, "").with_time(ts(r));
+                    c.tool_call_id = Some(id.clone());
+                    c.tool_name = Some(name.into());
+                    c.tool_input = Some(match name {
+                        "shell" => serde_json::json!({"command": ["bash", "-lc", text(r, 4)]}),
+                        "exec_command" => serde_json::json!({"cmd": text(r, 4)}),
+                        "apply_patch" => serde_json::json!(format!(
+                            "*** Begin Patch\n*** Update File: src/{}.rs\n@@\n-a\n+b\n*** End Patch",
+                            call_n
+                        )),
+                        _ => {
+                            serde_json::json!({"command": text(r, 3), "file_path": format!("/p/{call_n}.rs")})
+                        }
+                    });
+                    s.messages.push(c);
+                    ids.push(id);
+                }
+                if parallel == 2 {
+                    ids.reverse();
+                }
+                for id in ids {
+                    let words = if r.chance(15) {
+                        3000 + r.below(6000)
+                    } else {
+                        r.below(200)
+                    };
+                    let mut res = Message::new(Role::ToolResult, text(r, words)).with_time(ts(r));
+                    res.tool_call_id = Some(id);
+                    res.is_error = r.chance(15);
+                    s.messages.push(res);
+                }
+            }
+        }
+        if r.chance(80) {
+            let t = ts(r);
+            let w = 5 + r.below(80);
+            s.messages
+                .push(Message::new(Role::Assistant, text(r, w)).with_time(t));
+        }
+    }
+    // Orphans on both sides, as real sessions have.
+    if r.chance(15) {
+        let mut c = Message::new(Role::ToolCall, "").with_time(ts(r));
+        c.tool_call_id = Some("orphan_call".into());
+        c.tool_name = Some("Bash".into());
+        c.tool_input = Some(serde_json::json!({"command": "sleep 100"}));
+        s.messages.push(c);
+    }
+    for i in 0..r.below(7) {
+        let status = [
+            TodoStatus::Pending,
+            TodoStatus::InProgress,
+            TodoStatus::Completed,
+        ][r.below(3) as usize];
+        s.todos.push(Todo {
+            text: format!("todo {i}: {}", text(r, 4)),
+            status,
+        });
+    }
+    for i in 0..r.below(12) {
+        s.files_touched
+            .push(format!("/nonexistent/generated/project/src/file_{i}.rs"));
+    }
+    s.created = s.messages.first().and_then(|m| m.timestamp.clone());
+    s.updated = s.messages.last().and_then(|m| m.timestamp.clone());
+    s.pair_tool_calls();
+    s
+}
+
+fn check_pairs(out: &Session) -> Result<(), String> {
+    let mut calls: HashMap<&str, usize> = HashMap::new();
+    let mut results: HashMap<&str, usize> = HashMap::new();
+    for m in &out.messages {
+        match (m.role, m.tool_call_id.as_deref()) {
+            (Role::ToolCall, Some(id)) => *calls.entry(id).or_default() += 1,
+            (Role::ToolResult, Some(id)) => *results.entry(id).or_default() += 1,
+            (Role::ToolCall | Role::ToolResult, None) => {
+                return Err("tool message without id".into());
+            }
+            _ => {}
+        }
+    }
+    if calls != results || calls.values().any(|&n| n != 1) {
+        return Err(format!("calls {calls:?} vs results {results:?}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
+    let mut r = Rng(0x5e55_1011_2e1a_7001);
+    let mut ok = 0;
+    let cases = 300;
+    for case in 0..cases {
+        let source = session(&mut r, case);
+        let target_name = if r.chance(50) { "claude" } else { "codex" };
+        let target = adapters::by_name(target_name).unwrap();
+        let tokenizer = if target_name == "codex" {
+            Tokenizer::O200k
+        } else {
+            Tokenizer::Estimate
+        };
+        let git = GitState::default();
+        let brief_text = brief(&BriefInput {
+            session: &source,
+            source_display: "Generated",
+            title: "a title",
+            cwd: source.cwd.as_deref().unwrap(),
+            git: &git,
+        });
+        let (shaped, _) = shape(&source, target, "new-id", brief_text.clone());
+        let params = FitParams {
+            budget: 300 + r.below(30_000) as usize,
+            tokenizer,
+            recent_turns: 1 + r.below(10) as usize,
+            summary_max_tokens: 20 + r.below(2000) as usize,
+            tool_call_keep_recent: r.below(15) as usize,
+        };
+        let first = fit(shaped.clone(), brief_text.clone(), &params);
+        let (out, report) = match first {
+            Ok(v) => v,
+            Err(e) => {
+                // Only a budget below the always-kept layer may be refused, and then a larger
+                // one must work.
+                assert!(e.to_string().contains("too small"), "case {case}: {e}");
+                let bigger = FitParams {
+                    budget: 200_000,
+                    ..params.clone()
+                };
+                fit(shaped.clone(), brief_text.clone(), &bigger)
+                    .unwrap_or_else(|e| panic!("case {case}: {e}"));
+                continue;
+            }
+        };
+        ok += 1;
+        let counted: usize = out.messages.iter().map(|m| cost(tokenizer, m)).sum();
+        assert_eq!(
+            counted, report.total_tokens,
+            "case {case}: report matches the count"
+        );
+        assert!(
+            counted <= params.budget,
+            "case {case}: {counted} > {}",
+            params.budget
+        );
+
+        let head = |s: &str| s.chars().take(1000).collect::<String>();
+        let first_request = source.first_user_prompt().unwrap();
+        let out_users: Vec<&Message> = out
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .collect();
+        assert!(
+            out_users[0].content.starts_with(&head(first_request)),
+            "case {case}: first request lost"
+        );
+        let last_user = source
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .unwrap();
+        assert!(
+            out_users
+                .last()
+                .unwrap()
+                .content
+                .starts_with(&head(&last_user.content)),
+            "case {case}: last user message lost"
+        );
+        // What follows the last user message is all there (tools possibly shortened).
+        let brief_msg = &out.messages[0];
+        assert_eq!(brief_msg.kind(), Some("handoff_brief"));
+        for t in source
+            .todos
+            .iter()
+            .filter(|t| t.status != TodoStatus::Completed)
+        {
+            assert!(
+                brief_msg.content.contains(&t.text),
+                "case {case}: open todo {} lost",
+                t.text
+            );
+        }
+        for f in &source.files_touched {
+            assert!(
+                brief_msg.content.contains(f.as_str()),
+                "case {case}: file {f} lost"
+            );
+        }
+        check_pairs(&out).unwrap_or_else(|e| panic!("case {case}: {e}"));
+
+        let again = fit(shaped.clone(), brief_text, &params).unwrap();
+        assert_eq!(again.0, out, "case {case}: deterministic output");
+        assert_eq!(again.1, report, "case {case}: deterministic report");
+    }
+    assert!(
+        ok > cases * 7 / 10,
+        "only {ok} of {cases} budgets were feasible"
+    );
+}
+
+#[test]
+fn a_session_that_fits_is_relayed_whole() {
+    let mut r = Rng(42);
+    let source = session(&mut r, 0);
+    let target = adapters::by_name("codex").unwrap();
+    let (shaped, _) = shape(&source, target, "id", "brief".into());
+    let params = FitParams {
+        budget: 10_000_000,
+        tokenizer: Tokenizer::O200k,
+        recent_turns: 1000,
+        summary_max_tokens: 1000,
+        tool_call_keep_recent: 100_000,
+    };
+    let (out, report) = fit(shaped.clone(), "brief".into(), &params).unwrap();
+    assert_eq!(report.dropped.turns, 0);
+    assert_eq!(report.tool_calls_one_line, 0);
+    // Everything but the preamble, which the brief replaces, and over-long outputs trimmed.
+    assert_eq!(out.messages.len(), shaped.messages.len());
+}
+
+#[test]
+fn long_sessions_keep_recent_turns_and_summarize_the_rest() {
+    let mut s = Session::new("codex", "generated", "long");
+    s.cwd = Some("/x".into());
+    for i in 0..60 {
+        s.messages.push(Message::new(
+            Role::User,
+            format!("Request number {i}: please refactor module {i}"),
+        ));
+        s.messages.push(Message::new(
+            Role::Assistant,
+            format!(
+                "We decided to split module {i} into two parts. {}",
+                "detail ".repeat(60)
+            ),
+        ));
+    }
+    let target = adapters::by_name("claude").unwrap();
+    let (shaped, _) = shape(&s, target, "id", "brief".into());
+    let params = FitParams {
+        budget: 3000,
+        tokenizer: Tokenizer::Estimate,
+        recent_turns: 5,
+        summary_max_tokens: 600,
+        tool_call_keep_recent: 5,
+    };
+    let (out, report) = fit(shaped.clone(), "brief".into(), &params).unwrap();
+    assert_eq!(
+        report.recent_kept.turns + report.always_kept.turns,
+        5,
+        "{report:?}"
+    );
+    let users: Vec<&str> = out
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(users[0], "Request number 0: please refactor module 0");
+    assert_eq!(
+        *users.last().unwrap(),
+        "Request number 59: please refactor module 59"
+    );
+    assert!(users.contains(&"Request number 55: please refactor module 55"));
+    assert!(!users.contains(&"Request number 30: please refactor module 30"));
+    let summary = out
+        .messages
+        .iter()
+        .find(|m| m.kind() == Some("relay_summary"))
+        .unwrap();
+    assert!(
+        summary.content.contains("User asked: Request number 1:"),
+        "{}",
+        summary.content
+    );
+    assert!(
+        summary.content.contains("more points left out"),
+        "first 5 and last 5 with a marker"
+    );
+    assert!(
+        summary
+            .content
+            .contains("Decision: We decided to split module")
+    );
+    assert!(report.summary_tokens <= 600);
+}

@@ -1,0 +1,222 @@
+//! `clean` over a mixed store: native sessions of both agents, relayed sessions old and new, a
+//! continued one, a relayed-looking file the ledger does not know, a symlink out of the store.
+
+use std::path::PathBuf;
+
+use crate::common::TestEnv;
+use serde_json::Value;
+
+fn relay(env: &TestEnv, id: &str, to: &str, proj: &str) -> (String, PathBuf) {
+    let r = env.json(&["relay", id, "--to", to, "--cwd", proj, "--json"]);
+    (
+        r["target"]["id"].as_str().unwrap().to_string(),
+        PathBuf::from(r["target"]["path"].as_str().unwrap()),
+    )
+}
+
+fn ledger(env: &TestEnv) -> PathBuf {
+    env.dir.path().join("state/session-relay/ledger.jsonl")
+}
+
+/// Moves the relay time of the ledger entries for these target ids `days` into the past.
+fn age(env: &TestEnv, ids: &[&str], days: i64) {
+    let text = std::fs::read_to_string(ledger(env)).unwrap();
+    let out: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if ids.contains(&v["target"]["id"].as_str().unwrap()) {
+                let t = chrono::Utc::now() - chrono::Duration::days(days);
+                v["time"] = Value::String(t.to_rfc3339());
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(ledger(env), out.join("\n") + "\n").unwrap();
+}
+
+fn outcomes(v: &Value) -> Vec<(String, String)> {
+    v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap().to_string(),
+                s["action"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn action(v: &Value, id: &str) -> String {
+    outcomes(v)
+        .into_iter()
+        .find(|(i, _)| i == id)
+        .map(|(_, a)| a)
+        .unwrap_or_else(|| "absent".into())
+}
+
+#[test]
+fn clean_deletes_exactly_the_old_unchanged_relays() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let (old_codex, old_codex_path) = relay(&env, "771ce1df", "codex", &proj);
+    let (old_claude, old_claude_path) = relay(&env, "01a22a5d", "claude", &proj);
+    let (continued, continued_path) = relay(&env, "b62416f1", "claude", &proj);
+    let (new_codex, new_codex_path) = relay(&env, "01a22a5c", "codex", &proj);
+    age(&env, &[&old_codex, &old_claude, &continued], 40);
+    // The user went on working in one of them.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&continued_path)
+        .unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        b"{\"type\":\"last-prompt\",\"lastPrompt\":\"more work\"}\n",
+    )
+    .unwrap();
+    drop(f);
+    // A relayed-looking file session-relay did not write (not in the ledger).
+    let impostor = old_codex_path
+        .with_file_name("rollout-2026-01-01T00-00-00-0199beef-0000-7000-8000-000000000000.jsonl");
+    std::fs::copy(&old_codex_path, &impostor).unwrap();
+    let index_before =
+        std::fs::read_to_string(env.codex_home().join("session_index.jsonl")).unwrap();
+    assert!(index_before.contains(&old_codex));
+    let before = env.snapshot_stores();
+
+    // Without --yes and without a terminal: a report, nothing deleted.
+    let report = env.json(&["clean", "--json"]);
+    assert_eq!(action(&report, &old_codex), "would_delete");
+    assert!(
+        report["notes"].to_string().contains("--yes"),
+        "{}",
+        report["notes"]
+    );
+    assert_eq!(before, env.snapshot_stores());
+    // --dry-run: the same.
+    let dry = env.json(&["clean", "--dry-run", "--yes", "--json"]);
+    assert_eq!(action(&dry, &old_claude), "would_delete");
+    assert_eq!(before, env.snapshot_stores());
+
+    let done = env.json(&["clean", "--older-than", "30d", "--yes", "--json"]);
+    assert_eq!(action(&done, &old_codex), "deleted");
+    assert_eq!(action(&done, &old_claude), "deleted");
+    assert_eq!(action(&done, &continued), "kept");
+    assert_eq!(action(&done, &new_codex), "kept");
+    assert_eq!(
+        action(&done, "0199beef-0000-7000-8000-000000000000"),
+        "absent",
+        "not in the ledger: not a candidate"
+    );
+
+    let after = env.snapshot_stores();
+    let gone: Vec<&PathBuf> = before.keys().filter(|p| !after.contains_key(*p)).collect();
+    assert_eq!(gone.len(), 2, "{gone:?}");
+    assert!(gone.contains(&&old_codex_path) && gone.contains(&&old_claude_path));
+    let changed: Vec<&PathBuf> = after
+        .iter()
+        .filter(|(p, h)| before.get(*p) != Some(h))
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(
+        changed,
+        vec![&env.codex_home().join("session_index.jsonl")],
+        "only the index line changed"
+    );
+    let index_after =
+        std::fs::read_to_string(env.codex_home().join("session_index.jsonl")).unwrap();
+    assert!(!index_after.contains(&old_codex));
+    assert!(index_after.contains(&new_codex));
+    assert_eq!(
+        index_after.lines().count(),
+        index_before.lines().count() - 1
+    );
+    assert!(impostor.exists() && continued_path.exists() && new_codex_path.exists());
+    // The ledger records the deletions; a second run has nothing left to delete.
+    let ledger_text = std::fs::read_to_string(ledger(&env)).unwrap();
+    assert_eq!(
+        ledger_text
+            .lines()
+            .filter(|l| l.contains("\"event\":\"clean\""))
+            .count(),
+        2
+    );
+    let again = env.json(&["clean", "--yes", "--json"]);
+    assert!(outcomes(&again).iter().all(|(_, a)| a != "deleted"));
+
+    // Continued sessions go only when asked.
+    let all = env.json(&["clean", "--include-continued", "--yes", "--json"]);
+    assert_eq!(action(&all, &continued), "deleted");
+    assert!(!continued_path.exists());
+    // Quiet prints nothing.
+    let quiet = env.ok(&["clean", "--yes", "--quiet"]);
+    assert_eq!(quiet, "");
+    // Everything relayed, at any age.
+    let rest = env.json(&["clean", "--older-than", "0d", "--yes", "--json"]);
+    assert_eq!(action(&rest, &new_codex), "deleted");
+    // Native sessions were never touched.
+    for (_, path) in crate::common::fixture_sessions() {
+        let rel = path.strip_prefix(crate::common::fixtures()).unwrap();
+        let in_env = env.dir.path().join(rel);
+        assert!(in_env.exists(), "{} deleted", in_env.display());
+    }
+}
+
+#[test]
+fn clean_never_follows_a_symlink_out_of_a_store() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let (id, path) = relay(&env, "771ce1df", "claude", &proj);
+    age(&env, &[&id], 40);
+    let outside = env.work().join("precious.jsonl");
+    std::fs::rename(&path, &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, &path).unwrap();
+    let v = env.json(&["clean", "--yes", "--json"]);
+    assert_eq!(action(&v, &id), "kept");
+    assert!(v.to_string().contains("symbolic link"), "{v}");
+    assert!(outside.exists() && path.symlink_metadata().is_ok());
+
+    // A whole store folder that is a link elsewhere: the file is not inside the store as
+    // configured once links are resolved... unless the store itself is that folder.
+    let (id2, path2) = relay(&env, "01a22a5d", "codex", &proj);
+    age(&env, &[&id2], 40);
+    let real_dir = env.work().join("elsewhere");
+    let day_dir = path2.parent().unwrap();
+    std::fs::rename(day_dir, &real_dir).unwrap();
+    std::os::unix::fs::symlink(&real_dir, day_dir).unwrap();
+    let moved = real_dir.join(path2.file_name().unwrap());
+    let v = env.json(&["clean", "--yes", "--json"]);
+    assert_eq!(action(&v, &id2), "kept", "{v}");
+    assert!(moved.exists());
+}
+
+#[test]
+fn clean_is_cron_safe() {
+    let mut env = TestEnv::with_fixtures();
+    // Another run holds the lock.
+    let state = env.dir.path().join("state/session-relay");
+    std::fs::create_dir_all(&state).unwrap();
+    let lock = std::fs::File::create(state.join("clean.lock")).unwrap();
+    lock.lock().unwrap();
+    let (code, err) = env.fails(&["clean", "--yes"]);
+    assert_eq!(code, 6);
+    assert!(
+        err.contains("another `session-relay clean` is running"),
+        "{err}"
+    );
+    drop(lock);
+    env.ok(&["clean", "--yes"]);
+    // A missing store is said clearly; no store at all is exit code 4.
+    env.removing_stores();
+    std::fs::remove_dir_all(env.claude_home().join("projects")).unwrap();
+    let out = env.ok(&["clean", "--yes"]);
+    assert!(out.contains("Claude Code store not found"), "{out}");
+    std::fs::remove_dir_all(env.codex_home().join("sessions")).unwrap();
+    std::fs::remove_dir_all(env.codex_home().join("archived_sessions")).unwrap();
+    let (code, err) = env.fails(&["clean", "--yes"]);
+    assert_eq!(code, 4, "{err}");
+    let (code, err) = env.fails(&["clean", "--older-than", "soon"]);
+    assert_eq!(code, 2, "{err}");
+}

@@ -1,0 +1,143 @@
+//! `export`: the neutral JSONL reads back into an identical session; the Markdown handoff
+//! carries goal, steps, dialogue, files, directory and branch.
+
+use crate::common::{TestEnv, fixture_sessions};
+use session_relay::model::neutral;
+use session_relay::{adapters, select};
+
+#[test]
+fn neutral_jsonl_round_trips_every_fixture_exactly() {
+    let env = TestEnv::empty();
+    let cfg = env.config();
+    for (agent, path) in fixture_sessions() {
+        let located = select::locate_file(&cfg, &path).unwrap();
+        let adapter = adapters::by_name(agent).unwrap();
+        let session = adapter.read(&path, None).unwrap();
+        assert_eq!(
+            located.adapter.map(|a| a.name()),
+            Some(agent),
+            "{} is recognised as {agent}",
+            path.display()
+        );
+        let mut buf = Vec::new();
+        neutral::write(&session, &mut buf).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.jsonl");
+        std::fs::write(&file, &buf).unwrap();
+        let back = neutral::read(&file).unwrap();
+        assert_eq!(back, session, "round trip of {}", path.display());
+        // One header line, then one line per message.
+        assert_eq!(
+            buf.iter().filter(|&&b| b == b'\n').count(),
+            session.messages.len() + 1
+        );
+    }
+}
+
+#[test]
+fn exported_jsonl_is_itself_a_session_the_cli_reads() {
+    let env = TestEnv::with_fixtures();
+    for id in ["771ce1df", "01a22a5d", "5973b6c0", "0c5f1e7a"] {
+        let a = env.work().join(format!("{id}-a.jsonl"));
+        env.ok(&["export", id, "-o", a.to_str().unwrap()]);
+        let b = env.ok(&["export", a.to_str().unwrap(), "--format", "jsonl"]);
+        assert_eq!(
+            std::fs::read_to_string(&a).unwrap(),
+            b,
+            "{id}: export of the export"
+        );
+        let original = env.json(&["show", id, "--json"]);
+        let exported = env.json(&["show", a.to_str().unwrap(), "--json"]);
+        assert_eq!(original, exported, "{id}: same report from the export");
+    }
+}
+
+#[test]
+fn export_never_replaces_an_existing_file() {
+    let env = TestEnv::with_fixtures();
+    let out = env.work().join("keep.md");
+    std::fs::write(&out, "precious").unwrap();
+    let (code, err) = env.fails(&[
+        "export",
+        "771ce1df",
+        "--format",
+        "markdown",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("already exists"), "{err}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious");
+    // No temporary file left behind.
+    let names: Vec<_> = std::fs::read_dir(env.work())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
+
+#[test]
+fn markdown_handoff_documents() {
+    let env = TestEnv::with_fixtures();
+    for id in ["771ce1df", "01a22a5d", "5d0c3a1e"] {
+        let md = env.ok(&["export", id, "--format", "markdown"]);
+        for section in [
+            "## Goal",
+            "## Completed steps",
+            "## Pending steps",
+            "## Key dialogue",
+            "## Files touched",
+            "- Working directory:",
+        ] {
+            assert!(md.contains(section), "{id}: missing {section}\n{md}");
+        }
+        let md = md
+            .lines()
+            .map(|l| {
+                if l.starts_with("- Source file:") {
+                    "- Source file: [path]"
+                } else {
+                    l
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        insta::assert_snapshot!(format!("markdown_{id}"), md);
+    }
+    let md = env.ok(&["export", "771ce1df", "--format", "markdown"]);
+    assert!(md.contains("> THINK Hello! Please DO_BASH to look around the project."));
+    assert!(md.contains("- [x] Create hello.py"));
+    assert!(md.contains("- [~] (in progress) Add unit tests"));
+    assert!(md.contains("- [ ] Write README"));
+    assert!(md.contains("`/home/dev/projects/interactive/hello.py`"));
+    let md = env.ok(&["export", "01a22a5d", "--format", "markdown"]);
+    assert!(md.contains("- Git branch: `main`"), "{md}");
+}
+
+#[test]
+fn export_can_fit_a_session_to_a_target_budget() {
+    let env = TestEnv::with_fixtures();
+    let whole = env.ok(&["export", "b62416f1"]);
+    let out = env
+        .cmd()
+        .args(["export", "b62416f1", "--to", "codex", "--budget", "900"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("fitted for Codex CLI") && stderr.contains("of 900 tokens"),
+        "{stderr}"
+    );
+    let fitted = String::from_utf8(out.stdout).unwrap();
+    assert!(fitted.lines().count() < whole.lines().count());
+    let first: serde_json::Value = serde_json::from_str(fitted.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(first["metadata"]["kind"], "handoff_brief");
+    let md = env.ok(&[
+        "export", "b62416f1", "--to", "claude", "--budget", "900", "--format", "markdown",
+    ]);
+    assert!(
+        md.contains("## Goal") && md.contains("THINK Hi, please DO_BASH"),
+        "{md}"
+    );
+}

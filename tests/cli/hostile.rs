@@ -1,0 +1,145 @@
+//! Hostile and broken input: each gives a clear message and no panic, with bounded memory.
+//! (Memory and time are measured in the benchmark, not asserted here.)
+
+use std::io::Write;
+
+use crate::common::TestEnv;
+use serde_json::{Value, json};
+
+fn codex_file(env: &TestEnv, name: &str) -> std::path::PathBuf {
+    let dir = env.codex_home().join("sessions/2026/11/20");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn meta_line(id: &str) -> String {
+    json!({"timestamp": "2026-11-20T10:00:00.000Z", "type": "session_meta", "payload": {"id": id, "timestamp": "2026-11-20T10:00:00.000Z", "cwd": "/tmp/hostile", "cli_version": "0.60.0", "source": "cli"}}).to_string()
+}
+
+fn user_line(text: &str) -> String {
+    json!({"timestamp": "2026-11-20T10:00:01.000Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}}).to_string()
+}
+
+#[test]
+fn a_100_mb_single_line_is_skipped_with_a_message() {
+    let env = TestEnv::empty();
+    let id = "0199aaaa-0000-7000-8000-000000000100";
+    let path = codex_file(&env, &format!("rollout-2026-11-20T10-00-00-{id}.jsonl"));
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    writeln!(f, "{}", meta_line(id)).unwrap();
+    writeln!(f, "{}", user_line("before the huge line")).unwrap();
+    write!(f, "{{\"timestamp\":\"2026-11-20T10:00:02.000Z\",\"type\":\"response_item\",\"payload\":{{\"type\":\"function_call_output\",\"call_id\":\"c\",\"output\":\"").unwrap();
+    let chunk = "x".repeat(1 << 20);
+    for _ in 0..100 {
+        f.write_all(chunk.as_bytes()).unwrap();
+    }
+    writeln!(f, "\"}}}}").unwrap();
+    writeln!(f, "{}", user_line("after the huge line")).unwrap();
+    drop(f);
+    assert!(std::fs::metadata(&path).unwrap().len() > 100 << 20);
+    let v = env.json(&["show", id, "--json"]);
+    let warnings = v["session"]["warnings"].to_string();
+    assert!(warnings.contains("line of 100.0 MB skipped"), "{warnings}");
+    assert_eq!(v["counts"]["user"], 2, "the lines around it are read");
+    let rows = env.list_json(&["list", "--all", "--json"]);
+    assert_eq!(rows[0]["messages"], 2);
+    let out = env.ok(&["export", id]);
+    assert!(out.contains("after the huge line"));
+}
+
+#[test]
+fn deep_nesting_non_objects_and_cycles_are_reported_not_crashed_on() {
+    let env = TestEnv::empty();
+    let id = "0199aaaa-0000-7000-8000-000000000101";
+    let path = codex_file(&env, &format!("rollout-2026-11-20T10-00-00-{id}.jsonl"));
+    let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+    let lines = [
+        meta_line(id),
+        deep,
+        "42".into(),
+        "[1,2,3]".into(),
+        "\"a string\"".into(),
+        user_line("still here"),
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let v = env.json(&["show", id, "--json"]);
+    assert_eq!(v["session"]["stats"]["malformed_lines"], 1, "{v}");
+    assert!(
+        v["session"]["warnings"]
+            .to_string()
+            .contains("recursion limit"),
+        "{v}"
+    );
+    assert_eq!(v["counts"]["user"], 1);
+
+    // A parentUuid cycle in a Claude transcript ends the walk with a warning.
+    let dir = env.claude_home().join("projects/-tmp-hostile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sid = "6e0c3a1e-7b2f-4e8a-9c6d-1f2e3a4b5c6d";
+    let line = |uuid: &str, parent: &str, ts: u32, text: &str| {
+        json!({"parentUuid": parent, "isSidechain": false, "type": "user", "uuid": uuid, "sessionId": sid, "cwd": "/tmp/hostile",
+               "timestamp": format!("2026-11-20T10:00:0{ts}.000Z"), "message": {"role": "user", "content": text}})
+        .to_string()
+    };
+    std::fs::write(
+        dir.join(format!("{sid}.jsonl")),
+        [line("a", "b", 1, "one"), line("b", "a", 2, "two")].join("\n") + "\n",
+    )
+    .unwrap();
+    let v = env.json(&["show", sid, "--json"]);
+    assert!(
+        v["session"]["warnings"].to_string().contains("cycle"),
+        "{v}"
+    );
+    env.ok(&["list", "--all"]);
+}
+
+#[test]
+fn paths_that_are_not_session_files_get_clear_errors() {
+    let env = TestEnv::with_fixtures();
+    // A directory, a FIFO, something outside any store, something missing.
+    let (code, err) = env.fails(&["show", env.codex_home().join("sessions").to_str().unwrap()]);
+    assert_eq!(code, 3);
+    assert!(err.contains("is a directory"), "{err}");
+    let fifo = env.codex_home().join("sessions/2026/11/30/rollout-2026-11-30T00-00-00-0199aaaa-0000-7000-8000-000000000102.jsonl");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (code, err) = env.fails(&["show", fifo.to_str().unwrap()]);
+    assert_eq!(code, 3);
+    assert!(err.contains("not a regular file"), "{err}");
+    // The listing skips it instead of blocking on it.
+    env.ok(&["list", "--all"]);
+    let (code, err) = env.fails(&["show", "../../../../etc/passwd"]);
+    assert_eq!(code, 3);
+    assert!(
+        err.contains("does not look like a session") || err.contains("cannot open"),
+        "{err}"
+    );
+    let (code, err) = env.fails(&["show", "../no/such/file.jsonl"]);
+    assert_eq!(code, 3);
+    assert!(err.contains("cannot open session file"), "{err}");
+    // An id-shaped selector never becomes a path into or out of a store.
+    let (code, _) = env.fails(&["show", ".."]);
+    assert_eq!(code, 3);
+}
+
+#[test]
+fn invalid_utf8_and_binary_garbage_read_lossily() {
+    let env = TestEnv::empty();
+    let id = "0199aaaa-0000-7000-8000-000000000103";
+    let path = codex_file(&env, &format!("rollout-2026-11-20T10-00-00-{id}.jsonl"));
+    let mut bytes = (meta_line(id) + "\n").into_bytes();
+    bytes.extend_from_slice(&[0xff, 0xfe, 0x00, 0x01, b'\n']);
+    bytes.extend_from_slice(user_line("ok \u{1F600}").as_bytes());
+    bytes.push(b'\n');
+    bytes.extend_from_slice(b"{\"timestamp\":\"2026-11-20T10:00:05.000Z\",\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"bad \xc3\x28 byte\"}]}}\n");
+    std::fs::write(&path, bytes).unwrap();
+    let v: Value = env.json(&["show", id, "--json"]);
+    assert_eq!(v["counts"]["user"], 2);
+    let w = v["session"]["warnings"].to_string();
+    assert!(w.contains("invalid UTF-8"), "{w}");
+    assert!(w.contains("malformed JSON line skipped"), "{w}");
+}

@@ -1,0 +1,17 @@
+//! The hermetic test suite: every command driven through the built binary in a temporary
+//! environment (private agent homes, config and state; nothing of the developer's), plus the
+//! property tests of the readers and the fit. The real-client checks are in `realclients.rs`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod budget;
+mod clean;
+mod export;
+mod fuzz_readers;
+mod hostile;
+mod layout;
+mod list_and_select;
+mod read;
+mod redaction;
+mod relay;
