@@ -217,7 +217,7 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
                 "budget": plan.fit.budget,
                 "total": plan.fit.total_tokens,
                 "tokenizer": plan.fit.tokenizer,
-                "source_estimate": plan.fit.source_tokens_estimate,
+                "source_estimate": plan.fit.source.source_tokens,
             })),
         })?;
     }

@@ -262,6 +262,15 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// Changes to one file during a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChanges {
+    /// Write / edit / patch calls that changed it.
+    pub count: usize,
+    /// Where the last change happened: the number of messages before it.
+    pub last: usize,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Session {
     pub schema_version: u32,
@@ -298,6 +307,9 @@ pub struct Session {
     /// Paths written by edit / write / patch tools, in first-touched order, without duplicates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files_touched: Vec<String>,
+    /// How often and how recently each touched file was changed (the brief ranks them by it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub file_changes: BTreeMap<String, FileChanges>,
     #[serde(default)]
     pub stats: ReadStats,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -329,6 +341,7 @@ impl Session {
             subagents: Vec::new(),
             todos: Vec::new(),
             files_touched: Vec::new(),
+            file_changes: BTreeMap::new(),
             stats: ReadStats::default(),
             warnings: Vec::new(),
             extra: BTreeMap::new(),
@@ -356,6 +369,7 @@ impl Session {
             subagents: self.subagents.clone(),
             todos: self.todos.clone(),
             files_touched: self.files_touched.clone(),
+            file_changes: self.file_changes.clone(),
             stats: self.stats.clone(),
             warnings: self.warnings.clone(),
             extra: self.extra.clone(),
@@ -403,10 +417,23 @@ impl Session {
         }
     }
 
+    /// Records a change to a file, at the current end of the conversation.
     pub fn touch_file(&mut self, path: &str) {
         let path = path.trim();
-        if !path.is_empty() && !self.files_touched.iter().any(|p| p == path) {
-            self.files_touched.push(path.to_string());
+        if path.is_empty() {
+            return;
+        }
+        let at = self.messages.len();
+        match self.file_changes.get_mut(path) {
+            Some(c) => {
+                c.count += 1;
+                c.last = at;
+            }
+            None => {
+                self.files_touched.push(path.to_string());
+                self.file_changes
+                    .insert(path.to_string(), FileChanges { count: 1, last: at });
+            }
         }
     }
 

@@ -1,12 +1,20 @@
-//! The handoff brief (what the next agent reads first) and the extractive summary of the turns
-//! a relay leaves out. Both are deterministic: no model is called.
+//! The handoff brief: what the next agent reads first. It stays short at any session size
+//! (about `BRIEF_MAX_TOKENS`): the goal, the current step and every open todo in full, then the
+//! files changed most recently and most often, the completed steps, the user's rules and the
+//! decisions taken, each deduplicated and capped. Deterministic: no model is called.
 
 use std::collections::HashSet;
 use std::path::Path;
 use std::process::Command;
 
+use super::cues;
 use crate::model::{GitInfo, Role, Session, TodoStatus};
 use crate::text::{one_line, truncate_chars};
+use crate::tokens;
+
+/// What the brief aims to stay under, in estimated tokens (open todos are never cut, so a
+/// session with a very long todo list can exceed it).
+pub const BRIEF_MAX_TOKENS: usize = 1200;
 
 /// The repository state at relay time, read from the working directory when it is a checkout.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -51,39 +59,116 @@ pub fn git_state(cwd: &str, recorded: Option<&GitInfo>) -> GitState {
     }
 }
 
-/// Sentences in which the user stated a rule or a preference.
+/// How much of each capped section the brief shows; halved until the brief fits.
+#[derive(Debug, Clone, Copy)]
+struct Caps {
+    files: usize,
+    completed: usize,
+    constraints: usize,
+    decisions: usize,
+    text: usize,
+}
+
+impl Caps {
+    const FULL: Caps = Caps {
+        files: 20,
+        completed: 8,
+        constraints: 8,
+        decisions: 5,
+        text: 300,
+    };
+
+    fn smaller(self) -> Option<Caps> {
+        if self.files <= 3 && self.completed <= 1 && self.constraints <= 2 && self.decisions <= 1 {
+            return None;
+        }
+        Some(Caps {
+            files: (self.files / 2).max(3),
+            completed: (self.completed / 2).max(1),
+            constraints: (self.constraints / 2).max(2),
+            decisions: (self.decisions / 2).max(1),
+            text: (self.text * 2 / 3).max(120),
+        })
+    }
+}
+
+/// The rules the user stated, deduplicated, the latest last; at most `max`, keeping the
+/// strongest ("never", "must") over the weaker ("prefer") when there are more.
 pub fn constraints(s: &Session, max: usize) -> Vec<String> {
-    const CUES: &[&str] = &["must", "never", "don't", "do not", "always", "prefer"];
     let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for m in s.messages.iter().filter(|m| m.role == Role::User) {
-        for sentence in sentences(&m.content) {
-            let lower = sentence.to_lowercase();
-            let hit = CUES.iter().any(|cue| has_word(&lower, cue));
-            if hit && seen.insert(lower.clone()) {
-                out.push(truncate_chars(&one_line(sentence), 200));
+    let mut found: Vec<(usize, usize, String)> = Vec::new();
+    for m in &s.messages {
+        for sentence in cues::constraints_in(m) {
+            let text = one_line(sentence);
+            if seen.insert(text.to_lowercase()) {
+                let strength = cues::constraint_strength(sentence).unwrap_or(usize::MAX);
+                found.push((found.len(), strength, text));
             }
         }
     }
-    // The latest statements matter most when there are many.
-    if out.len() > max {
-        out.drain(..out.len() - max);
+    keep_strongest_latest(found, max)
+}
+
+/// The decisions the assistant announced, deduplicated, the latest `max`.
+pub fn decisions(s: &Session, max: usize) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut found: Vec<String> = Vec::new();
+    for m in &s.messages {
+        for sentence in cues::decisions_in(m) {
+            let text = one_line(sentence);
+            if seen.insert(text.to_lowercase()) {
+                found.push(text);
+            }
+        }
+    }
+    let skip = found.len().saturating_sub(max);
+    found.split_off(skip)
+}
+
+/// From (order, strength, text): the `max` strongest, ties going to the latest, in order.
+fn keep_strongest_latest(mut found: Vec<(usize, usize, String)>, max: usize) -> Vec<String> {
+    if found.len() > max {
+        found.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+        found.truncate(max);
+        found.sort_by_key(|f| f.0);
+    }
+    found.into_iter().map(|f| f.2).collect()
+}
+
+/// Touched files, most recently and most often changed first: the most recent half of the
+/// places, then the most often changed of the rest, each with its count.
+pub fn ranked_files(s: &Session) -> Vec<(String, usize)> {
+    let mut by_recency: Vec<(&String, usize, usize)> = s
+        .files_touched
+        .iter()
+        .map(|p| {
+            let c = s.file_changes.get(p);
+            (p, c.map_or(1, |c| c.count), c.map_or(0, |c| c.last))
+        })
+        .collect();
+    by_recency.sort_by(|a, b| b.2.cmp(&a.2).then(b.1.cmp(&a.1)).then(a.0.cmp(b.0)));
+    let mut by_count = by_recency.clone();
+    by_count.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(b.0)));
+    let mut out: Vec<(String, usize)> = Vec::new();
+    let mut seen = HashSet::new();
+    let (mut r, mut c) = (by_recency.iter(), by_count.iter());
+    // Alternate: one recent, one frequent, so that both kinds lead the list.
+    loop {
+        let mut progressed = false;
+        for it in [&mut r, &mut c] {
+            for f in it.by_ref() {
+                if seen.insert(f.0) {
+                    out.push((f.0.clone(), f.1));
+                    progressed = true;
+                    break;
+                }
+            }
+        }
+        if !progressed {
+            break;
+        }
     }
     out
-}
-
-fn has_word(text: &str, word: &str) -> bool {
-    text.match_indices(word).any(|(i, _)| {
-        let before = text[..i].chars().next_back();
-        let after = text[i + word.len()..].chars().next();
-        before.is_none_or(|c| !c.is_alphanumeric()) && after.is_none_or(|c| !c.is_alphanumeric())
-    })
-}
-
-pub(super) fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    text.split(['.', '!', '?', '\n'])
-        .map(str::trim)
-        .filter(|s| s.len() > 3)
 }
 
 pub struct BriefInput<'a> {
@@ -94,32 +179,41 @@ pub struct BriefInput<'a> {
     pub git: &'a GitState,
 }
 
-/// The brief: goal, progress, open work, files, repository state, the user's rules, provenance
-/// and the instruction to go on. Every open todo and every touched file is listed.
+/// The brief: provenance, goal, current step and open todos, completed steps, files changed,
+/// repository state, the user's rules, decisions, and the instruction to go on.
 pub fn brief(b: &BriefInput) -> String {
+    let mut caps = Caps::FULL;
+    loop {
+        let text = render(b, caps);
+        if tokens::estimate(&text) <= BRIEF_MAX_TOKENS {
+            return text;
+        }
+        match caps.smaller() {
+            Some(c) => caps = c,
+            None => return text,
+        }
+    }
+}
+
+fn render(b: &BriefInput, caps: Caps) -> String {
     let s = b.session;
+    let t = caps.text;
     let mut out = String::new();
+    let turns = s.messages.iter().filter(|m| m.role == Role::User).count();
     out.push_str(&format!(
-        "# Handoff brief\nThis session was relayed by session-relay from {} session {} ({}); it ran from {} to {}. Title: {}.\n",
+        "# Handoff brief\nThis session was relayed by session-relay from {} session {} ({}); it ran from {} to {} over {turns} turns. Title: {}.\n",
         b.source_display,
         s.id,
-        s.source_path.as_deref().unwrap_or("unknown file"),
+        truncate_chars(s.source_path.as_deref().unwrap_or("unknown file"), t),
         s.created.as_ref().map_or("?", |t| t.utc.as_deref().unwrap_or(&t.original)),
         s.updated.as_ref().map_or("?", |t| t.utc.as_deref().unwrap_or(&t.original)),
-        b.title,
+        truncate_chars(&one_line(b.title), t),
     ));
     if let Some(goal) = s.first_user_prompt() {
         out.push_str(&format!(
             "\nGoal (the first request): {}\n",
-            truncate_chars(&one_line(goal), 300)
+            truncate_chars(&one_line(goal), t)
         ));
-    }
-    let done: Vec<&str> = s.completed_todos().map(|t| t.text.as_str()).collect();
-    if !done.is_empty() {
-        out.push_str("\nCompleted steps:\n");
-        for t in done {
-            out.push_str(&format!("- {}\n", one_line(t)));
-        }
     }
     if let Some(current) = s.todos.iter().find(|t| t.status == TodoStatus::InProgress) {
         out.push_str(&format!("\nCurrent step: {}\n", one_line(&current.text)));
@@ -131,11 +225,31 @@ pub fn brief(b: &BriefInput) -> String {
             out.push_str(&format!("- [ ] {}\n", one_line(t)));
         }
     }
-    if !s.files_touched.is_empty() {
-        out.push_str(&format!(
-            "\nFiles touched: {}\n",
-            s.files_touched.join(", ")
-        ));
+    let done = dedup(s.completed_todos().map(|t| one_line(&t.text)));
+    if !done.is_empty() {
+        out.push_str("\nCompleted steps");
+        let skip = done.len().saturating_sub(caps.completed);
+        if skip > 0 {
+            out.push_str(&format!(" (the last {}; {skip} earlier)", caps.completed));
+        }
+        out.push_str(":\n");
+        for d in &done[skip..] {
+            out.push_str(&format!("- {}\n", truncate_chars(d, t)));
+        }
+    }
+    let files = ranked_files(s);
+    if !files.is_empty() {
+        out.push_str("\nFiles changed (most recent and most often first; changes in brackets): ");
+        let shown: Vec<String> = files
+            .iter()
+            .take(caps.files)
+            .map(|(p, n)| format!("{p} ({n})"))
+            .collect();
+        out.push_str(&shown.join(", "));
+        if files.len() > caps.files {
+            out.push_str(&format!(", and {} more", files.len() - caps.files));
+        }
+        out.push('\n');
     }
     out.push_str(&format!("\nWorking directory: {}", b.cwd));
     let g = b.git;
@@ -163,17 +277,100 @@ pub fn brief(b: &BriefInput) -> String {
         ));
     }
     out.push('\n');
-    let rules = constraints(s, 8);
+    let rules = constraints(s, caps.constraints);
     if !rules.is_empty() {
         out.push_str("\nThe user's constraints and preferences, quoted:\n");
         for r in rules {
-            out.push_str(&format!("- \"{r}\"\n"));
+            out.push_str(&format!("- \"{}\"\n", truncate_chars(&r, t)));
+        }
+    }
+    let decided = decisions(s, caps.decisions);
+    if !decided.is_empty() {
+        out.push_str("\nDecisions taken:\n");
+        for d in decided {
+            out.push_str(&format!("- {}\n", truncate_chars(&d, t)));
         }
     }
     out.push_str(
         "\nContinue from where the session stopped; do not redo completed steps. The most recent \
-         turns follow verbatim; earlier turns are summarized; older tool calls are shortened to one \
-         line each. Tool calls that this agent has no equivalent for appear as text transcripts.",
+         turns follow verbatim; earlier turns are shortened or summarized; older tool calls are \
+         shortened to one line each. Tool calls that this agent has no equivalent for appear as \
+         text transcripts.",
     );
     out
+}
+
+/// Items without repeats (compared case-insensitively), first occurrence kept.
+fn dedup(items: impl Iterator<Item = String>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    items.filter(|i| seen.insert(i.to_lowercase())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Message;
+
+    fn session_with_files(changes: &[(&str, usize)]) -> Session {
+        let mut s = Session::new("claude", "test", "id");
+        for (path, n) in changes {
+            for _ in 0..*n {
+                s.messages.push(Message::new(Role::Assistant, "x"));
+                s.touch_file(path);
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn files_lead_with_the_most_recent_and_the_most_often_changed() {
+        let s = session_with_files(&[("/a", 9), ("/b", 1), ("/c", 1), ("/d", 1)]);
+        let ranked = ranked_files(&s);
+        assert_eq!(ranked[0], ("/d".to_string(), 1), "the latest change first");
+        assert_eq!(ranked[1], ("/a".to_string(), 9), "then the most changed");
+        assert_eq!(ranked.len(), 4);
+    }
+
+    #[test]
+    fn a_brief_of_thousands_of_files_and_rules_stays_short() {
+        let mut s = session_with_files(&[]);
+        for i in 0..3000 {
+            s.messages.push(Message::new(
+                Role::User,
+                format!("We must keep module {i} small. Never rename file {i}."),
+            ));
+            s.touch_file(&format!("/project/src/module_{i:04}/with/a/long/path.rs"));
+        }
+        let git = GitState::default();
+        let text = brief(&BriefInput {
+            session: &s,
+            source_display: "Claude Code",
+            title: "t",
+            cwd: "/project",
+            git: &git,
+        });
+        assert!(tokens::estimate(&text) <= BRIEF_MAX_TOKENS, "{text}");
+        assert!(
+            text.contains("and 2980 more") || text.contains("more"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Never rename file 2999"),
+            "the latest rule kept: {text}"
+        );
+    }
+
+    #[test]
+    fn the_strongest_rules_win_when_there_are_too_many() {
+        let found = vec![
+            (0, 0, "never a".to_string()),
+            (1, 6, "prefer b".to_string()),
+            (2, 6, "prefer c".to_string()),
+            (3, 1, "must d".to_string()),
+        ];
+        assert_eq!(
+            keep_strongest_latest(found, 3),
+            vec!["never a", "prefer c", "must d"]
+        );
+    }
 }

@@ -1,72 +1,105 @@
-//! Fitting a relay-shaped session into the target's context budget, in layers:
+//! Fitting a relay-shaped session into the target's context budget.
 //!
-//! 1. always kept: the handoff brief, context a compaction left, the first request, and the
-//!    last user message with everything after it;
-//! 2. recent turns verbatim, newest first, cut only at turn boundaries;
-//! 3. an extractive summary of the turns left out, within `summary_max_tokens`;
-//! 4. tool compression: the newest `tool_call_keep_recent` calls whole (long outputs cut to head
-//!    and tail), older ones as one line each.
+//! 1. Always kept: the handoff brief, context a compaction or the agent left before the first
+//!    request, the first request, and the last turn (the last user message with everything after
+//!    it). When they alone exceed the budget they are shortened in three steps, else the relay
+//!    fails with the number of tokens it needs.
+//! 2. The turns between, newest first, each in the most faithful form that still fits, and more
+//!    compressed the older they are: whole (tool outputs cut to head and tail), then tool calls
+//!    as one line each, then long texts trimmed, then a digest of the turn (request, last answer,
+//!    one line for its tool calls). A turn is given up only when not even its digest fits; it and
+//!    every older turn are then left out.
+//! 3. An extractive summary of the turns left out (see `summary`).
+//! 4. What is left of the budget makes the kept turns more faithful again, newest first, so that
+//!    a session larger than the budget fills it (at least 85% in practice, never more than 100%).
 //!
-//! Costs are exact counts with the target's tokenizer, taken only for what may be kept; turns
-//! older than the first one that does not fit are never counted, only summarized.
+//! Costs are exact counts with the target's tokenizer, taken only for what may be kept; the
+//! source's own size is an estimate (characters / 4), as counting what is left out exactly would
+//! cost more than it tells.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use anyhow::{Result, bail};
 use serde::Serialize;
-use serde_json::Value;
 
 use super::calls::one_line;
-use super::summary;
+use super::summary::{self, LeftOut};
 use crate::model::{Message, Role, Session};
 use crate::text::trim_output;
-use crate::tokens::Tokenizer;
+use crate::tokens::{MESSAGE_OVERHEAD, Tokenizer};
 
 /// Longest tool output kept whole, in characters, before head/tail trimming.
 pub const TOOL_OUTPUT_MAX: usize = 8000;
 /// Tighter limit used only when the always-kept layer alone exceeds the budget.
 const TOOL_OUTPUT_TIGHT: usize = 1200;
 const REQUEST_TIGHT: usize = 4000;
+/// Share of the room for middle turns that whole turns may take before older turns are
+/// shortened (beyond the `recent_turns` and `tool_call_keep_recent` minimums).
+const WHOLE_SHARE: f64 = 0.5;
+/// Share of that room after which even one-line turns get their long texts trimmed.
+const ONE_LINE_SHARE: f64 = 0.8;
 
 #[derive(Debug, Clone)]
 pub struct FitParams {
     pub budget: usize,
     pub tokenizer: Tokenizer,
+    /// The newest turns kept whole whenever the budget allows (a minimum, not a maximum).
     pub recent_turns: usize,
     pub summary_max_tokens: usize,
+    /// The newest tool calls kept whole whenever the budget allows (a minimum).
     pub tool_call_keep_recent: usize,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+/// Turns and messages of the source, and their size in source tokens (estimated).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
 pub struct Part {
-    pub messages: usize,
     pub turns: usize,
-    pub tokens: usize,
+    pub messages: usize,
+    /// Estimated: characters / 4 plus a few tokens a message, the same for every part.
+    pub source_tokens: usize,
+    /// Exact, with the target's tokenizer: what this part costs as written (0 when left out).
+    pub written_tokens: usize,
+}
+
+impl Part {
+    fn add(&mut self, o: Part) {
+        self.turns += o.turns;
+        self.messages += o.messages;
+        self.source_tokens += o.source_tokens;
+        self.written_tokens += o.written_tokens;
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct FitReport {
     pub tokenizer: String,
     pub budget: usize,
-    /// Messages and turns of the session before fitting (after shaping for the target).
-    pub source_messages: usize,
-    pub source_turns: usize,
-    /// Estimated (characters / 4): counting what is left out exactly would cost more than it tells.
-    pub source_tokens_estimate: usize,
+    /// The whole source after shaping: `verbatim + shortened + summarized + left_out`.
+    pub source: Part,
+    /// Kept as they were (tool outputs longer than `TOOL_OUTPUT_MAX` characters cut).
+    pub verbatim: Part,
+    /// Kept in a shorter form: tool calls as one line, long texts trimmed, or a digest.
+    pub shortened: Part,
+    /// Left out, with at least one point in the summary.
+    pub summarized: Part,
+    /// Left out without a point in the summary.
+    pub left_out: Part,
+    /// Exact token counts of what is written: brief + kept turns + summary = total.
     pub brief_tokens: usize,
-    pub always_kept: Part,
-    pub recent_kept: Part,
-    /// Turns left out (their tokens estimated).
-    pub dropped: Part,
+    pub kept_tokens: usize,
+    pub summary_tokens: usize,
+    pub total_tokens: usize,
+    /// Points the summary could have made, and how many it made.
     pub summary_points: usize,
     pub summary_points_kept: usize,
-    pub summary_tokens: usize,
+    /// Tool calls in the kept turns: whole, or as one line.
     pub tool_calls_whole: usize,
     pub tool_calls_one_line: usize,
     pub tool_outputs_trimmed: usize,
     pub tool_output_chars_cut: usize,
+    /// The always-kept layer had to be shortened to fit.
     pub degraded: bool,
-    pub total_tokens: usize,
 }
 
 /// The cost of one message in the target's context. Reasoning never reaches the target model
@@ -79,307 +112,55 @@ pub fn cost(tok: Tokenizer, m: &Message) -> usize {
     }
 }
 
-struct Costs {
-    tok: Tokenizer,
-    cache: HashMap<usize, usize>,
+/// The source-side size of a message: an estimate, cheap enough for any session.
+fn source_tokens(m: &Message) -> usize {
+    let input = m.tool_input.as_ref().map_or(0, |i| match i {
+        serde_json::Value::String(s) if *s == m.content => 0,
+        serde_json::Value::String(s) => s.len(),
+        other => other.to_string().len(),
+    });
+    (m.content.len() + input).div_ceil(4) + MESSAGE_OVERHEAD
 }
 
-impl Costs {
-    fn of(&mut self, i: usize, msgs: &[Message]) -> usize {
-        let tok = self.tok;
-        *self.cache.entry(i).or_insert_with(|| cost(tok, &msgs[i]))
-    }
-    fn range(&mut self, r: std::ops::Range<usize>, msgs: &[Message]) -> usize {
-        r.map(|i| self.of(i, msgs)).sum()
-    }
+/// How one turn is carried, from the most faithful to the shortest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Form {
+    /// Tool calls whole, their outputs cut to `output` characters; texts whole.
+    Whole { output: usize },
+    /// Tool calls as one line each; texts cut to `text` characters.
+    OneLine { text: usize },
+    /// The request and the last answer cut to `text` characters, one line for all tool calls.
+    Digest { text: usize },
 }
 
-/// Fits `shaped` (whose first message is the relay preamble) to the budget, putting `brief_text`
-/// first. Errors when even the always-kept layer cannot fit.
-pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Session, FitReport)> {
-    let mut report = FitReport {
-        tokenizer: p.tokenizer.name().into(),
-        budget: p.budget,
-        ..Default::default()
-    };
-    report.source_tokens_estimate = crate::tokens::session_estimate(&shaped);
-    // The session is taken, not copied: its messages are the bulk of what a relay holds.
-    let mut body: Vec<Message> = std::mem::take(&mut shaped.messages);
-    let preamble_time = if body.is_empty() {
-        None
-    } else {
-        body.remove(0).timestamp
-    };
-    report.source_messages = body.len();
+const WHOLE: usize = usize::MAX;
 
-    let brief_msg = Message::new(Role::System, brief_text)
-        .with_time(preamble_time)
-        .with_meta("kind", "handoff_brief");
-    report.brief_tokens = cost(p.tokenizer, &brief_msg);
-
-    let (mut msgs, stats) = compress_tools(body, p.tool_call_keep_recent, TOOL_OUTPUT_MAX);
-    report.tool_calls_whole = stats.whole;
-    report.tool_calls_one_line = stats.one_line;
-    report.tool_outputs_trimmed = stats.trimmed;
-    report.tool_output_chars_cut = stats.chars_cut;
-
-    let mut turns = segment(&msgs);
-    report.source_turns = turns.iter().filter(|t| t.user).count();
-    let mut costs = Costs {
-        tok: p.tokenizer,
-        cache: HashMap::new(),
-    };
-
-    // Layer 1, with degradation steps when it alone exceeds the budget.
-    let mut fixed = fixed_cost(&msgs, &turns, &mut costs) + report.brief_tokens;
-    let mut step = 0;
-    while fixed > p.budget && step < 3 {
-        report.degraded = true;
-        let last = turns.last().cloned();
-        match (step, last) {
-            (0, Some(last)) => {
-                // Cut every tool output of the last turn harder.
-                let tail: Vec<Message> = msgs.drain(last.range.clone()).collect();
-                let (tail, s) = compress_tools(tail, usize::MAX, TOOL_OUTPUT_TIGHT);
-                report.tool_outputs_trimmed += s.trimmed;
-                report.tool_output_chars_cut += s.chars_cut;
-                msgs.splice(last.range.start..last.range.start, tail);
-            }
-            (1, Some(last)) => {
-                // Then keep only the last turn's final two calls whole.
-                let tail: Vec<Message> = msgs.drain(last.range.clone()).collect();
-                let (tail, s) = compress_tools(tail, 2, TOOL_OUTPUT_TIGHT);
-                report.tool_calls_one_line += s.one_line;
-                report.tool_calls_whole = report.tool_calls_whole.saturating_sub(s.one_line);
-                msgs.splice(last.range.start..last.range.start, tail);
-            }
-            _ => {
-                // Finally shorten the first request and carried context themselves.
-                let first_user = msgs.iter().position(|m| m.role == Role::User);
-                for (i, m) in msgs.iter_mut().enumerate() {
-                    let early = first_user.is_none_or(|f| i <= f);
-                    if early && matches!(m.role, Role::User | Role::System) {
-                        m.content = trim_output(&m.content, REQUEST_TIGHT);
-                    }
-                }
-                if let Some(last) = turns.last() {
-                    for m in &mut msgs[last.range.clone()] {
-                        if m.content.chars().count() > REQUEST_TIGHT {
-                            m.content = trim_output(&m.content, REQUEST_TIGHT);
-                        }
-                    }
-                }
-            }
-        }
-        step += 1;
-        turns = segment(&msgs);
-        costs.cache.clear();
-        fixed = fixed_cost(&msgs, &turns, &mut costs) + report.brief_tokens;
-    }
-    if fixed > p.budget {
-        bail!(
-            "the budget of {} tokens is too small: the handoff brief, the first request and the last \
-             user message with what follows need {fixed} tokens even when shortened. Use a larger --budget.",
-            p.budget
-        );
-    }
-
-    // Layer 2: recent turns, newest first, between the first and the last.
-    let n = turns.len();
-    let last_idx = n.saturating_sub(1);
-    let first_user_turn = turns.iter().position(|t| t.user);
-    let middle: Vec<usize> = (0..last_idx)
-        .filter(|&t| turns[t].user || first_user_turn.is_none_or(|f| t > f))
-        .collect();
-    // The cost a middle turn adds: for the first request's turn, all but the request itself.
-    let extra = |t: usize, costs: &mut Costs, msgs: &[Message]| {
-        let r = turns[t].range.clone();
-        if Some(t) == first_user_turn {
-            costs.range(r.start + 1..r.end, msgs)
-        } else {
-            costs.range(r, msgs)
-        }
-    };
-    let remaining = p.budget - fixed;
-    let max_middle = p.recent_turns.saturating_sub(1);
-    let mut kept: Vec<usize> = Vec::new();
-    let mut used = 0;
-    let mut all_fit = middle.len() <= max_middle;
-    if all_fit {
-        let total: usize = middle.iter().map(|&t| extra(t, &mut costs, &msgs)).sum();
-        all_fit = total <= remaining;
-        if all_fit {
-            kept = middle.clone();
-            used = total;
-        }
-    }
-    if !all_fit {
-        let reserve = p.summary_max_tokens.min(remaining / 4);
-        for &t in middle.iter().rev() {
-            if kept.len() >= max_middle {
-                break;
-            }
-            let c = extra(t, &mut costs, &msgs);
-            if used + c > remaining - reserve {
-                break;
-            }
-            used += c;
-            kept.push(t);
-        }
-        kept.sort_unstable();
-    }
-    let dropped: Vec<usize> = middle
-        .iter()
-        .copied()
-        .filter(|t| !kept.contains(t))
-        .collect();
-
-    // Layer 3: summary of what was dropped.
-    let mut summary: Option<Message> = None;
-    if !dropped.is_empty() {
-        let slices: Vec<&[Message]> = dropped
-            .iter()
-            .map(|&t| {
-                let r = turns[t].range.clone();
-                if Some(t) == first_user_turn {
-                    &msgs[r.start + 1..r.end]
-                } else {
-                    &msgs[r]
-                }
-            })
-            .collect();
-        let points = summary::summary_points(&slices);
-        report.summary_points = points.len();
-        let cap = p.summary_max_tokens.min(remaining - used);
-        let time = slices
-            .iter()
-            .find_map(|s| s.first())
-            .and_then(|m| m.timestamp.clone());
-        let mut keep: Option<usize> = None;
-        loop {
-            let text = summary::summary_text(&points, keep);
-            let m = Message::new(Role::System, text)
-                .with_time(time.clone())
-                .with_meta("kind", "relay_summary");
-            let c = cost(p.tokenizer, &m);
-            if c <= cap && !points.is_empty() {
-                report.summary_tokens = c;
-                report.summary_points_kept = match keep {
-                    None if points.len() <= 15 => points.len(),
-                    None => 10,
-                    Some(k) => (2 * k).min(points.len()),
-                };
-                summary = Some(m);
-                break;
-            }
-            let next = match keep {
-                None => 4.min(points.len() / 2),
-                Some(0) => break,
-                Some(k) => k - 1,
-            };
-            keep = Some(next);
-        }
-        report.dropped.turns = dropped.len();
-        for &t in &dropped {
-            let r = turns[t].range.clone();
-            let r = if Some(t) == first_user_turn {
-                r.start + 1..r.end
-            } else {
-                r
-            };
-            report.dropped.messages += r.len();
-            report.dropped.tokens += msgs[r]
-                .iter()
-                .map(|m| {
-                    if m.role == Role::Reasoning {
-                        0
-                    } else {
-                        m.content.len().div_ceil(4)
-                    }
-                })
-                .sum::<usize>();
-        }
-    }
-
-    // Assemble: brief, context and first request, summary, kept turns, last turn.
-    let mut out = shaped;
-    out.messages = vec![brief_msg];
-    let mut always = Part::default();
-    let mut recent = Part::default();
-    let take =
-        |r: std::ops::Range<usize>, part: &mut Part, out: &mut Vec<Message>, costs: &mut Costs| {
-            for i in r {
-                part.messages += 1;
-                part.tokens += costs.of(i, &msgs);
-                out.push(msgs[i].clone());
-            }
-        };
-    let context_end = turns
-        .first()
-        .map_or(0, |t| if t.user { t.range.start } else { t.range.end });
-    take(0..context_end, &mut always, &mut out.messages, &mut costs);
-    if let Some(f) = first_user_turn {
-        let r = turns[f].range.clone();
-        take(
-            r.start..r.start + 1,
-            &mut always,
-            &mut out.messages,
-            &mut costs,
-        );
-        if f != last_idx && kept.contains(&f) {
-            take(
-                r.start + 1..r.end,
-                &mut recent,
-                &mut out.messages,
-                &mut costs,
-            );
-            recent.turns += 1;
-        }
-    }
-    if let Some(s) = summary {
-        out.messages.push(s);
-    }
-    for &t in &kept {
-        if Some(t) == first_user_turn {
-            continue;
-        }
-        take(
-            turns[t].range.clone(),
-            &mut recent,
-            &mut out.messages,
-            &mut costs,
-        );
-        recent.turns += 1;
-    }
-    if n > 0 && turns[last_idx].user {
-        let r = turns[last_idx].range.clone();
-        let r = if Some(last_idx) == first_user_turn {
-            r.start + 1..r.end
-        } else {
-            r
-        };
-        take(r, &mut always, &mut out.messages, &mut costs);
-        always.turns += 1;
-    }
-    report.always_kept = always;
-    report.recent_kept = recent;
-    report.total_tokens = report.brief_tokens
-        + report.always_kept.tokens
-        + report.recent_kept.tokens
-        + report.summary_tokens;
-    debug_assert_eq!(
-        report.total_tokens,
-        out.messages
-            .iter()
-            .map(|m| cost(p.tokenizer, m))
-            .sum::<usize>()
-    );
-    Ok((out, report))
-}
+/// Every form, most faithful first. The fill and the fit step through it.
+const LADDER: &[Form] = &[
+    Form::Whole {
+        output: TOOL_OUTPUT_MAX,
+    },
+    Form::Whole { output: 4000 },
+    Form::Whole { output: 2000 },
+    Form::Whole { output: 1000 },
+    Form::Whole { output: 500 },
+    Form::OneLine { text: WHOLE },
+    Form::OneLine { text: 4000 },
+    Form::OneLine { text: 2000 },
+    Form::OneLine { text: 1000 },
+    Form::OneLine { text: 500 },
+    Form::OneLine { text: 250 },
+    Form::Digest { text: 600 },
+    Form::Digest { text: 300 },
+    Form::Digest { text: 150 },
+    Form::Digest { text: 60 },
+];
+const ONE_LINE_START: usize = 5;
+const TRIMMED_START: usize = 8;
 
 #[derive(Debug, Clone)]
 struct Turn {
-    range: std::ops::Range<usize>,
+    range: Range<usize>,
     /// Starts with a user message (else: context before the first request).
     user: bool,
 }
@@ -399,31 +180,8 @@ fn segment(msgs: &[Message]) -> Vec<Turn> {
     turns
 }
 
-/// Layer 1 cost without the brief: context before the first request, the first request, and
-/// the last turn whole.
-fn fixed_cost(msgs: &[Message], turns: &[Turn], costs: &mut Costs) -> usize {
-    let Some(last) = turns.last() else { return 0 };
-    let mut c = 0;
-    let first_user = turns.iter().position(|t| t.user);
-    if let Some(first) = turns.first()
-        && !first.user
-    {
-        c += costs.range(first.range.clone(), msgs);
-    }
-    if let Some(f) = first_user {
-        let start = turns[f].range.start;
-        if f == turns.len() - 1 {
-            return c + costs.range(last.range.clone(), msgs);
-        }
-        c += costs.of(start, msgs);
-    }
-    if last.user {
-        c += costs.range(last.range.clone(), msgs);
-    }
-    c
-}
-
-#[derive(Default)]
+/// Tool-call bookkeeping for one rendered turn.
+#[derive(Debug, Default, Clone, Copy)]
 struct ToolStats {
     whole: usize,
     one_line: usize,
@@ -431,92 +189,666 @@ struct ToolStats {
     chars_cut: usize,
 }
 
-/// Layer 4. The newest `keep_recent` tool calls stay whole (outputs over `max_output` characters
-/// keep head and tail); older ones become one line each. A structured call and its result are
-/// always changed together, so no call is ever separated from its result.
-fn compress_tools(
-    msgs: Vec<Message>,
-    keep_recent: usize,
-    max_output: usize,
-) -> (Vec<Message>, ToolStats) {
-    let mut stats = ToolStats::default();
-    // Tool units, in order: a structured call (with its result) or a text transcript.
-    let mut results: HashMap<String, usize> = HashMap::new();
-    for (i, m) in msgs.iter().enumerate() {
-        if m.role == Role::ToolResult
-            && let Some(id) = &m.tool_call_id
-        {
-            results.insert(id.clone(), i);
-        }
+impl ToolStats {
+    fn add(&mut self, o: ToolStats) {
+        self.whole += o.whole;
+        self.one_line += o.one_line;
+        self.trimmed += o.trimmed;
+        self.chars_cut += o.chars_cut;
     }
-    let units: Vec<usize> = msgs
+}
+
+/// Whether a message is a tool call in either travelling form (structured, or as text).
+fn is_call(m: &Message) -> bool {
+    m.role == Role::ToolCall || m.kind() == Some("tool_transcript")
+}
+
+/// A turn's messages in a form. Structured calls and their results change together, so no
+/// call is ever separated from its result.
+fn render(msgs: &[Message], form: Form) -> (Vec<Message>, ToolStats) {
+    let mut stats = ToolStats::default();
+    let result_of: HashMap<&str, usize> = msgs
         .iter()
         .enumerate()
-        .filter(|(_, m)| m.role == Role::ToolCall || m.kind() == Some("tool_transcript"))
-        .map(|(i, _)| i)
+        .filter(|(_, m)| m.role == Role::ToolResult)
+        .filter_map(|(i, m)| m.tool_call_id.as_deref().map(|id| (id, i)))
         .collect();
-    let old_count = units.len().saturating_sub(keep_recent);
-    let mut replace: HashMap<usize, Option<Message>> = HashMap::new();
-    for (n, &i) in units.iter().enumerate() {
-        let m = &msgs[i];
-        let result_idx = m
-            .tool_call_id
-            .as_ref()
-            .and_then(|id| results.get(id))
-            .copied();
-        if n < old_count {
-            stats.one_line += 1;
-            let line = match m.role {
-                Role::ToolCall => one_line(m, result_idx.map(|r| &msgs[r])),
-                _ => m
-                    .metadata
-                    .get("oneline")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .unwrap_or_else(|| trim_output(&m.content, 200)),
-            };
-            let mut short = Message::new(Role::Assistant, line)
-                .with_time(m.timestamp.clone())
-                .with_meta("kind", "tool_oneline");
-            short.metadata.remove("line");
-            replace.insert(i, Some(short));
-            if m.role == Role::ToolCall
-                && let Some(r) = result_idx
-            {
-                replace.insert(r, None);
+    let call_result = |m: &Message| {
+        m.tool_call_id
+            .as_deref()
+            .filter(|_| m.role == Role::ToolCall)
+            .and_then(|id| result_of.get(id).copied())
+    };
+    let cut = |m: &Message, max: usize| {
+        let mut c = m.clone();
+        if max != WHOLE && c.content.chars().count() > max {
+            c.content = trim_output(&c.content, max);
+        }
+        c
+    };
+    let mut out = Vec::new();
+    match form {
+        Form::Whole { output } => {
+            for m in msgs {
+                if is_call(m) {
+                    stats.whole += 1;
+                }
+                let is_output = m.role == Role::ToolResult || m.kind() == Some("tool_transcript");
+                if !is_output {
+                    out.push(m.clone());
+                    continue;
+                }
+                let len = m.content.chars().count();
+                let original = m.output_chars();
+                if len > output {
+                    stats.trimmed += 1;
+                    stats.chars_cut += original - output;
+                    out.push(cut(m, output));
+                } else {
+                    if original > len {
+                        // Already cut to this size while reading.
+                        stats.trimmed += 1;
+                        stats.chars_cut += original - len;
+                    }
+                    out.push(m.clone());
+                }
             }
+        }
+        Form::OneLine { text } => {
+            let mut answered: Vec<bool> = vec![false; msgs.len()];
+            for (i, m) in msgs.iter().enumerate() {
+                if answered[i] || m.role == Role::Reasoning {
+                    continue;
+                }
+                if is_call(m) {
+                    stats.one_line += 1;
+                    let result = call_result(m);
+                    if let Some(r) = result {
+                        answered[r] = true;
+                    }
+                    out.push(oneline_message(m, result.map(|r| &msgs[r])));
+                } else if m.role == Role::ToolResult {
+                    // A result whose call is in no turn of this session: keep it short.
+                    out.push(cut(m, 200.min(text)));
+                } else {
+                    out.push(cut(m, text));
+                }
+            }
+        }
+        Form::Digest { text } => {
+            let calls = msgs.iter().filter(|m| is_call(m)).count();
+            stats.one_line += calls;
+            if let Some(u) = msgs.iter().find(|m| m.role == Role::User) {
+                out.push(cut(u, text));
+            }
+            if calls > 0 {
+                let failed = msgs
+                    .iter()
+                    .filter(|m| {
+                        (m.role == Role::ToolResult && m.is_error)
+                            || (m.kind() == Some("tool_transcript")
+                                && m.content.contains("\n[result: error"))
+                    })
+                    .count();
+                let mut names: Vec<(String, usize)> = Vec::new();
+                for m in msgs.iter().filter(|m| is_call(m)) {
+                    let name = m.tool_name.clone().unwrap_or_else(|| {
+                        m.content
+                            .strip_prefix("[tool call: ")
+                            .and_then(|r| r.split(']').next())
+                            .unwrap_or("?")
+                            .to_string()
+                    });
+                    match names.iter_mut().find(|(n, _)| *n == name) {
+                        Some((_, c)) => *c += 1,
+                        None => names.push((name, 1)),
+                    }
+                }
+                let list: Vec<String> = names.iter().map(|(n, c)| format!("{n} x{c}")).collect();
+                let time = msgs
+                    .iter()
+                    .find(|m| is_call(m))
+                    .and_then(|m| m.timestamp.clone());
+                out.push(
+                    Message::new(
+                        Role::Assistant,
+                        format!(
+                            "[{calls} tool calls: {}{}]",
+                            list.join(", "),
+                            if failed > 0 {
+                                format!("; {failed} failed")
+                            } else {
+                                String::new()
+                            }
+                        ),
+                    )
+                    .with_time(time)
+                    .with_meta("kind", "tool_digest"),
+                );
+            }
+            if let Some(a) = msgs
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::Assistant && m.kind().is_none())
+            {
+                out.push(cut(a, text));
+            }
+        }
+    }
+    (out, stats)
+}
+
+/// A call (structured or a text transcript) and its result as one line.
+fn oneline_message(m: &Message, result: Option<&Message>) -> Message {
+    let line = match m.role {
+        Role::ToolCall => one_line(m, result),
+        _ => m
+            .metadata
+            .get("oneline")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| trim_output(&m.content, 200)),
+    };
+    Message::new(Role::Assistant, line)
+        .with_time(m.timestamp.clone())
+        .with_meta("kind", "tool_oneline")
+}
+
+/// The middle turns' forms and what they cost, with a cache: the fit tries several forms of
+/// the same turns.
+struct Costs<'a> {
+    tok: Tokenizer,
+    msgs: &'a [Message],
+    cache: HashMap<(usize, usize, Form), usize>,
+}
+
+impl Costs<'_> {
+    fn of(&mut self, r: &Range<usize>, form: Form) -> usize {
+        let key = (r.start, r.end, form);
+        if let Some(&c) = self.cache.get(&key) {
+            return c;
+        }
+        let (rendered, _) = render(&self.msgs[r.clone()], form);
+        let c = rendered.iter().map(|m| cost(self.tok, m)).sum();
+        self.cache.insert(key, c);
+        c
+    }
+
+    fn exact(&self, msgs: &[Message]) -> usize {
+        msgs.iter().map(|m| cost(self.tok, m)).sum()
+    }
+}
+
+/// Where the middle turns stand: each either kept in a form (an index into `LADDER`) or left out.
+struct Selection {
+    forms: Vec<Option<usize>>,
+    used: usize,
+}
+
+/// Fits `shaped` (whose first message is the relay preamble) to the budget, putting `brief_text`
+/// first. Errors when even the always-kept layer cannot fit.
+pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Session, FitReport)> {
+    let mut report = FitReport {
+        tokenizer: p.tokenizer.name().into(),
+        budget: p.budget,
+        ..Default::default()
+    };
+    // The session is taken, not copied: its messages are the bulk of what a relay holds.
+    let mut msgs: Vec<Message> = std::mem::take(&mut shaped.messages);
+    let preamble_time = if msgs.is_empty() {
+        None
+    } else {
+        msgs.remove(0).timestamp
+    };
+    let brief_msg = Message::new(Role::System, brief_text)
+        .with_time(preamble_time)
+        .with_meta("kind", "handoff_brief");
+    report.brief_tokens = cost(p.tokenizer, &brief_msg);
+
+    let turns = segment(&msgs);
+    let n = turns.len();
+    let first_user = turns.iter().position(|t| t.user);
+    let last_user = turns.iter().rposition(|t| t.user);
+    // The last turn is always kept whole; a session whose only turn is the first request keeps
+    // that turn as its last.
+    let last = last_user;
+    let context = turns.first().filter(|t| !t.user).map(|t| t.range.clone());
+    // The middle: user turns after the first and before the last, plus the rest of the first
+    // turn (after its request) when it is not also the last.
+    let mut middle: Vec<Range<usize>> = Vec::new();
+    if let Some(f) = first_user
+        && Some(f) != last
+    {
+        let r = turns[f].range.clone();
+        if r.len() > 1 {
+            middle.push(r.start + 1..r.end);
+        }
+        for t in turns.iter().take(last.unwrap_or(n)).skip(f + 1) {
+            middle.push(t.range.clone());
+        }
+    }
+
+    // Layer 1, with degradation steps when it alone exceeds the budget.
+    let mut fixed_msgs = fixed_layer(&msgs, context.clone(), &turns, first_user, last);
+    let fixed_count = |m: &[Message]| m.iter().map(|x| cost(p.tokenizer, x)).sum::<usize>();
+    let mut fixed = fixed_count(&fixed_msgs.all()) + report.brief_tokens;
+    let mut step = 0;
+    while fixed > p.budget && step < 3 {
+        report.degraded = true;
+        fixed_msgs.degrade(step, &msgs);
+        step += 1;
+        fixed = fixed_count(&fixed_msgs.all()) + report.brief_tokens;
+    }
+    if fixed > p.budget {
+        bail!(
+            "the budget of {} tokens is too small: the handoff brief, the first request and the last \
+             user message with what follows need {fixed} tokens even when shortened. Use a larger --budget.",
+            p.budget
+        );
+    }
+
+    // Layers 2 and 3: the middle turns, newest first, and the summary of what is left out.
+    let room = p.budget - fixed;
+    let mut costs = Costs {
+        tok: p.tokenizer,
+        msgs: &msgs,
+        cache: HashMap::new(),
+    };
+    let estimate: usize = middle
+        .iter()
+        .flat_map(|r| msgs[r.clone()].iter())
+        .map(source_tokens)
+        .sum();
+    let mut reserve = if estimate <= room {
+        0
+    } else {
+        p.summary_max_tokens.min(room / 4)
+    };
+    let numbers = turn_numbers(&turns, &middle, first_user);
+    let mut sel;
+    let mut summary: Option<(Message, usize, usize, Vec<usize>)>;
+    let mut round = 0;
+    loop {
+        sel = choose(&middle, &mut costs, room.saturating_sub(reserve), p);
+        let dropped: Vec<usize> = (0..middle.len())
+            .filter(|&i| sel.forms[i].is_none())
+            .collect();
+        if dropped.is_empty() {
+            summary = None;
+            break;
+        }
+        let cap = p.summary_max_tokens.min(room - sel.used);
+        summary = summarize(&msgs, &middle, &dropped, &numbers, cap, p.tokenizer);
+        let s = summary.as_ref().map_or(0, |x| x.1);
+        round += 1;
+        // A summary smaller than its reserve leaves room: choose again with that room.
+        if round >= 3 || s + 8 >= reserve {
+            break;
+        }
+        reserve = s;
+    }
+    let summary_tokens = summary.as_ref().map_or(0, |x| x.1);
+
+    // Layer 4: fill what is left by making kept turns more faithful, newest first.
+    let mut left = room - sel.used - summary_tokens;
+    for i in (0..middle.len()).rev() {
+        let Some(at) = sel.forms[i] else { continue };
+        if at == 0 || left == 0 {
+            continue;
+        }
+        let now = costs.of(&middle[i], LADDER[at]);
+        if let Some(better) = (0..at).find(|&j| costs.of(&middle[i], LADDER[j]) <= now + left) {
+            let c = costs.of(&middle[i], LADDER[better]);
+            left = now + left - c;
+            sel.used = sel.used + c - now;
+            sel.forms[i] = Some(better);
+        }
+    }
+
+    // Assemble: brief, context and first request, summary, kept turns, last turn.
+    let mut out = shaped;
+    out.messages = vec![brief_msg];
+    let mut verbatim = Part::default();
+    let mut shortened = Part::default();
+    let mut tools = ToolStats::default();
+    let source_part = |range: &Range<usize>, turns: usize| Part {
+        turns,
+        messages: range.len(),
+        source_tokens: msgs[range.clone()].iter().map(source_tokens).sum(),
+        written_tokens: 0,
+    };
+    // The always-kept layer.
+    let fixed_out = fixed_msgs.all();
+    let always = Part {
+        turns: usize::from(first_user.is_some())
+            + usize::from(last.is_some() && last != first_user),
+        messages: fixed_msgs.source_messages(),
+        source_tokens: fixed_msgs
+            .source_ranges()
+            .iter()
+            .map(|r| source_part(r, 0).source_tokens)
+            .sum(),
+        written_tokens: costs.exact(&fixed_out),
+    };
+    let (head, tail) = fixed_msgs.split();
+    out.messages.extend(head);
+    if let Some((m, _, _, _)) = &summary {
+        out.messages.push(m.clone());
+    }
+    for (i, r) in middle.iter().enumerate() {
+        let Some(at) = sel.forms[i] else { continue };
+        let (rendered, stats) = render(&msgs[r.clone()], LADDER[at]);
+        tools.add(stats);
+        let mut part = source_part(r, usize::from(msgs[r.start].role == Role::User));
+        part.written_tokens = costs.exact(&rendered);
+        if at == 0 {
+            verbatim.add(part);
         } else {
-            stats.whole += 1;
-            let target = if m.role == Role::ToolCall {
-                result_idx
-            } else {
-                Some(i)
-            };
-            if let Some(t) = target {
-                let text = &msgs[t].content;
-                let len = text.chars().count();
-                let original = msgs[t].output_chars();
-                if original > len && max_output >= TOOL_OUTPUT_MAX {
-                    // Already cut to this size while reading.
-                    stats.trimmed += 1;
-                    stats.chars_cut += original - max_output.min(original);
-                } else if len > max_output {
-                    let mut r = msgs[t].clone();
-                    r.content = trim_output(text, max_output);
-                    stats.trimmed += 1;
-                    stats.chars_cut += len - max_output;
-                    replace.insert(t, Some(r));
+            shortened.add(part);
+        }
+        out.messages.extend(rendered);
+    }
+    tools.add(fixed_msgs.tools);
+    out.messages.extend(tail);
+    if fixed_msgs.shortened() {
+        shortened.add(always);
+    } else {
+        verbatim.add(always);
+    }
+    // Turns left out: summarized when the summary makes a point of them.
+    let mut summarized = Part::default();
+    let mut left_out = Part::default();
+    let with_point: std::collections::HashSet<usize> = summary
+        .as_ref()
+        .map(|s| s.3.iter().copied().collect())
+        .unwrap_or_default();
+    for (i, r) in middle.iter().enumerate() {
+        if sel.forms[i].is_some() {
+            continue;
+        }
+        let part = source_part(r, usize::from(msgs[r.start].role == Role::User));
+        if with_point.contains(&numbers[i]) {
+            summarized.add(part);
+        } else {
+            left_out.add(part);
+        }
+    }
+    report.verbatim = verbatim;
+    report.shortened = shortened;
+    report.summarized = summarized;
+    report.left_out = left_out;
+    let mut source = Part::default();
+    for part in [verbatim, shortened, summarized, left_out] {
+        source.add(part);
+    }
+    source.written_tokens = 0;
+    report.source = source;
+    report.kept_tokens = verbatim.written_tokens + shortened.written_tokens;
+    report.summary_tokens = summary_tokens;
+    if let Some((_, _, points, _)) = &summary {
+        report.summary_points = *points;
+    }
+    report.summary_points_kept = summary.as_ref().map_or(0, |s| s.3.len());
+    report.tool_calls_whole = tools.whole;
+    report.tool_calls_one_line = tools.one_line;
+    report.tool_outputs_trimmed = tools.trimmed;
+    report.tool_output_chars_cut = tools.chars_cut;
+    report.total_tokens = report.brief_tokens + report.kept_tokens + report.summary_tokens;
+    debug_assert_eq!(
+        report.total_tokens,
+        out.messages
+            .iter()
+            .map(|m| cost(p.tokenizer, m))
+            .sum::<usize>()
+    );
+    Ok((out, report))
+}
+
+/// The number of each middle turn among the session's user turns (1 = the first request).
+fn turn_numbers(turns: &[Turn], middle: &[Range<usize>], first_user: Option<usize>) -> Vec<usize> {
+    let mut number_of: HashMap<usize, usize> = HashMap::new();
+    let mut n = 0;
+    for t in turns {
+        if t.user {
+            n += 1;
+            number_of.insert(t.range.start, n);
+        }
+    }
+    let first_start = first_user.map(|f| turns[f].range.start);
+    middle
+        .iter()
+        .map(|r| match number_of.get(&r.start) {
+            Some(&k) => k,
+            // The rest of the first turn, after its request.
+            None if first_start.is_some_and(|s| r.start == s + 1) => 1,
+            None => 0,
+        })
+        .collect()
+}
+
+/// Layer 2: each middle turn, newest first, in the most faithful form its age allows that fits
+/// `room`; the first turn that fits in no form ends it.
+fn choose(middle: &[Range<usize>], costs: &mut Costs, room: usize, p: &FitParams) -> Selection {
+    let mut forms = vec![None; middle.len()];
+    let mut used = 0;
+    let mut whole_turns = 0;
+    let mut whole_calls = 0;
+    for i in (0..middle.len()).rev() {
+        let r = &middle[i];
+        let calls = costs.msgs[r.clone()].iter().filter(|m| is_call(m)).count();
+        let recent = whole_turns + 1 < p.recent_turns
+            || whole_calls + calls <= p.tool_call_keep_recent
+            || (used as f64) < WHOLE_SHARE * room as f64;
+        let start = if recent {
+            0
+        } else if (used as f64) < ONE_LINE_SHARE * room as f64 {
+            ONE_LINE_START
+        } else {
+            TRIMMED_START
+        };
+        let fits = (start..LADDER.len()).find(|&j| used + costs.of(r, LADDER[j]) <= room);
+        match fits {
+            Some(j) => {
+                used += costs.of(r, LADDER[j]);
+                forms[i] = Some(j);
+                if matches!(LADDER[j], Form::Whole { .. }) {
+                    whole_turns += 1;
+                    whole_calls += calls;
+                }
+            }
+            None => break,
+        }
+    }
+    Selection { forms, used }
+}
+
+/// Layer 3: the summary of the turns left out, within `cap` tokens: (message, tokens, candidate
+/// points, turn numbers with a point).
+fn summarize(
+    msgs: &[Message],
+    middle: &[Range<usize>],
+    dropped: &[usize],
+    numbers: &[usize],
+    cap: usize,
+    tok: Tokenizer,
+) -> Option<(Message, usize, usize, Vec<usize>)> {
+    let left: Vec<LeftOut> = dropped
+        .iter()
+        .map(|&i| LeftOut {
+            number: numbers[i],
+            messages: &msgs[middle[i].clone()],
+        })
+        .collect();
+    let points = summary::points(&left);
+    let time = left
+        .iter()
+        .find_map(|t| t.messages.first())
+        .and_then(|m| m.timestamp.clone());
+    let mut chosen = summary::select(&points, cap, tok);
+    loop {
+        if chosen.is_empty() {
+            return None;
+        }
+        let text = summary::summary_text(&left, &points, &chosen);
+        let m = Message::new(Role::System, text)
+            .with_time(time.clone())
+            .with_meta("kind", "relay_summary");
+        let c = cost(tok, &m);
+        if c <= cap {
+            let turns = chosen.iter().map(|&i| points[i].turn).collect();
+            return Some((m, c, points.len(), turns));
+        }
+        // Counted in one piece the text costs a little more than its lines did: drop the last
+        // point of the least important kind until it fits.
+        let worst = (0..chosen.len())
+            .max_by_key(|&k| (points[chosen[k]].kind, k))
+            .unwrap_or(0);
+        chosen.remove(worst);
+    }
+}
+
+/// The always-kept layer: context before the first request, the first request, and the last
+/// turn, with the degradation steps that shorten them.
+struct Fixed {
+    context: Vec<Message>,
+    context_range: Option<Range<usize>>,
+    request: Vec<Message>,
+    request_range: Option<Range<usize>>,
+    last: Vec<Message>,
+    last_range: Option<Range<usize>>,
+    shortened: bool,
+    tools: ToolStats,
+}
+
+fn fixed_layer(
+    msgs: &[Message],
+    context: Option<Range<usize>>,
+    turns: &[Turn],
+    first_user: Option<usize>,
+    last: Option<usize>,
+) -> Fixed {
+    let request_range = match (first_user, last) {
+        (Some(f), Some(l)) if f != l => Some(turns[f].range.start..turns[f].range.start + 1),
+        _ => None,
+    };
+    // Without a user turn, everything is context; with one, the last user turn to the end.
+    let last_range = last.map(|l| turns[l].range.start..msgs.len());
+    let context_range = match (context, last_range.as_ref()) {
+        (Some(c), _) => Some(c),
+        (None, None) if !msgs.is_empty() => Some(0..msgs.len()),
+        _ => None,
+    };
+    let mut tools = ToolStats::default();
+    let mut take = |r: &Option<Range<usize>>| {
+        let Some(r) = r else { return Vec::new() };
+        let (rendered, stats) = render(
+            &msgs[r.clone()],
+            Form::Whole {
+                output: TOOL_OUTPUT_MAX,
+            },
+        );
+        tools.add(stats);
+        rendered
+    };
+    let context = take(&context_range);
+    let request = take(&request_range);
+    let last = take(&last_range);
+    Fixed {
+        context,
+        request,
+        last,
+        context_range,
+        request_range,
+        last_range,
+        shortened: false,
+        tools,
+    }
+}
+
+impl Fixed {
+    fn all(&self) -> Vec<Message> {
+        let mut v = self.context.clone();
+        v.extend(self.request.iter().cloned());
+        v.extend(self.last.iter().cloned());
+        v
+    }
+
+    /// What goes before the middle turns, and what after.
+    fn split(&self) -> (Vec<Message>, Vec<Message>) {
+        let mut head = self.context.clone();
+        head.extend(self.request.iter().cloned());
+        (head, self.last.clone())
+    }
+
+    fn source_ranges(&self) -> Vec<Range<usize>> {
+        [&self.context_range, &self.request_range, &self.last_range]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    fn source_messages(&self) -> usize {
+        self.source_ranges().iter().map(Range::len).sum()
+    }
+
+    fn shortened(&self) -> bool {
+        self.shortened
+    }
+
+    fn degrade(&mut self, step: usize, msgs: &[Message]) {
+        self.shortened = true;
+        match step {
+            // Cut every tool output of the last turn harder.
+            0 => {
+                let Some(r) = self.last_range.clone() else {
+                    return;
+                };
+                let (_, first) = render(
+                    &msgs[r.clone()],
+                    Form::Whole {
+                        output: TOOL_OUTPUT_MAX,
+                    },
+                );
+                let (after, stats) = render(
+                    &msgs[r],
+                    Form::Whole {
+                        output: TOOL_OUTPUT_TIGHT,
+                    },
+                );
+                // Count what this step cut on top of what the first render counted.
+                self.tools.trimmed += stats.trimmed.saturating_sub(first.trimmed);
+                self.tools.chars_cut += stats.chars_cut.saturating_sub(first.chars_cut);
+                self.last = after;
+            }
+            // Then the last turn's calls to one line, but for its final two.
+            1 => {
+                let calls: Vec<usize> = (0..self.last.len())
+                    .filter(|&i| is_call(&self.last[i]))
+                    .collect();
+                if let Some(&keep_from) = calls.get(calls.len().saturating_sub(2)) {
+                    let (mut head, stats) =
+                        render(&self.last[..keep_from], Form::OneLine { text: WHOLE });
+                    self.tools.one_line += stats.one_line;
+                    self.tools.whole -= stats.one_line;
+                    head.extend(self.last[keep_from..].iter().cloned());
+                    self.last = head;
+                }
+            }
+            // Finally shorten the first request, carried context and long messages of the last
+            // turn themselves.
+            _ => {
+                for m in self
+                    .context
+                    .iter_mut()
+                    .chain(self.request.iter_mut())
+                    .chain(self.last.iter_mut())
+                {
+                    if m.content.chars().count() > REQUEST_TIGHT {
+                        m.content = trim_output(&m.content, REQUEST_TIGHT);
+                    }
                 }
             }
         }
     }
-    let out = msgs
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, m)| match replace.remove(&i) {
-            Some(r) => r,
-            None => Some(m),
-        })
-        .collect();
-    (out, stats)
 }

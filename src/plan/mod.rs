@@ -11,6 +11,7 @@
 
 pub mod brief;
 pub mod calls;
+pub mod cues;
 pub mod fit;
 pub mod shape;
 pub mod summary;

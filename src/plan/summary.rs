@@ -1,89 +1,325 @@
 //! The extractive summary of the turns a relay leaves out. Deterministic: no model is called.
+//!
+//! Points are chosen across the whole left-out range, by kind: the user's requests first (they
+//! carry intent), then what a compaction left, the user's rules and the decisions taken, errors
+//! and how they were fixed, and the assistant's conclusions. A kind that does not fit whole is
+//! sampled evenly over the range. Points stay in time order, each tagged with its turn number,
+//! so the next agent can tell how much is missing and where.
 
 use std::collections::HashSet;
 
-use super::brief::sentences;
-use crate::model::{Message, Role};
+use super::cues;
+use crate::model::{Message, Role, Timestamp};
 use crate::text::{one_line, truncate_chars};
+use crate::tokens::Tokenizer;
 
-/// Extractive summary points of left-out turns: requests, long answers, decisions.
-pub fn summary_points(dropped: &[&[Message]]) -> Vec<String> {
-    const DECISION_CUES: &[&str] = &[
-        "decided",
-        "decision",
-        "we will",
-        "we'll",
-        "i will use",
-        "going with",
-        "chose",
-        "instead of",
-    ];
-    let mut points = Vec::new();
+/// One left-out turn: its number among the session's turns (1 = the first request) and its
+/// messages as shaped for the target.
+pub struct LeftOut<'a> {
+    pub number: usize,
+    pub messages: &'a [Message],
+}
+
+/// What a point is, in the order points are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    Request,
+    EarlierSummary,
+    Rule,
+    Decision,
+    Error,
+    Conclusion,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub turn: usize,
+    pub kind: Kind,
+    pub text: String,
+}
+
+impl Point {
+    fn line(&self) -> String {
+        format!("- [turn {}] {}", self.turn, self.text)
+    }
+}
+
+/// Every candidate point of the left-out turns, in time order, without repeats.
+pub fn points(turns: &[LeftOut]) -> Vec<Point> {
+    let mut out = Vec::new();
     let mut seen = HashSet::new();
-    let mut push = |p: String| {
-        if seen.insert(p.clone()) {
-            points.push(p);
-        }
-    };
-    for turn in dropped {
-        for m in turn.iter() {
+    for t in turns {
+        let mut push = |kind: Kind, text: String| {
+            if !text.trim().is_empty() && seen.insert((kind, text.to_lowercase())) {
+                out.push(Point {
+                    turn: t.number,
+                    kind,
+                    text,
+                });
+            }
+        };
+        let mut failed: Option<String> = None;
+        let mut conclusion: Option<&str> = None;
+        for m in t.messages {
             match m.role {
-                Role::User => push(format!(
-                    "User asked: {}",
-                    truncate_chars(&one_line(&m.content), 100)
-                )),
-                Role::Assistant if m.kind().is_none() => {
-                    let text = one_line(&m.content);
-                    for sentence in sentences(&m.content) {
-                        let lower = sentence.to_lowercase();
-                        if DECISION_CUES.iter().any(|c| lower.contains(c)) {
-                            push(format!(
-                                "Decision: {}",
-                                truncate_chars(&one_line(sentence), 150)
-                            ));
-                        }
-                    }
-                    if text.chars().count() > 200 {
-                        push(format!("Assistant: {}", truncate_chars(&text, 150)));
+                Role::User => {
+                    push(
+                        Kind::Request,
+                        format!("User asked: {}", truncate_chars(&one_line(&m.content), 160)),
+                    );
+                    for rule in cues::constraints_in(m) {
+                        push(
+                            Kind::Rule,
+                            format!("User's rule: \"{}\"", truncate_chars(&one_line(rule), 200)),
+                        );
                     }
                 }
-                // What a compaction left is the densest record of the work before it.
-                Role::System if m.kind() == Some("carried_summary") => push(format!(
-                    "Earlier summary: {}",
-                    truncate_chars(&one_line(&m.content), 300)
-                )),
+                Role::System if m.kind() == Some("carried_summary") => push(
+                    Kind::EarlierSummary,
+                    format!(
+                        "Earlier summary: {}",
+                        truncate_chars(&one_line(&m.content), 400)
+                    ),
+                ),
+                Role::Assistant if m.kind().is_none() => {
+                    for d in cues::decisions_in(m) {
+                        push(
+                            Kind::Decision,
+                            format!("Decision: {}", truncate_chars(&one_line(d), 160)),
+                        );
+                    }
+                    if m.content.trim().chars().count() >= 40 {
+                        conclusion = Some(&m.content);
+                    }
+                }
+                Role::ToolResult | Role::Assistant => {
+                    // A structured result, or a tool call carried as text.
+                    let (error, label) = outcome(m);
+                    match (error, failed.take()) {
+                        (true, _) => failed = Some(label),
+                        (false, Some(what)) => {
+                            push(Kind::Error, format!("Error: {what}; fixed by {label}"))
+                        }
+                        (false, None) => {}
+                    }
+                }
                 _ => {}
             }
         }
+        if let Some(what) = failed {
+            push(Kind::Error, format!("Error left open: {what}"));
+        }
+        if let Some(c) = conclusion {
+            push(
+                Kind::Conclusion,
+                format!("Assistant: {}", truncate_chars(&one_line(c), 200)),
+            );
+        }
     }
-    points
+    out
 }
 
-/// The summary text: all points when there are at most 15, else the first 5 and the last 5
-/// with a marker for what was left out. `keep` narrows that further (to fit a token cap).
-pub fn summary_text(points: &[String], keep: Option<usize>) -> String {
-    let keep = match keep {
-        None if points.len() <= 15 => points.len(),
-        None => 5,
-        Some(k) => k,
+/// Whether a tool outcome failed, and a short label for it.
+fn outcome(m: &Message) -> (bool, String) {
+    let first = |s: &str| truncate_chars(&one_line(s.lines().next().unwrap_or("")), 120);
+    if m.role == Role::ToolResult {
+        let label = format!("a call answered with \"{}\"", first(m.content.trim_start()));
+        return (m.is_error, label);
+    }
+    // `[tool call: NAME] ARG` then `[result: error, N chars]`.
+    let error = m.content.contains("\n[result: error");
+    (error, first(&m.content))
+}
+
+/// Kinds in the order they are chosen, with the share of the summary each may take first;
+/// what a kind leaves unused goes to the next, and what is left at the end to the kinds that
+/// wanted more, in the same order.
+const SHARES: &[(Kind, f64)] = &[
+    (Kind::Request, 0.45),
+    (Kind::EarlierSummary, 0.15),
+    (Kind::Rule, 0.15),
+    (Kind::Decision, 0.10),
+    (Kind::Error, 0.10),
+    (Kind::Conclusion, 0.05),
+];
+
+/// The points to keep within `cap` tokens, each kind sampled evenly across the range when it
+/// does not fit whole. Returns indexes into `points`, in time order.
+pub fn select(points: &[Point], cap: usize, tok: Tokenizer) -> Vec<usize> {
+    let header = tok.count(&header_text(1, 1, 2, None, None, 1, 1)) + 8;
+    let room = cap.saturating_sub(header);
+    let costs: Vec<usize> = points.iter().map(|p| tok.count(&p.line()) + 1).collect();
+    let of_kind: Vec<Vec<usize>> = SHARES
+        .iter()
+        .map(|(k, _)| {
+            (0..points.len())
+                .filter(|&i| points[i].kind == *k)
+                .collect()
+        })
+        .collect();
+    let need: Vec<usize> = of_kind
+        .iter()
+        .map(|ix| ix.iter().map(|&i| costs[i]).sum())
+        .collect();
+    let mut grant = vec![0usize; SHARES.len()];
+    let mut carry = 0usize;
+    for (k, (_, share)) in SHARES.iter().enumerate() {
+        let offer = (room as f64 * share) as usize + carry;
+        grant[k] = need[k].min(offer);
+        carry = offer - grant[k];
+    }
+    let mut left = room.saturating_sub(grant.iter().sum());
+    for k in 0..SHARES.len() {
+        let more = (need[k] - grant[k]).min(left);
+        grant[k] += more;
+        left -= more;
+    }
+    let mut chosen: Vec<usize> = Vec::new();
+    for (k, ix) in of_kind.iter().enumerate() {
+        chosen.extend(spread(ix, &costs, grant[k]));
+    }
+    chosen.sort_unstable();
+    chosen
+}
+
+/// Points of one kind within `room`: all when they fit, else as many as fit, spread evenly
+/// over the range.
+fn spread(ix: &[usize], costs: &[usize], room: usize) -> Vec<usize> {
+    let total: usize = ix.iter().map(|&i| costs[i]).sum();
+    if total <= room {
+        return ix.to_vec();
+    }
+    let avg = (total / ix.len().max(1)).max(1);
+    let mut k = (room / avg).min(ix.len());
+    loop {
+        if k == 0 {
+            return Vec::new();
+        }
+        let mut picked: Vec<usize> = (0..k)
+            .map(|j| ix[(2 * j + 1) * ix.len() / (2 * k)])
+            .collect();
+        picked.dedup();
+        if picked.iter().map(|&i| costs[i]).sum::<usize>() <= room {
+            return picked;
+        }
+        k -= 1;
+    }
+}
+
+fn header_text(
+    first: usize,
+    last: usize,
+    turns: usize,
+    from: Option<&Timestamp>,
+    to: Option<&Timestamp>,
+    kept: usize,
+    with_points: usize,
+) -> String {
+    let when = match (
+        from.and_then(|t| t.utc.as_deref()),
+        to.and_then(|t| t.utc.as_deref()),
+    ) {
+        (Some(a), Some(b)) => format!(", {a} to {b}"),
+        _ => String::new(),
     };
-    let mut lines: Vec<String> = Vec::new();
-    if 2 * keep >= points.len() {
-        lines.extend(points.iter().map(|p| format!("- {p}")));
-    } else {
-        lines.extend(points[..keep].iter().map(|p| format!("- {p}")));
-        lines.push(format!(
-            "- [… {} more points left out …]",
-            points.len() - 2 * keep
-        ));
-        lines.extend(
-            points[points.len() - keep..]
-                .iter()
-                .map(|p| format!("- {p}")),
+    format!(
+        "Summary of turns {first} to {last} ({turns} turns{when}), left out to fit this agent's \
+         context: {kept} points from {with_points} of those turns, in order; [turn N] says where \
+         each comes from, and turns without a point are not summarized."
+    )
+}
+
+/// The summary message's text for the chosen points.
+pub fn summary_text(turns: &[LeftOut], points: &[Point], chosen: &[usize]) -> String {
+    let first = turns.first().map_or(0, |t| t.number);
+    let last = turns.last().map_or(0, |t| t.number);
+    let from = turns
+        .first()
+        .and_then(|t| t.messages.iter().find_map(|m| m.timestamp.as_ref()));
+    let to = turns
+        .last()
+        .and_then(|t| t.messages.iter().rev().find_map(|m| m.timestamp.as_ref()));
+    let with_points: HashSet<usize> = chosen.iter().map(|&i| points[i].turn).collect();
+    let mut text = header_text(
+        first,
+        last,
+        turns.len(),
+        from,
+        to,
+        chosen.len(),
+        with_points.len(),
+    );
+    for &i in chosen {
+        text.push('\n');
+        text.push_str(&points[i].line());
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(n: usize, texts: &[(Role, &str)]) -> Vec<Message> {
+        let _ = n;
+        texts
+            .iter()
+            .map(|(r, t)| Message::new(*r, t.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn points_cover_the_whole_range_and_rules_survive() {
+        let turns: Vec<Vec<Message>> = (1..=400)
+            .map(|n| {
+                let mut t = vec![(Role::User, format!("Implement step {n} of the parser"))];
+                if n == 200 {
+                    t[0].1.push_str(". We must never touch the vendored zlib");
+                }
+                t.push((
+                    Role::Assistant,
+                    format!("Step {n} is done and the tests pass for every module"),
+                ));
+                t.into_iter().map(|(r, s)| Message::new(r, s)).collect()
+            })
+            .collect();
+        let left: Vec<LeftOut> = turns
+            .iter()
+            .enumerate()
+            .map(|(i, m)| LeftOut {
+                number: i + 2,
+                messages: m,
+            })
+            .collect();
+        let pts = points(&left);
+        let chosen = select(&pts, 1500, Tokenizer::Estimate);
+        let text = summary_text(&left, &pts, &chosen);
+        assert!(Tokenizer::Estimate.count(&text) <= 1500, "{}", text.len());
+        let turns_seen: Vec<usize> = chosen.iter().map(|&i| pts[i].turn).collect();
+        assert!(turns_seen.first() < Some(&40), "{turns_seen:?}");
+        assert!(turns_seen.last() > Some(&360), "{turns_seen:?}");
+        assert!(
+            text.contains("Summary of turns 2 to 401 (400 turns"),
+            "{text}"
+        );
+        let _ = turn(0, &[]);
+    }
+
+    #[test]
+    fn an_error_and_its_fix_become_one_point() {
+        let mut bad = Message::new(Role::ToolResult, "error: cannot find crate `foo`\nmore");
+        bad.is_error = true;
+        let good = Message::new(Role::ToolResult, "test result: ok");
+        let msgs = vec![Message::new(Role::User, "build it"), bad, good];
+        let pts = points(&[LeftOut {
+            number: 3,
+            messages: &msgs,
+        }]);
+        assert!(
+            pts.iter().any(|p| p.kind == Kind::Error
+                && p.text.contains("cannot find crate")
+                && p.text.contains("test result: ok")),
+            "{pts:?}"
         );
     }
-    format!(
-        "Summary of the earlier turns that were left out to fit this agent's context:\n{}",
-        lines.join("\n")
-    )
 }

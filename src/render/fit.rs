@@ -1,63 +1,121 @@
 use std::io::{self, Write};
 
-use crate::plan::{FitReport, Part};
+use crate::plan::{Part, PlanReport};
 
-/// The itemized budget report (dry run and `show --to`).
-pub fn itemized(fit: &FitReport, budget_from: &str, out: &mut dyn Write) -> io::Result<()> {
-    let part = |out: &mut dyn Write, label: &str, p: &Part| {
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// How tool calls travel (structured or as text) and how much of the kept ones is kept (whole
+/// or one line): one line, one vocabulary.
+pub fn tool_calls(plan: &PlanReport) -> String {
+    let f = &plan.fit;
+    let mut line = format!(
+        "{} structured, {} as text; kept {} whole, {} as one line",
+        plan.shape.structured_tool_calls,
+        plan.shape.text_tool_calls,
+        f.tool_calls_whole,
+        f.tool_calls_one_line
+    );
+    if f.tool_outputs_trimmed > 0 {
+        line.push_str(&format!(
+            "; {} outputs trimmed ({} characters cut)",
+            f.tool_outputs_trimmed,
+            thousands(f.tool_output_chars_cut)
+        ));
+    }
+    line
+}
+
+/// The itemized budget report (dry run and `show --to`): where every turn of the source went,
+/// in estimated source tokens, and what was written, in exact tokens of the target.
+pub fn itemized(plan: &PlanReport, out: &mut dyn Write) -> io::Result<()> {
+    let fit = &plan.fit;
+    writeln!(
+        out,
+        "Budget: {} tokens = {}; counted with {}",
+        thousands(fit.budget),
+        plan.budget_from,
+        fit.tokenizer
+    )?;
+    writeln!(
+        out,
+        "  {:<16} {:>6} {:>9} {:>14} {:>14}",
+        "", "turns", "messages", "source tokens", "written tokens"
+    )?;
+    let row = |out: &mut dyn Write, label: &str, p: &Part, written: String| {
         writeln!(
             out,
-            "  {label:<22} {:>6} tokens  {:>4} messages  {:>3} turns",
-            p.tokens, p.messages, p.turns
+            "  {label:<16} {:>6} {:>9} {:>14} {:>14}",
+            thousands(p.turns),
+            thousands(p.messages),
+            format!("~{}", thousands(p.source_tokens)),
+            written
         )
     };
+    row(
+        out,
+        "kept verbatim",
+        &fit.verbatim,
+        thousands(fit.verbatim.written_tokens),
+    )?;
+    row(
+        out,
+        "kept shortened",
+        &fit.shortened,
+        thousands(fit.shortened.written_tokens),
+    )?;
+    row(
+        out,
+        "summarized",
+        &fit.summarized,
+        thousands(fit.summary_tokens),
+    )?;
+    row(out, "left out", &fit.left_out, "-".into())?;
+    row(out, "= source", &fit.source, String::new())?;
     writeln!(
         out,
-        "Budget: {} tokens = {budget_from}; counted with {}",
-        fit.budget, fit.tokenizer
+        "  {:<16} {:>46}",
+        "handoff brief",
+        thousands(fit.brief_tokens)
     )?;
     writeln!(
         out,
-        "  {:<22} {:>6} tokens  {:>4} messages  {:>3} turns  (estimated)",
-        "source", fit.source_tokens_estimate, fit.source_messages, fit.source_turns
+        "  {:<16} {:>46}",
+        "total written",
+        format!(
+            "{} of {} ({:.0}%)",
+            thousands(fit.total_tokens),
+            thousands(fit.budget),
+            100.0 * fit.total_tokens as f64 / fit.budget.max(1) as f64
+        )
     )?;
     writeln!(
         out,
-        "  {:<22} {:>6} tokens",
-        "handoff brief", fit.brief_tokens
+        "  source tokens are estimated (characters / 4); written tokens are exact ({})",
+        fit.tokenizer
     )?;
-    part(out, "always kept", &fit.always_kept)?;
-    part(out, "recent turns kept", &fit.recent_kept)?;
-    writeln!(
-        out,
-        "  {:<22} {:>6} tokens  {:>4} messages  {:>3} turns  (estimated)",
-        "left out", fit.dropped.tokens, fit.dropped.messages, fit.dropped.turns
-    )?;
-    writeln!(
-        out,
-        "  {:<22} {:>6} tokens  {} of {} points",
-        "summary of left out", fit.summary_tokens, fit.summary_points_kept, fit.summary_points
-    )?;
-    writeln!(
-        out,
-        "  {:<22} {} whole, {} as one line, {} outputs trimmed ({} chars cut)",
-        "tool calls",
-        fit.tool_calls_whole,
-        fit.tool_calls_one_line,
-        fit.tool_outputs_trimmed,
-        fit.tool_output_chars_cut
-    )?;
-    writeln!(
-        out,
-        "  {:<22} {:>6} tokens of {} ({:.0}%){}",
-        "total",
-        fit.total_tokens,
-        fit.budget,
-        100.0 * fit.total_tokens as f64 / fit.budget.max(1) as f64,
-        if fit.degraded {
-            "  [always-kept content shortened to fit]"
-        } else {
-            ""
-        }
-    )
+    if fit.summary_points > 0 {
+        writeln!(
+            out,
+            "  summary          {} of {} points from the left-out turns",
+            fit.summary_points_kept, fit.summary_points
+        )?;
+    }
+    writeln!(out, "  tool calls       {}", tool_calls(plan))?;
+    if fit.degraded {
+        writeln!(
+            out,
+            "  note             the always-kept turns were shortened to fit"
+        )?;
+    }
+    Ok(())
 }

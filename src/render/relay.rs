@@ -61,28 +61,25 @@ impl Text for Report {
         )?;
         writeln!(out, "  title      {}", self.title)?;
         writeln!(out, "  directory  {}", self.cwd)?;
-        let shape = &self.plan.shape;
-        writeln!(
-            out,
-            "  tool calls {} kept structured, {} carried as text",
-            shape.structured_tool_calls, shape.text_tool_calls
-        )?;
         for n in &self.notes {
             writeln!(out, "  note: {n}")?;
         }
         writeln!(out, "  secrets    {}", redactions(&self.redactions))?;
         let fit = &self.plan.fit;
         if dry {
-            super::fit::itemized(fit, &self.plan.budget_from, out)?;
+            super::fit::itemized(&self.plan, out)?;
         } else {
             writeln!(
                 out,
-                "  budget     {} of {} tokens ({} turns kept verbatim, {} summarized)",
+                "  budget     {} of {} tokens: {} turns kept verbatim, {} shortened, {} summarized, {} left out",
                 fit.total_tokens,
                 fit.budget,
-                fit.recent_kept.turns + fit.always_kept.turns,
-                fit.dropped.turns
+                fit.verbatim.turns,
+                fit.shortened.turns,
+                fit.summarized.turns,
+                fit.left_out.turns
             )?;
+            writeln!(out, "  tool calls {}", super::fit::tool_calls(&self.plan))?;
         }
         if !self.resume_command.is_empty() {
             writeln!(

@@ -26,7 +26,7 @@ impl Text for FitPreview {
             self.source.id,
             crate::adapters::display_name(&self.to)
         )?;
-        super::fit::itemized(&self.plan.fit, &self.plan.budget_from, out)
+        super::fit::itemized(&self.plan, out)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::common::Rng;
 
 use session_relay::adapters;
 use session_relay::model::{Message, Role, Session, Timestamp, Todo, TodoStatus};
-use session_relay::plan::brief::{BriefInput, GitState, brief};
+use session_relay::plan::brief::{BriefInput, GitState, brief, ranked_files};
 use session_relay::plan::fit::{FitParams, cost, fit};
 use session_relay::plan::shape::shape;
 use session_relay::tokens::Tokenizer;
@@ -187,6 +187,7 @@ fn check_pairs(out: &Session) -> Result<(), String> {
 fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
     let mut r = Rng(0x5e55_1011_2e1a_7001);
     let mut ok = 0;
+    let mut filled = 0;
     let cases = 300;
     for case in 0..cases {
         let source = session(&mut r, case);
@@ -280,13 +281,64 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
                 t.text
             );
         }
-        for f in &source.files_touched {
+        // The files changed most recently and most often lead the brief's list (at most 20).
+        for (f, _) in ranked_files(&source).iter().take(3) {
             assert!(
                 brief_msg.content.contains(f.as_str()),
                 "case {case}: file {f} lost"
             );
         }
         check_pairs(&out).unwrap_or_else(|e| panic!("case {case}: {e}"));
+        // The report adds up: every source turn and message is kept, summarized or left out.
+        let mut sum = report.verbatim;
+        for p in [report.shortened, report.summarized, report.left_out] {
+            sum.turns += p.turns;
+            sum.messages += p.messages;
+            sum.source_tokens += p.source_tokens;
+        }
+        assert_eq!(
+            (sum.turns, sum.messages, sum.source_tokens),
+            (
+                report.source.turns,
+                report.source.messages,
+                report.source.source_tokens
+            ),
+            "case {case}: parts add up"
+        );
+        assert_eq!(
+            report.source.messages,
+            shaped.messages.len() - 1,
+            "case {case}: every shaped message accounted for"
+        );
+        assert_eq!(
+            report.total_tokens,
+            report.brief_tokens
+                + report.verbatim.written_tokens
+                + report.shortened.written_tokens
+                + report.summary_tokens,
+            "case {case}: written parts add up"
+        );
+        // A source larger than the budget fills at least 85% of it. "Larger" is what the fit
+        // could keep at most: every turn whole.
+        let (_, everything) = fit(
+            shaped.clone(),
+            brief_text.clone(),
+            &FitParams {
+                budget: usize::MAX / 4,
+                ..params.clone()
+            },
+        )
+        .unwrap();
+        if everything.total_tokens > params.budget {
+            assert!(
+                report.total_tokens * 100 >= params.budget * 85,
+                "case {case}: {} of {} used ({}% ); {report:?}",
+                report.total_tokens,
+                params.budget,
+                report.total_tokens * 100 / params.budget
+            );
+            filled += 1;
+        }
 
         let again = fit(shaped.clone(), brief_text, &params).unwrap();
         assert_eq!(again.0, out, "case {case}: deterministic output");
@@ -295,6 +347,10 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
     assert!(
         ok > cases * 7 / 10,
         "only {ok} of {cases} budgets were feasible"
+    );
+    assert!(
+        filled > cases / 4,
+        "only {filled} cases had a source larger than the budget"
     );
 }
 
@@ -312,7 +368,8 @@ fn a_session_that_fits_is_relayed_whole() {
         tool_call_keep_recent: 100_000,
     };
     let (out, report) = fit(shaped.clone(), "brief".into(), &params).unwrap();
-    assert_eq!(report.dropped.turns, 0);
+    assert_eq!(report.summarized.turns + report.left_out.turns, 0);
+    assert_eq!(report.shortened.turns, 0);
     assert_eq!(report.tool_calls_one_line, 0);
     // Everything but the preamble, which the brief replaces, and over-long outputs trimmed.
     assert_eq!(out.messages.len(), shaped.messages.len());
@@ -345,11 +402,18 @@ fn long_sessions_keep_recent_turns_and_summarize_the_rest() {
         tool_call_keep_recent: 5,
     };
     let (out, report) = fit(shaped.clone(), "brief".into(), &params).unwrap();
+    // The newest turns (at least `recent_turns`) whole, older ones shortened, the rest
+    // summarized; together every turn.
+    assert!(report.verbatim.turns >= 5, "{report:?}");
     assert_eq!(
-        report.recent_kept.turns + report.always_kept.turns,
-        5,
+        report.verbatim.turns
+            + report.shortened.turns
+            + report.summarized.turns
+            + report.left_out.turns,
+        60,
         "{report:?}"
     );
+    assert!(report.total_tokens * 100 >= 3000 * 85, "{report:?}");
     let users: Vec<&str> = out
         .messages
         .iter()
@@ -361,21 +425,30 @@ fn long_sessions_keep_recent_turns_and_summarize_the_rest() {
         *users.last().unwrap(),
         "Request number 59: please refactor module 59"
     );
-    assert!(users.contains(&"Request number 55: please refactor module 55"));
-    assert!(!users.contains(&"Request number 30: please refactor module 30"));
+    for i in 55..60 {
+        let whole = format!(
+            "We decided to split module {i} into two parts. {}",
+            "detail ".repeat(60)
+        );
+        assert!(
+            out.messages.iter().any(|m| m.content == whole),
+            "turn {i} kept whole"
+        );
+    }
     let summary = out
         .messages
         .iter()
         .find(|m| m.kind() == Some("relay_summary"))
         .unwrap();
     assert!(
-        summary.content.contains("User asked: Request number 1:"),
+        summary.content.contains("] User asked: Request number "),
         "{}",
         summary.content
     );
     assert!(
-        summary.content.contains("more points left out"),
-        "first 5 and last 5 with a marker"
+        summary.content.contains("Summary of turns 1 to"),
+        "says which turns: {}",
+        summary.content
     );
     assert!(
         summary
