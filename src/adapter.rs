@@ -63,6 +63,11 @@ pub trait Adapter: Sync {
     fn default_context_window(&self) -> u64;
     /// Room the agent needs for its own system prompt, tools and answer, in tokens.
     fn default_reserved_tokens(&self) -> u64;
+    /// The context window the agent itself recorded in its newest sessions under `home`, if it
+    /// records one (Codex writes `model_context_window`), with the file it was read from.
+    fn recorded_context_window(&self, _home: &Path) -> Option<(u64, PathBuf)> {
+        None
+    }
     /// How this agent's tokens are counted when the config does not say.
     fn default_tokenizer(&self) -> crate::tokens::Tokenizer;
     /// The folders under `home` that hold sessions (shown when none exist).

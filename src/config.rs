@@ -69,6 +69,9 @@ pub struct AgentSettings {
     pub session_root: PathBuf,
     pub session_root_from: Origin,
     pub context_window: u64,
+    /// Whether the config file set `context_window` (else the agent's default, which a window
+    /// the agent recorded itself overrides).
+    pub context_window_from: Origin,
     pub reserved_tokens: u64,
     /// Share of the remaining window a relay may fill, since counts are estimates.
     pub safety_ratio: f64,
@@ -78,8 +81,12 @@ pub struct AgentSettings {
 impl AgentSettings {
     /// (context_window - reserved_tokens) x safety_ratio.
     pub fn budget(&self) -> usize {
-        (self.context_window.saturating_sub(self.reserved_tokens) as f64 * self.safety_ratio)
-            as usize
+        self.budget_for_window(self.context_window)
+    }
+
+    /// The budget for a given window, with this agent's reserve and ratio.
+    pub fn budget_for_window(&self, window: u64) -> usize {
+        (window.saturating_sub(self.reserved_tokens) as f64 * self.safety_ratio) as usize
     }
 }
 
@@ -202,6 +209,11 @@ fn resolve_agent(a: &dyn Adapter, file: &FileConfig, overrides: &Overrides) -> A
         context_window: fa
             .and_then(|f| f.context_window)
             .unwrap_or_else(|| a.default_context_window()),
+        context_window_from: if fa.and_then(|f| f.context_window).is_some() {
+            Origin::File
+        } else {
+            Origin::Default
+        },
         reserved_tokens: fa
             .and_then(|f| f.reserved_tokens)
             .unwrap_or_else(|| a.default_reserved_tokens()),

@@ -246,3 +246,25 @@ pub fn raw_str_field(line: &[u8], key: &str) -> Option<String> {
     let quoted = [b"\"".as_slice(), raw, b"\""].concat();
     serde_json::from_slice::<String>(&quoted).ok()
 }
+
+/// The complete lines in the last `max` bytes of a file, oldest first (for what agents record
+/// at the end: usage, context windows). Compressed files are not read.
+pub fn tail_lines(path: &Path, max: u64) -> Result<Vec<Vec<u8>>> {
+    use std::io::{Seek, SeekFrom};
+    if path.extension().is_some_and(|e| e == "zst") {
+        return Ok(Vec::new());
+    }
+    let mut f = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let len = f.metadata()?.len();
+    let start = len.saturating_sub(max);
+    f.seek(SeekFrom::Start(start))?;
+    let mut buf = Vec::with_capacity((len - start) as usize);
+    f.read_to_end(&mut buf)?;
+    let mut lines: Vec<Vec<u8>> = buf.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    // The first piece may be the end of a line that started before the window.
+    if start > 0 && !lines.is_empty() {
+        lines.remove(0);
+    }
+    lines.retain(|l| !l.trim_ascii().is_empty());
+    Ok(lines)
+}

@@ -50,6 +50,25 @@ impl Adapter for Codex {
         40_000
     }
 
+    fn recorded_context_window(&self, home: &Path) -> Option<(u64, PathBuf)> {
+        // The newest rollouts by modification time; a `token_count` event near the end of one
+        // carries the window of the model the user runs.
+        let mut files: Vec<(std::time::SystemTime, PathBuf)> = scan::session_files(home)
+            .into_iter()
+            .filter(|p| !is_archived(p))
+            .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+            .collect();
+        files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+        files.into_iter().take(20).find_map(|(_, p)| {
+            let lines = crate::jsonl::tail_lines(&p, 256 << 10).ok()?;
+            lines.iter().rev().find_map(|l| {
+                let v: Value = serde_json::from_slice(l).ok()?;
+                let w = v.pointer("/payload/info/model_context_window")?.as_u64()?;
+                (w > 0).then(|| (w, p.clone()))
+            })
+        })
+    }
+
     fn default_tokenizer(&self) -> crate::tokens::Tokenizer {
         crate::tokens::Tokenizer::O200k
     }

@@ -34,21 +34,38 @@ pub fn read_options() -> ReadOptions {
     }
 }
 
-/// The budget for a target and how it was derived.
+/// The budget for a target and how it was derived: `--budget`, else from the target's context
+/// window: the one its own newest sessions record when the config file does not set one, else
+/// the configured (or default) window.
 pub fn budget_for(cfg: &Config, target: &dyn Adapter, flag: Option<usize>) -> (usize, String) {
-    match flag {
-        Some(n) => (n, "--budget".into()),
-        None => {
-            let a = cfg.agent(target.name());
-            (
-                a.budget(),
-                format!(
-                    "({} context_window - {} reserved_tokens) x {} safety_ratio",
-                    a.context_window, a.reserved_tokens, a.safety_ratio
-                ),
-            )
-        }
+    if let Some(n) = flag {
+        return (n, "--budget".into());
     }
+    let a = cfg.agent(target.name());
+    let recorded = (a.context_window_from == crate::config::Origin::Default)
+        .then(|| target.recorded_context_window(&a.session_root))
+        .flatten();
+    let (window, from) = match &recorded {
+        Some((w, file)) => (
+            *w,
+            format!(
+                "{w} context_window (recorded by {} in {})",
+                target.display_name(),
+                file.display()
+            ),
+        ),
+        None => (
+            a.context_window,
+            format!("{} context_window", a.context_window),
+        ),
+    };
+    (
+        a.budget_for_window(window),
+        format!(
+            "({from} - {} reserved_tokens) x {} safety_ratio",
+            a.reserved_tokens, a.safety_ratio
+        ),
+    )
 }
 
 /// What a relay to one target carries, and how it was made to fit.

@@ -48,13 +48,13 @@ pub fn itemized(plan: &PlanReport, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "  {:<16} {:>6} {:>9} {:>14} {:>14}",
+        "  {:<16} {:>6} {:>9} {:>15} {:>15}",
         "", "turns", "messages", "source tokens", "written tokens"
     )?;
     let row = |out: &mut dyn Write, label: &str, p: &Part, written: String| {
         writeln!(
             out,
-            "  {label:<16} {:>6} {:>9} {:>14} {:>14}",
+            "  {label:<16} {:>6} {:>9} {:>15} {:>15}",
             thousands(p.turns),
             thousands(p.messages),
             format!("~{}", thousands(p.source_tokens)),
@@ -83,13 +83,13 @@ pub fn itemized(plan: &PlanReport, out: &mut dyn Write) -> io::Result<()> {
     row(out, "= source", &fit.source, String::new())?;
     writeln!(
         out,
-        "  {:<16} {:>46}",
+        "  {:<16} {:>48}",
         "handoff brief",
         thousands(fit.brief_tokens)
     )?;
     writeln!(
         out,
-        "  {:<16} {:>46}",
+        "  {:<16} {:>48}",
         "total written",
         format!(
             "{} of {} ({:.0}%)",

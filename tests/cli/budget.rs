@@ -457,3 +457,86 @@ fn long_sessions_keep_recent_turns_and_summarize_the_rest() {
     );
     assert!(report.summary_tokens <= 600);
 }
+
+/// A long session in which the user states one firm rule halfway, among many weaker
+/// preferences and thousands of ordinary requests.
+fn long_session_with_a_rule_halfway(turns: usize) -> Session {
+    let mut s = Session::new("claude", "generated", "long-rule");
+    s.cwd = Some("/nonexistent/long".into());
+    let output: String = (0..40)
+        .map(|i| format!("src/module_{i:02}.rs:{i}: fn item_{i}() -> Result<(), Error>\n"))
+        .collect();
+    for i in 0..turns {
+        let mut request = format!("Please implement feature {i} in module m{}", i % 50);
+        if i == turns / 2 {
+            request.push_str(". From now on we must never force-push to the release branch.");
+        } else if i % 37 == 0 {
+            request.push_str(&format!(". I prefer short names in module m{}", i % 50));
+        }
+        s.messages.push(Message::new(Role::User, request));
+        let mut call = Message::new(Role::ToolCall, "");
+        call.tool_call_id = Some(format!("call_{i}"));
+        call.tool_name = Some("Bash".into());
+        call.tool_input = Some(serde_json::json!({"command": format!("grep -rn feature_{i} src")}));
+        s.messages.push(call);
+        let mut out = Message::new(Role::ToolResult, output.clone());
+        out.tool_call_id = Some(format!("call_{i}"));
+        s.messages.push(out);
+        s.messages.push(Message::new(
+            Role::Assistant,
+            format!(
+                "Feature {i} is implemented in module m{} and its tests pass.",
+                i % 50
+            ),
+        ));
+    }
+    s.pair_tool_calls();
+    s
+}
+
+#[test]
+fn a_rule_stated_halfway_through_a_long_session_survives_a_60k_relay() {
+    let source = long_session_with_a_rule_halfway(3000);
+    let target = adapters::by_name("codex").unwrap();
+    let git = GitState::default();
+    let brief_text = brief(&BriefInput {
+        session: &source,
+        source_display: "Claude Code",
+        title: "long",
+        cwd: "/nonexistent/long",
+        git: &git,
+    });
+    let (shaped, _) = shape(&source, target, "id", brief_text.clone());
+    let params = FitParams {
+        budget: 60_000,
+        tokenizer: Tokenizer::O200k,
+        recent_turns: 8,
+        summary_max_tokens: 1500,
+        tool_call_keep_recent: 12,
+    };
+    let (out, report) = fit(shaped, brief_text, &params).unwrap();
+    assert!(report.total_tokens <= 60_000, "{report:?}");
+    assert!(
+        report.total_tokens >= 51_000,
+        "fills the budget: {report:?}"
+    );
+    assert!(
+        report.summarized.turns > 0 && report.shortened.turns > 0,
+        "{report:?}"
+    );
+    let rule = "we must never force-push to the release branch";
+    let carriers: Vec<&str> = out
+        .messages
+        .iter()
+        .filter(|m| m.content.contains(rule))
+        .filter_map(|m| m.kind())
+        .collect();
+    assert!(
+        carriers.contains(&"handoff_brief") || carriers.contains(&"relay_summary"),
+        "the rule is lost: {carriers:?}"
+    );
+    assert!(
+        session_relay::tokens::estimate(&out.messages[0].content)
+            <= session_relay::plan::brief::BRIEF_MAX_TOKENS
+    );
+}

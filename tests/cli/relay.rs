@@ -524,3 +524,70 @@ fn the_brief_reads_the_repository_at_relay_time() {
     assert!(brief.contains("do not redo completed steps"), "{brief}");
     assert_eq!(written[0]["payload"]["git"]["branch"], "relay-test");
 }
+
+#[test]
+fn the_window_codex_records_sets_the_budget_unless_the_config_sets_one() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    // The genuine 0.171 rollouts record `model_context_window: 258400` in token_count events.
+    let r = relay_json(
+        &env,
+        &["771ce1df", "--to", "codex", "--cwd", &proj, "--dry-run"],
+    );
+    let from = r["budget_from"].as_str().unwrap();
+    assert!(
+        from.contains("258400 context_window (recorded by Codex CLI in"),
+        "{from}"
+    );
+    let settings = env.config();
+    let codex = settings.agent("codex");
+    assert_eq!(
+        r["fit"]["budget"].as_u64().unwrap() as usize,
+        codex.budget_for_window(258400)
+    );
+    // A window in the config file wins: the user knows their model.
+    let file = env.dir.path().join("c.yaml");
+    std::fs::write(&file, "agents:\n  codex:\n    context_window: 128000\n").unwrap();
+    let r = env.json(&[
+        "--config",
+        file.to_str().unwrap(),
+        "relay",
+        "771ce1df",
+        "--to",
+        "codex",
+        "--cwd",
+        &proj,
+        "--dry-run",
+        "--json",
+    ]);
+    assert!(
+        r["budget_from"]
+            .as_str()
+            .unwrap()
+            .starts_with("(128000 context_window - "),
+        "{}",
+        r["budget_from"]
+    );
+    // No rollout records one: the default.
+    let mut empty = TestEnv::with_fixtures();
+    empty.removing_stores();
+    for e in walkdir::WalkDir::new(empty.codex_home().join("sessions"))
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+    {
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        if text.contains("model_context_window") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    let r = relay_json(
+        &empty,
+        &["771ce1df", "--to", "codex", "--cwd", &proj, "--dry-run"],
+    );
+    assert!(
+        !r["budget_from"].as_str().unwrap().contains("recorded"),
+        "{}",
+        r["budget_from"]
+    );
+}
