@@ -427,6 +427,29 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                 }
                 m
             };
+            // Each line of an API message repeats its usage; the last one seen is the newest.
+            if let Some(u) = e.value.pointer("/message/usage").filter(|_| !api_error) {
+                let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+                let tokens = n("input_tokens")
+                    + n("cache_creation_input_tokens")
+                    + n("cache_read_input_tokens");
+                if tokens > 0 {
+                    // The prompt held everything before this API message's first line.
+                    let same = |m: &Message| {
+                        message_id.is_some()
+                            && m.metadata.get("message_id").and_then(Value::as_str) == message_id
+                    };
+                    let mut at = session.messages.len();
+                    while at > 0 && same(&session.messages[at - 1]) {
+                        at -= 1;
+                    }
+                    session.context_usage = Some(crate::model::ContextUsage {
+                        tokens,
+                        window: None,
+                        at_message: at,
+                    });
+                }
+            }
             let content = e.value.pointer("/message/content");
             let items: Vec<Value> = match content {
                 Some(Value::Array(a)) => a.clone(),

@@ -42,6 +42,22 @@ pub struct SessionReport {
     pub tool_kinds: BTreeMap<&'static str, usize>,
     pub estimated_tokens: usize,
     pub tokenizer: &'static str,
+    /// The agent's own record of its context at the newest request, next to our estimate of
+    /// the conversation up to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_check: Option<ContextCheck>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ContextCheck {
+    /// What the agent recorded (for Claude Code: input + cache tokens of the newest request).
+    pub recorded_tokens: u64,
+    /// The target tokenizer's count of the conversation up to that request (no system prompt
+    /// or tool definitions, which the recorded figure includes).
+    pub estimated_tokens: usize,
+    pub tokenizer: &'static str,
+    /// recorded / estimated.
+    pub ratio: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -105,7 +121,22 @@ pub fn session_report(s: &Session) -> SessionReport {
     } else {
         (tokens::session_estimate(s), "estimate (characters / 4)")
     };
+    let context_check = s.context_usage.map(|u| {
+        let tok = crate::adapters::by_name(&s.agent)
+            .map_or(tokens::Tokenizer::O200k, |a| a.default_tokenizer());
+        let estimated: usize = s.messages[..u.at_message.min(s.messages.len())]
+            .iter()
+            .map(|m| crate::plan::fit::cost(tok, m))
+            .sum();
+        ContextCheck {
+            recorded_tokens: u.tokens,
+            estimated_tokens: estimated,
+            tokenizer: tok.name(),
+            ratio: u.tokens as f64 / estimated.max(1) as f64,
+        }
+    });
     SessionReport {
+        context_check,
         session: header,
         messages: s.message_count(),
         counts,

@@ -262,6 +262,19 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// How full the agent's context was at its newest request, as the agent itself recorded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextUsage {
+    /// Tokens of the prompt the model received (Claude Code: input + cache creation + cache
+    /// read of the newest request).
+    pub tokens: u64,
+    /// The model's context window, when the agent records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+    /// Messages of this session before that request's answer: what the prompt held.
+    pub at_message: usize,
+}
+
 /// Changes to one file during a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileChanges {
@@ -310,6 +323,9 @@ pub struct Session {
     /// How often and how recently each touched file was changed (the brief ranks them by it).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub file_changes: BTreeMap<String, FileChanges>,
+    /// The agent's own record of how full its context was at the newest request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_usage: Option<ContextUsage>,
     #[serde(default)]
     pub stats: ReadStats,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -342,6 +358,7 @@ impl Session {
             todos: Vec::new(),
             files_touched: Vec::new(),
             file_changes: BTreeMap::new(),
+            context_usage: None,
             stats: ReadStats::default(),
             warnings: Vec::new(),
             extra: BTreeMap::new(),
@@ -370,6 +387,7 @@ impl Session {
             todos: self.todos.clone(),
             files_touched: self.files_touched.clone(),
             file_changes: self.file_changes.clone(),
+            context_usage: self.context_usage,
             stats: self.stats.clone(),
             warnings: self.warnings.clone(),
             extra: self.extra.clone(),

@@ -98,11 +98,18 @@ pub fn itemized(plan: &PlanReport, out: &mut dyn Write) -> io::Result<()> {
             100.0 * fit.total_tokens as f64 / fit.budget.max(1) as f64
         )
     )?;
-    writeln!(
-        out,
-        "  source tokens are estimated (characters / 4); written tokens are exact ({})",
-        fit.tokenizer
-    )?;
+    if fit.tokenizer == "estimate" {
+        writeln!(
+            out,
+            "  source tokens are estimated (characters / 4); written tokens with the calibrated estimate (see the README)"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  source tokens are estimated (characters / 4); written tokens are exact ({})",
+            fit.tokenizer
+        )?;
+    }
     if fit.summary_points > 0 {
         writeln!(
             out,

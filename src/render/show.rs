@@ -117,6 +117,17 @@ impl Text for SessionReport {
             self.estimated_tokens,
             self.tokenizer
         )?;
+        if let Some(c) = &self.context_check {
+            writeln!(
+                out,
+                "{} {} tokens at the newest request, as the agent recorded it; {} by our {} count of the conversation up to it ({:.2}x: the recorded figure also holds the agent's own system prompt and tools)",
+                "Context:".bold(),
+                c.recorded_tokens,
+                c.estimated_tokens,
+                c.tokenizer,
+                c.ratio
+            )?;
+        }
         if !s.files_touched.is_empty() {
             writeln!(out, "\n{}", "Files touched:".bold())?;
             for f in &s.files_touched {
