@@ -19,7 +19,10 @@ fn main() {
         {
             std::process::exit(0);
         }
-        eprintln!("session-relay: {err:#}");
+        eprintln!(
+            "session-relay: {}",
+            session_relay::text::safe(&format!("{err:#}")).replace("\\n", "\n")
+        );
         std::process::exit(exit::code_of(&err));
     }
 }

@@ -32,6 +32,32 @@ pub fn trim_output(text: &str, max: usize) -> String {
     )
 }
 
+/// Text from a session made safe to print on a terminal: control characters (newlines
+/// included), escape sequences and bidirectional overrides are shown escaped (`\n`, `\x1b`,
+/// `\u{202e}`), so that a session cannot move the cursor, recolour or hide what follows.
+/// JSON output is exact and never goes through this.
+pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {
+    let bad = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+    };
+    if !s.chars().any(bad) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x100 && bad(c) => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if bad(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `1536` -> `1.5 KB`.
 pub fn human_size(n: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
@@ -96,6 +122,18 @@ mod tests {
         assert!(t.ends_with(&text[90..]), "{t}");
         assert!(t.contains("[… 70 chars cut …]"), "{t}");
         assert_eq!(trim_output("short", 30), "short");
+    }
+
+    #[test]
+    fn control_characters_and_escape_sequences_are_shown_escaped() {
+        assert_eq!(safe("plain café 日本"), "plain café 日本");
+        assert_eq!(safe("a\nb\tc"), "a\\nb\\tc");
+        assert_eq!(
+            safe("\x1b[2J\x1b]0;pwned\x07"),
+            "\\x1b[2J\\x1b]0;pwned\\x07"
+        );
+        assert_eq!(safe("\u{9b}31m"), "\\x9b31m");
+        assert_eq!(safe("abc\u{202e}fed"), "abc\\u{202e}fed");
     }
 
     #[test]

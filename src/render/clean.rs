@@ -10,13 +10,13 @@ impl Text for Report {
                 out,
                 "{:<12} {:<6} {}  {}{}",
                 o.action.replace('_', " "),
-                o.agent,
-                o.id,
-                o.path,
+                crate::text::safe(&o.agent),
+                crate::text::safe(&o.id),
+                crate::text::safe(&o.path),
                 if o.reason.is_empty() {
                     String::new()
                 } else {
-                    format!("  ({})", o.reason)
+                    format!("  ({})", crate::text::safe(&o.reason))
                 }
             )?;
         }
@@ -24,7 +24,7 @@ impl Text for Report {
             writeln!(out, "No relayed sessions in the ledger.")?;
         }
         for n in &self.notes {
-            writeln!(out, "note: {n}")?;
+            writeln!(out, "note: {}", crate::text::safe(n))?;
         }
         Ok(())
     }

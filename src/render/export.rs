@@ -29,10 +29,10 @@ impl Text for Report {
             )?;
         }
         for w in &self.warnings {
-            writeln!(out, "warning: {w}")?;
+            writeln!(out, "warning: {}", crate::text::safe(w))?;
         }
         if let Some(p) = &self.output {
-            writeln!(out, "wrote {p}")?;
+            writeln!(out, "wrote {}", crate::text::safe(p))?;
         }
         Ok(())
     }

@@ -43,7 +43,7 @@ pub fn itemized(plan: &PlanReport, out: &mut dyn Write) -> io::Result<()> {
         out,
         "Budget: {} tokens = {}; counted with {}",
         thousands(fit.budget),
-        plan.budget_from,
+        crate::text::safe(&plan.budget_from),
         fit.tokenizer
     )?;
     writeln!(

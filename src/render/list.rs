@@ -4,7 +4,7 @@ use colored::Colorize;
 
 use super::{Text, short_id};
 use crate::commands::list::Report;
-use crate::text::{human_size, one_line, truncate_chars};
+use crate::text::{human_size, one_line, safe, truncate_chars};
 
 impl Text for Report {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -14,7 +14,8 @@ impl Text for Report {
                 None => writeln!(out, "No sessions.")?,
                 Some(dir) => writeln!(
                     out,
-                    "No sessions for {dir}. Use --all to list every directory's sessions."
+                    "No sessions for {}. Use --all to list every directory's sessions.",
+                    safe(dir)
                 )?,
             }
             return Ok(());
@@ -44,18 +45,18 @@ impl Text for Report {
                 out,
                 "{:<16}  {:<6}  {:<8}  {:>5}  {:>7}  {}",
                 updated,
-                s.agent,
-                short_id(&s.id),
+                safe(&s.agent),
+                safe(&short_id(&s.id)),
                 s.messages,
                 human_size(s.size),
-                title
+                safe(&title)
             )?;
             if self.dir.is_none() {
                 writeln!(
                     out,
                     "{:<16}  {}",
                     "",
-                    s.cwd.as_deref().unwrap_or("(no cwd)").dimmed()
+                    safe(s.cwd.as_deref().unwrap_or("(no cwd)")).dimmed()
                 )?;
             }
         }

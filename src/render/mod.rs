@@ -54,7 +54,7 @@ pub fn emit<R: Serialize + Text>(report: &R, as_json: bool) -> Result<()> {
 /// Warnings for people, on standard error.
 pub fn warnings(warnings: &[String]) {
     for w in warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", crate::text::safe(w));
     }
 }
 

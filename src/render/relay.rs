@@ -3,7 +3,7 @@ use std::io::{self, Write};
 use super::Text;
 use crate::commands::Redactions;
 use crate::commands::relay::Report;
-use crate::text::human_size;
+use crate::text::{human_size, safe};
 
 /// `3 masked (github_token 2, aws_access_key 1)`, `none found`, or `NOT masked`.
 pub fn redactions(r: &Redactions) -> String {
@@ -30,12 +30,12 @@ impl Text for Report {
                 out,
                 "Already relayed as {target_display} session {} ({}) on {}; the source has not changed since. \
                  Use --force to relay again.",
-                self.target.id,
-                self.target.path,
+                safe(&self.target.id),
+                safe(&self.target.path),
                 self.relayed_at.as_deref().unwrap_or("?")
             )?;
             if !self.resume_command.is_empty() {
-                writeln!(out, "Resume it with:\n  {}", self.resume_command)?;
+                writeln!(out, "Resume it with:\n  {}", safe(&self.resume_command))?;
             }
             return Ok(());
         }
@@ -48,21 +48,21 @@ impl Text for Report {
             "{} {} session {} -> {target_display} session {}",
             if dry { "Would relay" } else { "Relayed" },
             crate::adapters::display_name(&self.source.agent),
-            self.source.id,
-            self.target.id
+            safe(&self.source.id),
+            safe(&self.target.id)
         )?;
         writeln!(
             out,
             "  {} {} ({} messages, {})",
             if dry { "would write" } else { "wrote" },
-            self.target.path,
+            safe(&self.target.path),
             self.messages,
             human_size(self.bytes as u64)
         )?;
-        writeln!(out, "  title      {}", self.title)?;
-        writeln!(out, "  directory  {}", self.cwd)?;
+        writeln!(out, "  title      {}", safe(&self.title))?;
+        writeln!(out, "  directory  {}", safe(&self.cwd))?;
         for n in &self.notes {
-            writeln!(out, "  note: {n}")?;
+            writeln!(out, "  note: {}", safe(n))?;
         }
         writeln!(out, "  secrets    {}", redactions(&self.redactions))?;
         let fit = &self.plan.fit;
@@ -90,7 +90,7 @@ impl Text for Report {
                 } else {
                     "Resume it with:"
                 },
-                self.resume_command
+                safe(&self.resume_command)
             )?;
         }
         Ok(())

@@ -5,7 +5,7 @@ use colored::Colorize;
 use super::Text;
 use crate::commands::show::{FitPreview, Report, SessionReport};
 use crate::model::{Timestamp, TodoStatus};
-use crate::text::{one_line, truncate_chars};
+use crate::text::{one_line, safe, truncate_chars};
 
 impl Text for Report {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -23,7 +23,7 @@ impl Text for FitPreview {
             out,
             "{} session {} relayed to {} (nothing written):",
             crate::adapters::display_name(&self.source.agent),
-            self.source.id,
+            safe(&self.source.id),
             crate::adapters::display_name(&self.to)
         )?;
         super::fit::itemized(&self.plan, out)
@@ -39,13 +39,17 @@ impl Text for SessionReport {
             out,
             "{} {} {}",
             display.bold(),
-            s.id.bold(),
+            safe(&s.id).bold(),
             if s.archived { "(archived)" } else { "" }
         )?;
         if let Some(p) = &s.source_path {
-            writeln!(out, "{}", field("path", p))?;
+            writeln!(out, "{}", field("path", &safe(p)))?;
         }
-        writeln!(out, "{}", field("cwd", s.cwd.as_deref().unwrap_or("-")))?;
+        writeln!(
+            out,
+            "{}",
+            field("cwd", &safe(s.cwd.as_deref().unwrap_or("-")))
+        )?;
         if let Some(g) = &s.git {
             let mut parts = Vec::new();
             if let Some(b) = &g.branch {
@@ -57,36 +61,39 @@ impl Text for SessionReport {
             if let Some(r) = &g.remote {
                 parts.push(format!("remote {r}"));
             }
-            writeln!(out, "{}", field("git", &parts.join(", ")))?;
+            writeln!(out, "{}", field("git", &safe(&parts.join(", "))))?;
         }
         let ts = |t: &Option<Timestamp>| {
             t.as_ref()
                 .map(|t| t.utc.clone().unwrap_or_else(|| t.original.clone()))
                 .unwrap_or_else(|| "-".into())
         };
-        writeln!(out, "{}", field("created", &ts(&s.created)))?;
-        writeln!(out, "{}", field("updated", &ts(&s.updated)))?;
+        writeln!(out, "{}", field("created", &safe(&ts(&s.created))))?;
+        writeln!(out, "{}", field("updated", &safe(&ts(&s.updated))))?;
         writeln!(
             out,
             "{}",
             field(
                 "source",
-                &format!(
+                &safe(&format!(
                     "{display} {} (format {})",
                     s.source_version.as_deref().unwrap_or("(version unknown)"),
                     s.format
-                )
+                ))
             )
         )?;
         if let Some(p) = &s.parent_id {
-            writeln!(out, "{}", field("parent", p))?;
+            writeln!(out, "{}", field("parent", &safe(p)))?;
         }
         writeln!(
             out,
             "{}",
             field(
                 "title",
-                &truncate_chars(&one_line(s.title.as_deref().unwrap_or("-")), 100)
+                &safe(&truncate_chars(
+                    &one_line(s.title.as_deref().unwrap_or("-")),
+                    100
+                ))
             )
         )?;
 
@@ -106,7 +113,7 @@ impl Text for SessionReport {
             let parts: Vec<String> = self
                 .tool_calls
                 .iter()
-                .map(|(k, v)| format!("{k} {v}"))
+                .map(|(k, v)| format!("{} {v}", safe(k)))
                 .collect();
             writeln!(out, "{} {}", "Tool calls:".bold(), parts.join(", "))?;
         }
@@ -131,7 +138,7 @@ impl Text for SessionReport {
         if !s.files_touched.is_empty() {
             writeln!(out, "\n{}", "Files touched:".bold())?;
             for f in &s.files_touched {
-                writeln!(out, "  {f}")?;
+                writeln!(out, "  {}", safe(f))?;
             }
         }
         if !s.todos.is_empty() {
@@ -142,7 +149,7 @@ impl Text for SessionReport {
                     TodoStatus::InProgress => "[~]",
                     TodoStatus::Pending => "[ ]",
                 };
-                writeln!(out, "  {mark} {}", one_line(&t.text))?;
+                writeln!(out, "  {mark} {}", safe(&one_line(&t.text)))?;
             }
         }
         if !s.subagents.is_empty() {
@@ -151,9 +158,9 @@ impl Text for SessionReport {
                 writeln!(
                     out,
                     "  {} {} {}",
-                    a.id,
-                    a.agent_type.as_deref().unwrap_or(""),
-                    a.path.dimmed()
+                    safe(&a.id),
+                    safe(a.agent_type.as_deref().unwrap_or("")),
+                    safe(&a.path).dimmed()
                 )?;
             }
         }
@@ -182,7 +189,7 @@ impl Text for SessionReport {
                 s.warnings.len()
             )?;
             for w in crate::commands::reader_warnings(s) {
-                writeln!(out, "  {w}")?;
+                writeln!(out, "  {}", safe(&w))?;
             }
         }
         Ok(())

@@ -143,3 +143,72 @@ fn invalid_utf8_and_binary_garbage_read_lossily() {
     assert!(w.contains("invalid UTF-8"), "{w}");
     assert!(w.contains("malformed JSON line skipped"), "{w}");
 }
+
+/// Output bytes that a terminal would act on: ESC, other C0 controls but newline and tab, C1
+/// controls and bidirectional overrides.
+fn terminal_controls(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n' && c != '\t')
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect()
+}
+
+#[test]
+fn escape_sequences_from_a_session_are_printed_escaped_and_json_stays_exact() {
+    let env = TestEnv::empty();
+    let id = "0199aaaa-0000-7000-8000-00000000e5c0";
+    let evil_cwd = "/tmp/evil\u{1b}]0;owned\u{7}\ndir";
+    let evil_prompt = "clear \u{1b}[2J\u{1b}[31mred\u{9b}1m\nsecond line \u{202e}desrever";
+    let path = codex_file(&env, &format!("rollout-2026-11-20T10-00-00-{id}.jsonl"));
+    let meta = json!({"timestamp": "2026-11-20T10:00:00.000Z", "type": "session_meta", "payload": {"id": id, "timestamp": "2026-11-20T10:00:00.000Z", "cwd": evil_cwd, "cli_version": "0.60.\u{1b}[1m0", "source": "cli"}});
+    let answer = json!({"timestamp": "2026-11-20T10:00:02.000Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok \u{1b}[0m"}]}});
+    std::fs::write(
+        &path,
+        format!(
+            "{meta}\n{}\n{answer}\n{{\"bad\u{1b}[5m\n",
+            user_line(evil_prompt)
+        ),
+    )
+    .unwrap();
+    let proj = env.project();
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["list", "--all"],
+        vec!["show", id],
+        vec!["show", id, "--to", "claude"],
+        vec!["relay", id, "--to", "claude", "--cwd", &proj, "--dry-run"],
+        vec![
+            "relay",
+            id,
+            "--to",
+            "claude",
+            "--cwd",
+            &proj,
+            "--title",
+            "t\u{1b}[8m",
+        ],
+        vec!["export", id, "--format", "markdown", "-o", "out.md"],
+        vec!["show", "no\u{1b}[31msuch"],
+    ];
+    for args in &runs {
+        let out = env.cmd().args(args).output().unwrap();
+        for (name, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            let bad = terminal_controls(&text);
+            assert!(bad.is_empty(), "{args:?} {name} prints {bad:?}:\n{text}");
+        }
+    }
+    // Escaped where a person reads it, so that it is still visible.
+    let shown = env.ok(&["show", id]);
+    assert!(shown.contains("\\x1b]0;owned"), "{shown}");
+    // JSON is exact.
+    let v = env.json(&["show", id, "--json"]);
+    assert_eq!(v["session"]["cwd"], evil_cwd);
+    let rows = env.list_json(&["list", "--all", "--json"]);
+    // (A title is the first prompt on one line: whitespace collapsed, nothing else changed.)
+    assert_eq!(
+        rows[0]["title"].as_str().unwrap(),
+        evil_prompt.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+}
