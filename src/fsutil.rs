@@ -34,3 +34,79 @@ pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
     Ok(())
 }
+
+/// Appends one line to a file an agent owns (an index), whole or not at all: if the file does
+/// not end with a newline (an earlier writer was cut off), the line starts on a fresh one
+/// rather than gluing onto it; if the write fails part way (disk full, quota), the file is cut
+/// back to exactly what it was, unless someone else appended meanwhile.
+pub fn append_line(path: &Path, line: &str) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {} to append", path.display()))?;
+    let meta = f.metadata()?;
+    anyhow::ensure!(meta.is_file(), "{} is not a regular file", path.display());
+    let before = meta.len();
+    let mut bytes = Vec::with_capacity(line.len() + 2);
+    if before > 0 {
+        let mut last = [0u8; 1];
+        f.read_exact_at(&mut last, before - 1)?;
+        if last[0] != b'\n' {
+            bytes.push(b'\n');
+        }
+    }
+    bytes.extend_from_slice(line.trim_end_matches('\n').as_bytes());
+    bytes.push(b'\n');
+    let mut written = 0usize;
+    let result = loop {
+        match f.write(&bytes[written..]) {
+            Ok(0) => break Err(std::io::Error::from(std::io::ErrorKind::WriteZero)),
+            Ok(n) => {
+                written += n;
+                if written == bytes.len() {
+                    break f.sync_data();
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    if let Err(e) = result {
+        let now = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let restored = now == before + written as u64 && f.set_len(before).is_ok();
+        return Err(anyhow::Error::new(e).context(format!(
+            "could not append to {} ({})",
+            path.display(),
+            if restored {
+                "the file is as it was"
+            } else {
+                "another program appended meanwhile; the file was not cut back"
+            }
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_append_never_glues_onto_a_cut_off_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("index.jsonl");
+        std::fs::write(&p, "{\"id\":\"a\"}\n{\"id\":\"b\", \"cut").unwrap();
+        append_line(&p, "{\"id\":\"c\"}").unwrap();
+        append_line(&p, "{\"id\":\"d\"}\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "{\"id\":\"a\"}\n{\"id\":\"b\", \"cut\n{\"id\":\"c\"}\n{\"id\":\"d\"}\n"
+        );
+        let fresh = dir.path().join("new.jsonl");
+        append_line(&fresh, "x").unwrap();
+        assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "x\n");
+    }
+}

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use chrono::{DateTime, Local, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
@@ -214,20 +214,14 @@ fn line(out: &mut Vec<u8>, t: DateTime<Utc>, kind: &str, payload: Value) {
 
 /// Adds a title line to `session_index.jsonl` (the picker shows `thread_name`).
 pub fn register(home: &Path, id: &str, title: &str) -> Result<Vec<String>> {
-    use std::io::Write;
     let index = home.join("session_index.jsonl");
     let entry = json!({
         "id": id,
         "thread_name": title,
         "updated_at": Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
     });
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&index)
-        .with_context(|| format!("cannot append to {}", index.display()))?;
-    // One write of one line: concurrent appenders cannot interleave inside it.
-    f.write_all(format!("{entry}\n").as_bytes())?;
+    // One line, whole or not at all: Codex's own index must never hold half of ours.
+    crate::fsutil::append_line(&index, &entry.to_string())?;
     Ok(vec![format!("title added to {}", index.display())])
 }
 

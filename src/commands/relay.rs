@@ -200,7 +200,19 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
         if standalone.is_none() {
             match target.register(&home, &native, &plan.session, &title) {
                 Ok(n) => notes.extend(n),
-                Err(e) => notes.push(format!("could not update the store's index: {e:#}")),
+                Err(e) => {
+                    // All or nothing: a session the index does not know is not left behind.
+                    let removed = std::fs::remove_file(&native.path).is_ok();
+                    return Err(e.context(format!(
+                        "could not register the relayed session in {}'s index; {}",
+                        target.display_name(),
+                        if removed {
+                            format!("nothing was relayed ({} removed)", native.path.display())
+                        } else {
+                            format!("{} is left in place", native.path.display())
+                        }
+                    )));
+                }
             }
         }
         ledger::append(&ledger::Entry {

@@ -591,3 +591,62 @@ fn the_window_codex_records_sets_the_budget_unless_the_config_sets_one() {
         r["budget_from"]
     );
 }
+
+#[test]
+fn a_full_disk_during_the_index_append_leaves_codexs_index_as_it_was() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    // An index that ends 20 bytes before a 1 KiB boundary, and a file-size limit at that
+    // boundary: the relay's line is cut after 20 bytes (EFBIG), as on a full disk.
+    let index = env.codex_home().join("session_index.jsonl");
+    let mut text = std::fs::read_to_string(&index).unwrap();
+    let mut n = 0;
+    while text.len() < 200 * 1024 - 20 - 200 {
+        text.push_str(&format!(
+            "{{\"id\":\"0199aaaa-0000-7000-8000-{n:012}\",\"thread_name\":\"padding {n}\",\"updated_at\":\"2026-11-01T00:00:00Z\"}}\n"
+        ));
+        n += 1;
+    }
+    let pad = 200 * 1024 - 20 - text.len();
+    text.push_str(&format!(
+        "{{\"id\":\"pad\",\"thread_name\":\"{}\"}}\n",
+        "p".repeat(pad - 30)
+    ));
+    assert_eq!(text.len(), 200 * 1024 - 20);
+    std::fs::write(&index, &text).unwrap();
+    let before = std::fs::read(&index).unwrap();
+    let sessions_before = env.snapshot_stores().len();
+
+    let bin = assert_cmd::cargo::cargo_bin("session-relay");
+    let mut sh = assert_cmd::Command::new("bash");
+    sh.arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 200; exec \"$0\" \"$@\"")
+        .arg(&bin)
+        .args(["relay", "771ce1df", "--to", "codex", "--cwd", &proj]);
+    let out = env.cmd_of(sh).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the relay must fail: {err}");
+    assert!(err.contains("session_index.jsonl"), "{err}");
+    assert!(err.contains("nothing was relayed"), "{err}");
+    let now = std::fs::read(&index).unwrap();
+    assert!(
+        now == before,
+        "Codex's index is not byte for byte what it was ({} bytes, was {})",
+        now.len(),
+        before.len()
+    );
+    assert_eq!(
+        env.snapshot_stores().len(),
+        sessions_before,
+        "no relayed session left behind"
+    );
+    // And a later relay with room appends a whole line.
+    let r = env.json(&[
+        "relay", "771ce1df", "--to", "codex", "--cwd", &proj, "--json",
+    ]);
+    let after = std::fs::read_to_string(&index).unwrap();
+    assert!(after.starts_with(&text));
+    let added = &after[text.len()..];
+    let v: serde_json::Value = serde_json::from_str(added.trim_end()).unwrap();
+    assert_eq!(v["id"], r["target"]["id"]);
+}

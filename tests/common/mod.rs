@@ -97,7 +97,11 @@ impl TestEnv {
 
     /// The binary with this environment's homes and nothing of the developer's.
     pub fn cmd(&self) -> Command {
-        let mut c = Command::cargo_bin("session-relay").unwrap();
+        self.cmd_of(Command::cargo_bin("session-relay").unwrap())
+    }
+
+    /// Another program (a shell that sets limits, then runs the binary) in this environment.
+    pub fn cmd_of(&self, mut c: Command) -> Command {
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.dir.path())
