@@ -91,6 +91,13 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
     let mut notes: Vec<String> = Vec::new();
     let cwd = resolve_cwd(opts.cwd.as_deref(), source.cwd.as_deref(), &mut notes)?;
 
+    // One relay at a time per source and target: a second one started meanwhile waits, then
+    // finds the first in the ledger.
+    let _lock = if opts.dry_run {
+        None
+    } else {
+        Some(relay_lock(&source_sha, target.name())?)
+    };
     if !opts.force
         && let Some(prev) = ledger::entries().into_iter().rev().find(|e| {
             e.event == "relay"
@@ -250,6 +257,23 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
         notes,
         warnings,
     })
+}
+
+/// An exclusive lock in the state folder for relays of one source (by content) to one agent,
+/// held until the relay is recorded.
+fn relay_lock(source_sha: &str, target: &str) -> Result<std::fs::File> {
+    let dir = crate::paths::require_state_dir()?.join("locks");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(format!("relay-{}-{target}.lock", &source_sha[..16]));
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    f.lock()
+        .with_context(|| format!("cannot lock {}", path.display()))?;
+    Ok(f)
 }
 
 /// The directory the session will be resumed in, as the target agent will see it: the real

@@ -618,12 +618,14 @@ fn a_full_disk_during_the_index_append_leaves_codexs_index_as_it_was() {
     let sessions_before = env.snapshot_stores().len();
 
     let bin = assert_cmd::cargo::cargo_bin("session-relay");
-    let mut sh = assert_cmd::Command::new("bash");
-    sh.arg("-c")
+    let out = env
+        .cmd_of("bash")
+        .arg("-c")
         .arg("trap '' XFSZ; ulimit -f 200; exec \"$0\" \"$@\"")
         .arg(&bin)
-        .args(["relay", "771ce1df", "--to", "codex", "--cwd", &proj]);
-    let out = env.cmd_of(sh).output().unwrap();
+        .args(["relay", "771ce1df", "--to", "codex", "--cwd", &proj])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "the relay must fail: {err}");
     assert!(err.contains("session_index.jsonl"), "{err}");
@@ -649,4 +651,55 @@ fn a_full_disk_during_the_index_append_leaves_codexs_index_as_it_was() {
     let added = &after[text.len()..];
     let v: serde_json::Value = serde_json::from_str(added.trim_end()).unwrap();
     assert_eq!(v["id"], r["target"]["id"]);
+}
+
+#[test]
+fn two_relays_of_one_session_started_together_write_it_once() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let before = env.snapshot_stores();
+    let index = env.codex_home().join("session_index.jsonl");
+    let index_before = std::fs::read_to_string(&index).unwrap();
+    for round in 0..3 {
+        let children: Vec<std::process::Child> = (0..2)
+            .map(|_| {
+                let mut c = env.std_cmd(assert_cmd::cargo::cargo_bin("session-relay"));
+                c.args([
+                    "relay", "b62416f1", "--to", "codex", "--cwd", &proj, "--json",
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+            })
+            .collect();
+        let mut already = 0;
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            if r["already_relayed"] == true {
+                already += 1;
+            }
+        }
+        // The first round writes once; later rounds find it.
+        assert_eq!(already, if round == 0 { 1 } else { 2 }, "round {round}");
+    }
+    let added: Vec<_> = env
+        .snapshot_stores()
+        .into_keys()
+        .filter(|p| !before.contains_key(p) && p.is_file())
+        .collect();
+    assert_eq!(added.len(), 1, "one relayed session: {added:?}");
+    let index_after = std::fs::read_to_string(&index).unwrap();
+    assert_eq!(
+        index_after.lines().count(),
+        index_before.lines().count() + 1
+    );
+    let ledger = env.dir.path().join("state/session-relay/ledger.jsonl");
+    assert_eq!(std::fs::read_to_string(ledger).unwrap().lines().count(), 1);
 }

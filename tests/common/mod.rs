@@ -97,11 +97,17 @@ impl TestEnv {
 
     /// The binary with this environment's homes and nothing of the developer's.
     pub fn cmd(&self) -> Command {
-        self.cmd_of(Command::cargo_bin("session-relay").unwrap())
+        Command::from_std(self.std_cmd(assert_cmd::cargo::cargo_bin("session-relay")))
     }
 
     /// Another program (a shell that sets limits, then runs the binary) in this environment.
-    pub fn cmd_of(&self, mut c: Command) -> Command {
+    pub fn cmd_of(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        Command::from_std(self.std_cmd(program))
+    }
+
+    /// A plain `std::process::Command` in this environment (to spawn several at once).
+    pub fn std_cmd(&self, program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+        let mut c = std::process::Command::new(program);
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.dir.path())
