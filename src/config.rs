@@ -11,7 +11,9 @@ use crate::adapters;
 
 pub const CONFIG_ENV: &str = "SESSION_RELAY_CONFIG";
 
-pub const DEFAULT_SAFETY_RATIO: f64 = 0.8;
+/// Half of what the agent's own prompt leaves goes to the relay, so that at least 40% of the
+/// window stays free for new work (see config.example.yaml for the arithmetic).
+pub const DEFAULT_SAFETY_RATIO: f64 = 0.5;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -44,9 +44,9 @@ impl Adapter for Claude {
     }
 
     fn default_reserved_tokens(&self) -> u64 {
-        // Claude Code's system prompt and tool definitions take about 15-20k tokens; the rest is
-        // room for the answer and the auto-compact margin.
-        40_000
+        // Claude Code 2.1.332's system prompt, tool definitions and injected context measured
+        // at 14k (`-p`) to 19k (interactive) tokens, plus room for CLAUDE.md, MCP and skills.
+        30_000
     }
 
     fn default_tokenizer(&self) -> crate::tokens::Tokenizer {

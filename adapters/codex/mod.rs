@@ -41,13 +41,15 @@ impl Adapter for Codex {
     }
 
     fn default_context_window(&self) -> u64 {
-        // gpt-5.x-codex models in Codex's bundled catalog: 272k tokens.
-        272_000
+        // What Codex 0.171 records as `model_context_window` for its gpt-5.x models (95% of
+        // the catalogue's 272k); the window recorded in the user's own rollouts wins.
+        258_400
     }
 
     fn default_reserved_tokens(&self) -> u64 {
-        // Codex keeps 5% of the window as headroom and needs room for its instructions and tools.
-        40_000
+        // Codex 0.171's instructions, tool definitions and injected context measured at 8.5k
+        // to 13.9k tokens, plus room for AGENTS.md and MCP tools.
+        20_000
     }
 
     fn recorded_context_window(&self, home: &Path) -> Option<(u64, PathBuf)> {

@@ -50,13 +50,15 @@ pub struct SessionReport {
 
 #[derive(Debug, Serialize)]
 pub struct ContextCheck {
-    /// What the agent recorded (for Claude Code: input + cache tokens of the newest request).
+    /// What the agent recorded at its newest request (for Claude Code: input + cache tokens).
     pub recorded_tokens: u64,
-    /// The target tokenizer's count of the conversation up to that request (no system prompt
-    /// or tool definitions, which the recorded figure includes).
-    pub estimated_tokens: usize,
+    /// What its prompt grew by from the first recorded request to the newest: the
+    /// conversation in between, without the agent's own system prompt and tools.
+    pub recorded_growth: u64,
+    /// Our count of the messages in between, with the tokenizer for the recorded model.
+    pub estimated_growth: usize,
     pub tokenizer: &'static str,
-    /// recorded / estimated.
+    /// recorded_growth / estimated_growth (1.0 = exact; below 1 our count is high).
     pub ratio: f64,
 }
 
@@ -121,18 +123,25 @@ pub fn session_report(s: &Session) -> SessionReport {
     } else {
         (tokens::session_estimate(s), "estimate (characters / 4)")
     };
-    let context_check = s.context_usage.map(|u| {
-        let tok = crate::adapters::by_name(&s.agent)
-            .map_or(tokens::Tokenizer::O200k, |a| a.default_tokenizer());
-        let estimated: usize = s.messages[..u.at_message.min(s.messages.len())]
+    let context_check = s.context_usage.as_ref().map(|u| {
+        let tok = match u.model.as_deref() {
+            Some(model) if s.agent == "claude" => tokens::Tokenizer::for_claude_model(model),
+            _ => crate::adapters::by_name(&s.agent)
+                .map_or(tokens::Tokenizer::O200k, |a| a.default_tokenizer()),
+        };
+        let end = u.at_message.min(s.messages.len());
+        let start = u.first_at_message.min(end);
+        let estimated: usize = s.messages[start..end]
             .iter()
             .map(|m| crate::plan::fit::cost(tok, m))
             .sum();
+        let growth = u.tokens.saturating_sub(u.first_tokens);
         ContextCheck {
             recorded_tokens: u.tokens,
-            estimated_tokens: estimated,
+            recorded_growth: growth,
+            estimated_growth: estimated,
             tokenizer: tok.name(),
-            ratio: u.tokens as f64 / estimated.max(1) as f64,
+            ratio: growth as f64 / estimated.max(1) as f64,
         }
     });
     SessionReport {

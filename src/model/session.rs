@@ -263,7 +263,7 @@ fn is_zero(n: &usize) -> bool {
 }
 
 /// How full the agent's context was at its newest request, as the agent itself recorded it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextUsage {
     /// Tokens of the prompt the model received (Claude Code: input + cache creation + cache
     /// read of the newest request).
@@ -273,6 +273,13 @@ pub struct ContextUsage {
     pub window: Option<u64>,
     /// Messages of this session before that request's answer: what the prompt held.
     pub at_message: usize,
+    /// The same for the session's first recorded request: the difference between the two is
+    /// what the conversation in between added, without the agent's own system prompt and tools.
+    pub first_tokens: u64,
+    pub first_at_message: usize,
+    /// The model that answered the newest request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Changes to one file during a session.
@@ -387,7 +394,7 @@ impl Session {
             todos: self.todos.clone(),
             files_touched: self.files_touched.clone(),
             file_changes: self.file_changes.clone(),
-            context_usage: self.context_usage,
+            context_usage: self.context_usage.clone(),
             stats: self.stats.clone(),
             warnings: self.warnings.clone(),
             extra: self.extra.clone(),

@@ -34,6 +34,8 @@ pub const TOOL_OUTPUT_MAX: usize = 8000;
 /// Tighter limit used only when the always-kept layer alone exceeds the budget.
 const TOOL_OUTPUT_TIGHT: usize = 1200;
 const REQUEST_TIGHT: usize = 4000;
+/// The shortest a first request or last user message is cut to (its head keeps two thirds).
+const USER_TEXT_FLOOR: usize = 1500;
 /// Share of the room for middle turns that whole turns may take before older turns are
 /// shortened (beyond the `recent_turns` and `tool_call_keep_recent` minimums).
 const WHOLE_SHARE: f64 = 0.5;
@@ -435,7 +437,8 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     let mut step = 0;
     while fixed > p.budget && step < 3 {
         report.degraded = true;
-        fixed_msgs.degrade(step, &msgs);
+        let room = p.budget.saturating_sub(report.brief_tokens);
+        fixed_msgs.degrade(step, &msgs, &|m: &[Message]| fixed_count(m) <= room);
         step += 1;
         fixed = fixed_count(&fixed_msgs.all()) + report.brief_tokens;
     }
@@ -796,10 +799,12 @@ impl Fixed {
         self.shortened
     }
 
-    fn degrade(&mut self, step: usize, msgs: &[Message]) {
+    /// One step of shortening, each taken only as far as needed: the mildest setting after
+    /// which `fits` holds, else the harshest.
+    fn degrade(&mut self, step: usize, msgs: &[Message], fits: &dyn Fn(&[Message]) -> bool) {
         self.shortened = true;
         match step {
-            // Cut every tool output of the last turn harder.
+            // Cut the tool outputs of the last turn harder.
             0 => {
                 let Some(r) = self.last_range.clone() else {
                     return;
@@ -810,16 +815,18 @@ impl Fixed {
                         output: TOOL_OUTPUT_MAX,
                     },
                 );
-                let (after, stats) = render(
-                    &msgs[r],
-                    Form::Whole {
-                        output: TOOL_OUTPUT_TIGHT,
-                    },
-                );
-                // Count what this step cut on top of what the first render counted.
-                self.tools.trimmed += stats.trimmed.saturating_sub(first.trimmed);
-                self.tools.chars_cut += stats.chars_cut.saturating_sub(first.chars_cut);
-                self.last = after;
+                for output in [4000, 2000, TOOL_OUTPUT_TIGHT, 600, 300] {
+                    let (after, stats) = render(&msgs[r.clone()], Form::Whole { output });
+                    self.last = after;
+                    // What this step cut on top of what the first render counted.
+                    self.tools.trimmed = stats.trimmed.saturating_sub(first.trimmed)
+                        + self.tools.trimmed.min(first.trimmed);
+                    self.tools.chars_cut = stats.chars_cut.saturating_sub(first.chars_cut)
+                        + self.tools.chars_cut.min(first.chars_cut);
+                    if fits(&self.all()) {
+                        break;
+                    }
+                }
             }
             // Then the last turn's calls to one line, but for its final two.
             1 => {
@@ -835,17 +842,35 @@ impl Fixed {
                     self.last = head;
                 }
             }
-            // Finally shorten the first request, carried context and long messages of the last
-            // turn themselves.
+            // Finally shorten the long texts themselves: the first request, carried context
+            // and the messages of the last turn.
             _ => {
-                for m in self
-                    .context
-                    .iter_mut()
-                    .chain(self.request.iter_mut())
-                    .chain(self.last.iter_mut())
-                {
-                    if m.content.chars().count() > REQUEST_TIGHT {
-                        m.content = trim_output(&m.content, REQUEST_TIGHT);
+                let (context, request, last) =
+                    (self.context.clone(), self.request.clone(), self.last.clone());
+                for limit in [4 * REQUEST_TIGHT, 2 * REQUEST_TIGHT, REQUEST_TIGHT, 2000, 1000, 500, 250] {
+                    let cut = |v: &[Message]| -> Vec<Message> {
+                        v.iter()
+                            .map(|m| {
+                                let mut m = m.clone();
+                                // The user's own words keep at least their first thousand
+                                // characters, whatever the budget.
+                                let limit = if m.role == Role::User {
+                                    limit.max(USER_TEXT_FLOOR)
+                                } else {
+                                    limit
+                                };
+                                if m.content.chars().count() > limit {
+                                    m.content = trim_output(&m.content, limit);
+                                }
+                                m
+                            })
+                            .collect()
+                    };
+                    self.context = cut(&context);
+                    self.request = cut(&request);
+                    self.last = cut(&last);
+                    if fits(&self.all()) {
+                        break;
                     }
                 }
             }

@@ -127,11 +127,12 @@ impl Text for SessionReport {
         if let Some(c) = &self.context_check {
             writeln!(
                 out,
-                "{} {} tokens at the newest request, as the agent recorded it; {} by our {} count of the conversation up to it ({:.2}x: the recorded figure also holds the agent's own system prompt and tools)",
+                "{} {} tokens at the newest request, as the agent recorded it; it grew by {} since the first request, which our {} count puts at {} ({:.2}x)",
                 "Context:".bold(),
                 c.recorded_tokens,
-                c.estimated_tokens,
+                c.recorded_growth,
                 c.tokenizer,
+                c.estimated_growth,
                 c.ratio
             )?;
         }

@@ -7,6 +7,18 @@ use serde_json::Value;
 /// id, agent, working directory, title. Read off the sample files themselves.
 const EXPECTED: &[(&str, &str, Option<&str>, &str)] = &[
     (
+        "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68",
+        "claude",
+        Some("/Users/pete/tmp/claude-code-sessions"),
+        "Spaw sub-agents to write poems about Thai green curry, Thai yellow curry and Thai red curry. Each subagent should do a web search to understand the most common adjectives used for these caries as part of preparing for its poetry. run the agents in the background, and while we wait for them to complete write your own poem about sushi",
+    ),
+    (
+        "4b2030ed-5563-49ea-b703-6a002f2d3cc8",
+        "claude",
+        Some("/Users/pete/git/moredip/session-share"),
+        "spawn a subagent to perform a websearch to determine what is the most popular color of thai curry",
+    ),
+    (
         "771ce1df-ae7a-4516-8192-f08c38166af2",
         "claude",
         Some("/home/dev/projects/interactive"),
@@ -470,6 +482,26 @@ fn the_example_config_is_valid_and_matches_the_defaults() {
             "config.example.yaml does not document {key}"
         );
     }
+    // Its values are the defaults: the same settings as an empty config file.
+    let example_cfg = session_relay::config::Config::load(&session_relay::config::Overrides {
+        config_file: Some(example.clone()),
+        homes: Vec::new(),
+    })
+    .unwrap();
+    let defaults = env.config();
+    for agent in session_relay::adapters::names() {
+        let (a, d) = (example_cfg.agent(agent), defaults.agent(agent));
+        assert_eq!(
+            (a.context_window, a.reserved_tokens, a.safety_ratio, a.tokenizer),
+            (d.context_window, d.reserved_tokens, d.safety_ratio, d.tokenizer),
+            "{agent}: config.example.yaml is not the defaults"
+        );
+    }
+    let (r, d) = (&example_cfg.relay, &defaults.relay);
+    assert_eq!(
+        (r.recent_turns, r.summary_max_tokens, r.tool_call_keep_recent),
+        (d.recent_turns, d.summary_max_tokens, d.tool_call_keep_recent)
+    );
 }
 
 #[test]

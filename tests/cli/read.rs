@@ -354,3 +354,31 @@ fn no_command_writes_to_a_session_store() {
     env.ok(&["export", "01a22a5d", "-o", out.to_str().unwrap()]);
     assert_eq!(before, env.snapshot_stores());
 }
+
+#[test]
+fn the_claude_estimate_matches_real_recorded_usage() {
+    let env = TestEnv::with_fixtures();
+    let mut real = 0;
+    for (agent, path) in fixture_sessions() {
+        let v = env.json(&["show", path.to_str().unwrap(), "--json"]);
+        let Some(check) = v.get("context_check") else {
+            continue;
+        };
+        // Sessions written against a mock model record a constant: nothing grows.
+        if check["recorded_growth"].as_u64().unwrap() < 500 {
+            continue;
+        }
+        assert_eq!(agent, "claude");
+        real += 1;
+        let ratio = check["ratio"].as_f64().unwrap();
+        assert!(
+            (0.85..=1.15).contains(&ratio),
+            "{}: recorded growth {} vs our {} ({ratio:.2}x with {})",
+            path.display(),
+            check["recorded_growth"],
+            check["estimated_growth"],
+            check["tokenizer"]
+        );
+    }
+    assert!(real >= 2, "the real Claude Code sessions are missing ({real})");
+}

@@ -399,12 +399,12 @@ fn relays_fit_the_budget_and_report_it() {
         "a small budget leaves turns out: {fit}"
     );
     assert_eq!(fit["tokenizer"], "o200k_base");
-    // The default budget comes from the config: (200000 - 40000) x 0.8 for Claude.
+    // The default budget comes from the config: (200000 - 30000) x 0.5 for Claude.
     let r = relay_json(
         &env,
         &["b62416f1", "--to", "claude", "--cwd", &proj, "--dry-run"],
     );
-    assert_eq!(r["fit"]["budget"], 128000);
+    assert_eq!(r["fit"]["budget"], 85000);
     assert_eq!(r["fit"]["tokenizer"], "estimate");
     assert!(
         r["budget_from"]
