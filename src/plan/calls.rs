@@ -20,7 +20,7 @@ pub fn transcript(call: &Message, result: Option<&Message>) -> String {
             let body = trim_output(&r.content, TRANSCRIPT_OUTPUT_MAX);
             text.push_str(&format!(
                 "\n[result: {status}, {} chars]",
-                r.content.chars().count()
+                r.output_chars()
             ));
             if !body.trim().is_empty() {
                 text.push('\n');

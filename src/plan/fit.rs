@@ -114,14 +114,20 @@ pub fn cost(tok: Tokenizer, m: &Message) -> usize {
     }
 }
 
-/// The source-side size of a message: an estimate, cheap enough for any session.
+/// The source-side size of a message: an estimate, cheap enough for any session, of the
+/// message as the source held it (before any output was cut while reading).
 fn source_tokens(m: &Message) -> usize {
     let input = m.tool_input.as_ref().map_or(0, |i| match i {
         serde_json::Value::String(s) if *s == m.content => 0,
         serde_json::Value::String(s) => s.len(),
         other => other.to_string().len(),
     });
-    (m.content.len() + input).div_ceil(4) + MESSAGE_OVERHEAD
+    let content = match m.metadata.get("source_chars").and_then(serde_json::Value::as_u64) {
+        Some(n) => n as usize,
+        None if m.role == Role::ToolResult => m.output_chars().max(m.content.len()),
+        None => m.content.len(),
+    };
+    (content + input).div_ceil(4) + MESSAGE_OVERHEAD
 }
 
 /// How one turn is carried, from the most faithful to the shortest.

@@ -146,7 +146,9 @@ pub fn shape(
                             Role::Assistant,
                             calls::transcript(&source.messages[call], Some(m)),
                         )
-                        .with_meta("kind", "tool_transcript"),
+                        .with_meta("kind", "tool_transcript")
+                        // What the source held, for the report: the call's output in full.
+                        .with_meta("source_chars", m.output_chars()),
                     );
                 } else {
                     // A result whose call never appeared: nothing can be paired with it.
