@@ -198,10 +198,23 @@ mod tests {
             "claude-opus-4-6",
             "claude-haiku-4-5",
         ] {
-            assert_eq!(Tokenizer::for_claude_model(legacy), Tokenizer::EstimateLegacy, "{legacy}");
+            assert_eq!(
+                Tokenizer::for_claude_model(legacy),
+                Tokenizer::EstimateLegacy,
+                "{legacy}"
+            );
         }
-        for current in ["claude-opus-4-7", "claude-opus-5-5", "claude-sonnet-5-5", "<synthetic>"] {
-            assert_eq!(Tokenizer::for_claude_model(current), Tokenizer::Estimate, "{current}");
+        for current in [
+            "claude-opus-4-7",
+            "claude-opus-5-5",
+            "claude-sonnet-5-5",
+            "<synthetic>",
+        ] {
+            assert_eq!(
+                Tokenizer::for_claude_model(current),
+                Tokenizer::Estimate,
+                "{current}"
+            );
         }
     }
 

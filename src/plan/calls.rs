@@ -18,10 +18,7 @@ pub fn transcript(call: &Message, result: Option<&Message>) -> String {
         Some(r) => {
             let status = if r.is_error { "error" } else { "ok" };
             let body = trim_output(&r.content, TRANSCRIPT_OUTPUT_MAX);
-            text.push_str(&format!(
-                "\n[result: {status}, {} chars]",
-                r.output_chars()
-            ));
+            text.push_str(&format!("\n[result: {status}, {} chars]", r.output_chars()));
             if !body.trim().is_empty() {
                 text.push('\n');
                 text.push_str(&body);

@@ -58,16 +58,35 @@ pub fn is_decision(sentence: &str) -> bool {
     DECISION_CUES.iter().any(|cue| lower.contains(cue))
 }
 
+/// Whether a text may hold any cue at all: one case-insensitive scan, so that the sentences of
+/// the many messages without one are never split or lowercased.
+fn may_hold(text: &str, cues: &[&str]) -> bool {
+    use std::sync::OnceLock;
+    static RULES: OnceLock<regex::Regex> = OnceLock::new();
+    static DECISIONS: OnceLock<regex::Regex> = OnceLock::new();
+    let cell = if cues.as_ptr() == CONSTRAINT_CUES.as_ptr() {
+        &RULES
+    } else {
+        &DECISIONS
+    };
+    cell.get_or_init(|| {
+        let alternatives: Vec<String> = cues.iter().map(|c| regex::escape(c)).collect();
+        regex::Regex::new(&format!("(?i){}", alternatives.join("|"))).expect("cue regex")
+    })
+    .is_match(text)
+}
+
 /// The rules a user message states, in order.
 pub fn constraints_in(m: &Message) -> impl Iterator<Item = &str> {
-    let user = m.role == Role::User;
-    sentences(&m.content).filter(move |s| user && constraint_strength(s).is_some())
+    let user = m.role == Role::User && may_hold(&m.content, CONSTRAINT_CUES);
+    sentences(if user { &m.content } else { "" }).filter(|s| constraint_strength(s).is_some())
 }
 
 /// The decisions an assistant message announces, in order.
 pub fn decisions_in(m: &Message) -> impl Iterator<Item = &str> {
-    let answer = m.role == Role::Assistant && m.kind().is_none();
-    sentences(&m.content).filter(move |s| answer && is_decision(s))
+    let answer =
+        m.role == Role::Assistant && m.kind().is_none() && may_hold(&m.content, DECISION_CUES);
+    sentences(if answer { &m.content } else { "" }).filter(|s| is_decision(s))
 }
 
 #[cfg(test)]

@@ -122,7 +122,11 @@ fn source_tokens(m: &Message) -> usize {
         serde_json::Value::String(s) => s.len(),
         other => other.to_string().len(),
     });
-    let content = match m.metadata.get("source_chars").and_then(serde_json::Value::as_u64) {
+    let content = match m
+        .metadata
+        .get("source_chars")
+        .and_then(serde_json::Value::as_u64)
+    {
         Some(n) => n as usize,
         None if m.role == Role::ToolResult => m.output_chars().max(m.content.len()),
         None => m.content.len(),
@@ -851,9 +855,20 @@ impl Fixed {
             // Finally shorten the long texts themselves: the first request, carried context
             // and the messages of the last turn.
             _ => {
-                let (context, request, last) =
-                    (self.context.clone(), self.request.clone(), self.last.clone());
-                for limit in [4 * REQUEST_TIGHT, 2 * REQUEST_TIGHT, REQUEST_TIGHT, 2000, 1000, 500, 250] {
+                let (context, request, last) = (
+                    self.context.clone(),
+                    self.request.clone(),
+                    self.last.clone(),
+                );
+                for limit in [
+                    4 * REQUEST_TIGHT,
+                    2 * REQUEST_TIGHT,
+                    REQUEST_TIGHT,
+                    2000,
+                    1000,
+                    500,
+                    250,
+                ] {
                     let cut = |v: &[Message]| -> Vec<Message> {
                         v.iter()
                             .map(|m| {

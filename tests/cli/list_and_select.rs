@@ -492,15 +492,33 @@ fn the_example_config_is_valid_and_matches_the_defaults() {
     for agent in session_relay::adapters::names() {
         let (a, d) = (example_cfg.agent(agent), defaults.agent(agent));
         assert_eq!(
-            (a.context_window, a.reserved_tokens, a.safety_ratio, a.tokenizer),
-            (d.context_window, d.reserved_tokens, d.safety_ratio, d.tokenizer),
+            (
+                a.context_window,
+                a.reserved_tokens,
+                a.safety_ratio,
+                a.tokenizer
+            ),
+            (
+                d.context_window,
+                d.reserved_tokens,
+                d.safety_ratio,
+                d.tokenizer
+            ),
             "{agent}: config.example.yaml is not the defaults"
         );
     }
     let (r, d) = (&example_cfg.relay, &defaults.relay);
     assert_eq!(
-        (r.recent_turns, r.summary_max_tokens, r.tool_call_keep_recent),
-        (d.recent_turns, d.summary_max_tokens, d.tool_call_keep_recent)
+        (
+            r.recent_turns,
+            r.summary_max_tokens,
+            r.tool_call_keep_recent
+        ),
+        (
+            d.recent_turns,
+            d.summary_max_tokens,
+            d.tool_call_keep_recent
+        )
     );
 }
 

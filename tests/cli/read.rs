@@ -380,5 +380,8 @@ fn the_claude_estimate_matches_real_recorded_usage() {
             check["tokenizer"]
         );
     }
-    assert!(real >= 2, "the real Claude Code sessions are missing ({real})");
+    assert!(
+        real >= 2,
+        "the real Claude Code sessions are missing ({real})"
+    );
 }
