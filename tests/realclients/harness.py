@@ -223,22 +223,26 @@ class Tmux:
             self.send_keys(name, ch, literal=True)
             time.sleep(delay)
 
-    def wait_for(self, name, done, timeout, on_screen=None, interval=0.5):
-        """Poll the screen until done(screen) is true or the time is up; returns the last screen.
-
-        on_screen(screen) may answer a dialog (and return True to keep waiting right away).
+    def wait_for(self, name, done, timeout, on_screen=None, interval=0.5, settle=10):
+        """Poll the screen until done(screen) is true, the screen has not changed for `settle`
+        seconds (the TUI is idle: what is missing will not come), or the time is up. Returns
+        the last screen. on_screen(screen) may answer a dialog.
         """
         end = time.monotonic() + timeout
-        screen = ""
+        screen, since = "", time.monotonic()
         while time.monotonic() < end:
             time.sleep(interval)
-            screen = self.capture(name)
-            if done(screen):
+            now = self.capture(name)
+            if done(now):
                 # The TUI may still be drawing the rest of the transcript: give it a moment.
                 time.sleep(1.0)
                 return self.capture(name)
+            if now != screen:
+                screen, since = now, time.monotonic()
+            elif now.strip() and time.monotonic() - since >= settle:
+                return now
             if on_screen:
-                on_screen(screen)
+                on_screen(now)
         return screen
 
     def kill(self, name):
@@ -331,9 +335,16 @@ class MockAnthropic:
     Every request is recorded (path and parsed body): the `load` check reads what Claude Code
     sent to the model, which is the only direct proof that it loaded the transcript. Every
     turn is answered with a short text, so the CLI finishes normally.
+
+    Like the real API, it refuses a request that does not fit the model's context window
+    ("prompt is too long"), so that a relayed transcript too big to be sent fails the check
+    instead of passing against a mock with no limit. Tokens are estimated generously (4 bytes
+    of request JSON per token, system prompt and tool schemas included): a false refusal needs
+    a transcript far over the budget session-relay fits to.
     """
 
     ANSWER = "MOCK_OK"
+    CONTEXT_TOKENS = 200_000
 
     def __init__(self):
         self.requests = []
@@ -376,6 +387,11 @@ class MockAnthropic:
                     return self._json(200, {"input_tokens": 1})
                 if not route.endswith("/v1/messages"):
                     return self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
+                tokens = len(raw) // 4
+                if tokens > mock.CONTEXT_TOKENS:
+                    return self._json(400, {"type": "error", "error": {
+                        "type": "invalid_request_error",
+                        "message": f"prompt is too long: {tokens} tokens > {mock.CONTEXT_TOKENS} maximum"}})
                 self._answer(body)
 
             def _answer(self, body):
