@@ -157,12 +157,12 @@ def lint(home, sid, report):
     source_agent = None
     if records and records[0][1]["type"] == "session_meta":
         source_agent = (records[0][1]["payload"].get("session_relay") or {}).get("source_agent")
-    last_ts = ""
+    last_ts, backwards = "", []
     for n, obj in records:
         kind, p = obj["type"], obj["payload"]
         ts = str(obj.get("timestamp", ""))
         if ts and last_ts and ts < last_ts:
-            report.warn(f"line {n}: timestamp {ts} is earlier than the line before it")
+            backwards.append(n)
         last_ts = max(ts, last_ts)
         if kind == "event_msg" and p.get("type") == "user_message":
             text = p.get("message")
@@ -194,6 +194,9 @@ def lint(home, sid, report):
                 report.fail(check, f"line {n}: reasoning with encrypted_content in a session relayed from "
                                    f"{source_agent}: only OpenAI can produce it; the API rejects a fake one")
 
+    if backwards:
+        report.warn(f"{len(backwards)} line(s) have an earlier timestamp than the line before "
+                    f"(first: line {backwards[0]})")
     if first_prompt_line is None:
         report.fail(check, "no event_msg user_message with text: the thread has no preview, "
                            "Codex does not list it and the TUI draws no prompt")
@@ -336,7 +339,7 @@ def missing_from(wanted, got):
     return [w for w in wanted if squash(w) and not any(squash(w) in g for g in got)]
 
 
-def check_app_server(codex, home, sid, rollout, expects, env, cwd, report):
+def check_app_server(codex, sid, rollout, expects, env, cwd, report):
     report.section("app-server: thread/list and thread/read")
     server = AppServer([codex, "app-server", "--listen", "stdio://"], env, cwd)
     try:
@@ -416,13 +419,20 @@ def check_tui(codex, sid, rollout, expects, env, scratch, timeout, report):
     # directory to use (handled below).
     cwd = rollout.cwd if rollout.cwd and os.path.isdir(rollout.cwd) else str(scratch / "elsewhere")
     os.makedirs(cwd, exist_ok=True)
-    # A provider of our own keeps the TUI away from the login screen. It is never contacted:
-    # no prompt is submitted. (A recorded provider would have to match it; the lint requires none.)
-    dummy = ["-c", 'model_providers.checkdummy={ name = "checkdummy", base_url = "http://127.0.0.1:9/v1", '
-                   'env_key = "CHECK_CODEX_DUMMY_KEY", wire_api = "responses" }',
-             "-c", 'model_provider="checkdummy"']
+    # The TUI opens on its login screen without credentials: store a placeholder API key in the
+    # scratch home, through codex's own `login --with-api-key`. The thread then resumes under
+    # the default "openai" provider, as for most users (a provider of our own would trip
+    # Codex's provider lock: it refuses to resume a thread under another provider than the
+    # recorded one). openai_base_url points that provider at a closed local port: without it
+    # the TUI spends ~10 s retrying to fetch its model list from the network before it draws.
+    # No prompt is submitted, so no request is ever made with the key.
+    login = subprocess.run([codex, "login", "--with-api-key"], input="sk-session-relay-check-placeholder",
+                           env=env, cwd=str(scratch), capture_output=True, text=True, timeout=60)
+    if login.returncode != 0:
+        report.fail("tui", f"could not store a placeholder API key: {squash(login.stderr)[-300:]}")
+        return
     # --no-daemon: the default TUI starts a background app-server that outlives it.
-    argv = [codex, *dummy, "resume", "--no-daemon", sid]
+    argv = [codex, "-c", 'openai_base_url="http://127.0.0.1:9/v1"', "resume", "--no-daemon", sid]
     tmux = Tmux(scratch)
     answered = set()
 
@@ -440,7 +450,7 @@ def check_tui(codex, sid, rollout, expects, env, scratch, timeout, report):
     errors = re.compile(r"No saved session found|Sign in with ChatGPT|Provide your own API key|"
                         r"\[check: program exited")
     try:
-        tmux.start("tui", argv, cwd, dict(env, TERM="xterm-256color", CHECK_CODEX_DUMMY_KEY="dummy"))
+        tmux.start("tui", argv, cwd, dict(env, TERM="xterm-256color"))
         screen = tmux.wait_for(
             "tui", lambda s: all(n in visible_text(s) for n in map(squash, needles)) or bool(errors.search(s)),
             timeout, on_screen=answer_dialogs)
@@ -455,7 +465,7 @@ def check_tui(codex, sid, rollout, expects, env, scratch, timeout, report):
             "\n".join(l for l in screen.splitlines() if l.strip())[-300:]))
     elif missing:
         tail = "\n".join(l.rstrip() for l in screen.splitlines() if l.strip())[-600:]
-        report.fail("tui", f"not on screen after {timeout}s: {missing}\n{tail}")
+        report.fail("tui", f"not on screen once the TUI was idle (or after {timeout}s): {missing}\n{tail}")
     else:
         report.passed("tui", f"drawn: {needles}")
 
@@ -514,7 +524,7 @@ def main():
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(scratch / "user-home"),
                "CODEX_HOME": str(codex_home), "LANG": "C.UTF-8", "RUST_LOG": "error"}
         os.makedirs(env["HOME"], exist_ok=True)
-        check_app_server(codex, codex_home, sid, rollout, args.expect, env, str(scratch), report)
+        check_app_server(codex, sid, rollout, args.expect, env, str(scratch), report)
         if args.tui:
             check_tui(codex, sid, rollout, args.expect, env, scratch, args.timeout, report)
     return report.finish()
