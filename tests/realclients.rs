@@ -1,9 +1,11 @@
 //! Every fixture relayed in both directions (and as same-agent forks) into temporary homes,
-//! then judged by the REAL Codex and Claude Code CLIs through `../shared/realclients/`.
+//! then judged by the REAL Codex and Claude Code CLIs through the checks in
+//! `tests/realclients/` (`check_codex.py`, `check_claude.py`).
 //!
-//! These tests need the clients that `../shared/realclients/install.sh` installs (`.ci/run`
-//! runs it). When the clients or the scripts are missing they fail, loudly: a relay that was
-//! never opened by the real CLI is not known to work.
+//! These tests need the clients that `tests/realclients/install.sh` installs (`.ci/run` runs
+//! it), so they are ignored by a plain `cargo test`; run them with
+//! `cargo test --test realclients -- --ignored`. When the clients, python3 or tmux are missing
+//! they fail, loudly: a relay that was never opened by the real CLI is not known to work.
 
 mod common;
 
@@ -14,14 +16,12 @@ use std::process::Command;
 use common::{TestEnv, fixture_sessions};
 use serde_json::{Value, json};
 
+/// The folder of the check scripts, after making sure the real CLIs they drive are installed.
 fn realclients() -> PathBuf {
-    let dir = std::env::var_os("SESSION_RELAY_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
-        .join("realclients");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/realclients");
     assert!(
-        dir.join("check_codex_resume.sh").exists() && dir.join("check_claude_resume.sh").exists(),
-        "the real-client check scripts are not at {} (set SESSION_RELAY_SHARED to the shared/ folder)",
+        dir.join("check_codex.py").exists() && dir.join("check_claude.py").exists(),
+        "the real-client checks are missing from {}",
         dir.display()
     );
     let cache = std::env::var_os("REALCLIENTS_HOME")
@@ -34,22 +34,22 @@ fn realclients() -> PathBuf {
     assert!(
         cache.join("node_modules/.bin/codex").exists()
             && cache.join("node_modules/.bin/claude").exists(),
-        "the real CLIs are not installed in {}: run {}/install.sh (needs the npm registry)",
+        "the real CLIs are not installed in {}: run `bash {}/install.sh` (needs the npm registry)",
         cache.display(),
         dir.display()
     );
     dir
 }
 
-/// Runs a check script; on failure returns its whole output.
+/// Runs a check script; on failure (any exit status but 0) returns its whole output.
 fn check(script: &Path, args: &[&str]) -> Result<(), String> {
-    let out = Command::new("bash")
+    let out = Command::new("python3")
         .arg(script)
         .args(args)
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
         .output()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("cannot run python3 {}: {e}", script.display()));
     if out.status.success() {
         Ok(())
     } else {
@@ -87,7 +87,7 @@ fn relay_and_check(
     }
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let id = r["target"]["id"].as_str().unwrap().to_string();
-    // The check script looks for plain words of the last prompt on screen; the public sample's
+    // The checks look for plain words of the last prompt on screen; the public sample's
     // prompts are redaction markers in brackets, which it cannot pick, so name one for it.
     let written = std::fs::read_to_string(r["target"]["path"].as_str().unwrap()).unwrap();
     let mut expect: Vec<&str> = Vec::new();
@@ -96,16 +96,16 @@ fn relay_and_check(
     }
     match to {
         "codex" => check(
-            &scripts.join("check_codex_resume.sh"),
+            &scripts.join("check_codex.py"),
             &[
-                &["--tui", "-q"][..],
+                &["--tui"][..],
                 &expect,
                 &[env.codex_home().to_str().unwrap(), &id],
             ]
             .concat(),
         ),
         _ => check(
-            &scripts.join("check_claude_resume.sh"),
+            &scripts.join("check_claude.py"),
             &[
                 &["--checks", claude_checks][..],
                 &expect,
@@ -154,11 +154,13 @@ fn every_fixture_to(to: &str) {
 }
 
 #[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
 fn every_fixture_relayed_to_codex_opens_in_real_codex() {
     every_fixture_to("codex");
 }
 
 #[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
 fn every_fixture_relayed_to_claude_opens_in_real_claude_code() {
     every_fixture_to("claude");
 }
@@ -234,6 +236,7 @@ fn write_big_codex_session(home: &Path, cwd: &str) -> (PathBuf, u64) {
 }
 
 #[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
 fn a_generated_20_mb_session_relays_both_ways() {
     let scripts = realclients();
     let env = TestEnv::empty();
@@ -254,6 +257,7 @@ fn a_generated_20_mb_session_relays_both_ways() {
 }
 
 #[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
 fn small_budget_relays_still_open_in_both_clis() {
     let scripts = realclients();
     let env = TestEnv::with_fixtures();
@@ -298,21 +302,21 @@ fn thread_row(home: &Path, id: &str) -> Option<std::collections::BTreeMap<String
 }
 
 #[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
 fn the_codex_thread_index_row_matches_the_one_codex_writes() {
     let scripts = realclients();
     let env = TestEnv::with_fixtures();
     let proj = env.project();
     // Let the real Codex create its index in this home (it indexes a fixture it reads).
     check(
-        &scripts.join("check_codex_resume.sh"),
+        &scripts.join("check_codex.py"),
         &[
             "--in-place",
-            "-q",
             env.codex_home().to_str().unwrap(),
             "0199a000-0000-7000-8000-00000000e0e0",
         ],
     )
-    .unwrap();
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         env.codex_home().join("state_5.sqlite").exists(),
         "codex 0.171 creates state_5.sqlite"
@@ -338,10 +342,10 @@ fn the_codex_thread_index_row_matches_the_one_codex_writes() {
         .unwrap();
     drop(conn);
     check(
-        &scripts.join("check_codex_resume.sh"),
-        &["--in-place", "-q", twin.to_str().unwrap(), id],
+        &scripts.join("check_codex.py"),
+        &["--in-place", twin.to_str().unwrap(), id],
     )
-    .unwrap();
+    .unwrap_or_else(|e| panic!("{e}"));
     let theirs = thread_row(&twin, id).expect("codex indexed it");
     for (col, v) in &theirs {
         // Paths differ by home; times are when each row was written.
@@ -366,8 +370,8 @@ fn the_codex_thread_index_row_matches_the_one_codex_writes() {
     // And the real client lists and reads it from the indexed home (the TUI needs a login
     // in place, which a test home has not).
     check(
-        &scripts.join("check_codex_resume.sh"),
-        &["--in-place", "-q", env.codex_home().to_str().unwrap(), id],
+        &scripts.join("check_codex.py"),
+        &["--in-place", env.codex_home().to_str().unwrap(), id],
     )
-    .unwrap();
+    .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -1,0 +1,467 @@
+"""Shared pieces of the real-client checks (check_codex.py, check_claude.py, check_gemini.py).
+
+The checks open a session that session-relay wrote in the REAL agent CLI, offline, and judge
+what the CLI does with it. This module holds what they have in common:
+
+- finding the CLIs that install.sh put in its cache (pinned versions),
+- a scratch folder, so that a check never writes into the home it was given,
+- a private tmux server to drive the interactive TUIs and read their screen,
+- a tiny mock of the Anthropic Messages API that records every request,
+- a report that prints PASS/FAIL/WARN lines and turns them into the exit status,
+- text helpers to pick words from a transcript that survive the TUIs' rendering.
+
+Exit status convention for every script: 0 = every check passed, 1 = a check failed (the output
+says why), 2 = usage or environment error (missing CLI, tmux, bad arguments).
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad arguments or a missing tool: the check could not run at all (exit 2)."""
+
+
+def die_usage(msg):
+    print(f"{Path(sys.argv[0]).name}: {msg}", file=sys.stderr)
+    sys.exit(EXIT_USAGE)
+
+
+# --------------------------------------------------------------------------- the installed CLIs
+
+
+def clients_home():
+    """Where install.sh installs the pinned CLIs."""
+    return Path(os.environ.get("REALCLIENTS_HOME") or Path.home() / ".cache/session-relay-realclients")
+
+
+def find_cli(name, env_var):
+    """The CLI `name`: $env_var if set, else install.sh's cache, else PATH.
+
+    The cache comes before PATH on purpose: the checks were written against the pinned
+    versions, and a developer's own (newer or older) install must not silently replace them.
+    """
+    explicit = os.environ.get(env_var)
+    candidates = [explicit] if explicit else [clients_home() / "node_modules/.bin" / name, shutil.which(name)]
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return str(c)
+    where = explicit or f"{clients_home()}/node_modules/.bin/{name} or PATH"
+    raise UsageError(f"no {name} binary at {where}: run `bash tests/realclients/install.sh`")
+
+
+def cli_version(binary, env=None):
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60, env=env)
+        lines = [l for l in out.stdout.splitlines() if l.strip()]
+        return lines[-1].strip() if lines else "?"
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+
+
+def require_tool(name):
+    if not shutil.which(name):
+        raise UsageError(f"{name} is not installed (bash tests/realclients/install.sh installs it)")
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+class Report:
+    """Collects the outcome of each check; the exit status is derived from it."""
+
+    def __init__(self, verbose=False, silent=False):
+        self.verbose = verbose
+        self.silent = silent  # for a check that runs only to learn about the file
+        self.failed = []
+
+    def _print(self, msg):
+        if not self.silent:
+            print(msg)
+
+    def section(self, title):
+        self._print(f"-- {title}")
+
+    def info(self, msg):
+        self._print(f"   {msg}")
+
+    def detail(self, msg):
+        """Shown only with -v (panes, request summaries): noise when everything passes."""
+        if self.verbose:
+            for line in str(msg).splitlines():
+                self._print(f"   | {line}")
+
+    def warn(self, msg):
+        self._print(f"   WARN: {msg}")
+
+    def fail(self, check, msg):
+        self.failed.append(check)
+        self._print(f"   FAIL [{check}]: {msg}")
+
+    def passed(self, check, msg=""):
+        self._print(f"   PASS [{check}]{': ' + msg if msg else ''}")
+
+    def finish(self):
+        if self.failed:
+            print(f"RESULT: FAIL ({', '.join(dict.fromkeys(self.failed))})")
+            return EXIT_FAIL
+        print("RESULT: OK")
+        return EXIT_OK
+
+
+# --------------------------------------------------------------------------- scratch folder
+
+
+class Scratch:
+    """A throw-away folder for copies of the session, config files, sockets and logs.
+
+    Everything a real CLI may write (it appends to a session it opens, creates databases,
+    caches, logs) goes here, never into the home the check was given.
+    """
+
+    def __init__(self, prefix, keep=False):
+        self.path = Path(tempfile.mkdtemp(prefix=f"{prefix}.", dir=os.environ.get("TMPDIR") or "/tmp"))
+        self.keep = keep
+        self._cleanups = []
+
+    def on_exit(self, fn):
+        self._cleanups.append(fn)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for fn in reversed(self._cleanups):
+            try:
+                fn()
+            except Exception as e:  # cleanup must not hide the result
+                print(f"   (cleanup: {e})", file=sys.stderr)
+        if self.keep:
+            print(f"scratch kept: {self.path}")
+        else:
+            # A CLI killed a moment ago may still be writing its last file: retry once.
+            shutil.rmtree(self.path, ignore_errors=True)
+            if self.path.exists():
+                time.sleep(1)
+                shutil.rmtree(self.path, ignore_errors=True)
+        return False
+
+
+def copy_preserving(src, dst):
+    """Copy a file or tree keeping mtimes: Claude's picker order and "N ago" come from them."""
+    src, dst = Path(src), Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_dir():
+        shutil.copytree(src, dst, copy_function=shutil.copy2, dirs_exist_ok=True)
+    else:
+        shutil.copy2(src, dst)
+
+
+# --------------------------------------------------------------------------- private tmux
+
+
+class Tmux:
+    """A tmux server of our own (socket in the scratch folder, no user config).
+
+    A private socket means the check never sees or disturbs the user's tmux sessions, and
+    killing the server at the end takes every TUI we started with it.
+    """
+
+    def __init__(self, scratch_dir, width=200, height=50):
+        require_tool("tmux")
+        self.socket = str(Path(scratch_dir) / "tmux.sock")
+        self.width, self.height = width, height
+        self.started = False
+
+    def _tmux(self, *args, check=True):
+        return subprocess.run(["tmux", "-S", self.socket, "-f", "/dev/null", *args],
+                              capture_output=True, text=True, check=check)
+
+    def start(self, name, argv, cwd, env):
+        """Run argv in a new session. `env` is the program's whole environment.
+
+        The pane stays open after the program exits (it prints a marker and sleeps), so that
+        an early crash or error message can still be read from the screen.
+        """
+        command = "cd {} && exec env -i {} {}".format(
+            shlex.quote(str(cwd)),
+            " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()),
+            " ".join(shlex.quote(str(a)) for a in argv),
+        )
+        shell = f"sh -c {shlex.quote(command)}; echo '[check: program exited with status '$?']'; sleep 3600"
+        self._tmux("new-session", "-d", "-s", name, "-x", str(self.width), "-y", str(self.height), shell)
+        self.started = True
+
+    def capture(self, name, history=True):
+        """The screen text, with wrapped lines joined and (by default) the scrollback too:
+        the TUIs print the older part of a resumed conversation above the visible screen."""
+        args = ["capture-pane", "-p", "-J", "-t", name]
+        if history:
+            args += ["-S", "-10000"]
+        r = self._tmux(*args, check=False)
+        return r.stdout if r.returncode == 0 else ""
+
+    def send_keys(self, name, *keys, literal=False):
+        self._tmux("send-keys", "-t", name, *(["-l"] if literal else []), *keys, check=False)
+
+    def type_slowly(self, name, text, delay=0.05):
+        """One key at a time: some TUIs treat a burst of keys as a paste and ignore it."""
+        for ch in text:
+            self.send_keys(name, ch, literal=True)
+            time.sleep(delay)
+
+    def wait_for(self, name, done, timeout, on_screen=None, interval=0.5, settle=10):
+        """Poll the screen until done(screen) is true, the screen has not changed for `settle`
+        seconds (the TUI is idle: what is missing will not come), or the time is up. Returns
+        the last screen. on_screen(screen) may answer a dialog.
+        """
+        end = time.monotonic() + timeout
+        screen, since = "", time.monotonic()
+        while time.monotonic() < end:
+            time.sleep(interval)
+            now = self.capture(name)
+            if done(now):
+                # The TUI may still be drawing the rest of the transcript: give it a moment.
+                time.sleep(1.0)
+                return self.capture(name)
+            if now != screen:
+                screen, since = now, time.monotonic()
+            elif now.strip() and time.monotonic() - since >= settle:
+                return now
+            if on_screen:
+                on_screen(now)
+        return screen
+
+    def kill(self, name):
+        self._tmux("kill-session", "-t", name, check=False)
+
+    def close(self):
+        if self.started:
+            self._tmux("kill-server", check=False)
+            self.started = False
+            # Give the TUIs a moment to react to the hangup before the scratch folder goes.
+            time.sleep(0.5)
+
+
+def visible_text(screen):
+    """The screen as one line of single-spaced text, for substring checks that do not care
+    where the TUI wrapped a line or how it indented it."""
+    return squash(screen)
+
+
+# --------------------------------------------------------------------------- text helpers
+
+
+def squash(text):
+    return " ".join(str(text).split())
+
+
+# Tokens that a terminal renderer shows as typed: no markdown or markup characters that the
+# TUIs would turn into styling (`*`, `_`, backticks, `#`, brackets, `<tags>`).
+# An underscore inside a word is drawn as typed (CommonMark: no intraword emphasis).
+_PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.,:;'!?/=+%-]*$")
+
+
+def screen_snippet(text, limit=30):
+    """A run of plain words from the start of `text`, at most `limit` characters.
+
+    Looking for a whole message on screen fails for reasons that have nothing to do with the
+    session (markdown rendering, wrapping, truncation of long lines); a few plain words from
+    its first lines are what any TUI draws as they are. Returns "" when there is nothing safe
+    to look for.
+    """
+    best = []
+    for line in str(text).splitlines()[:20]:
+        run = []
+        for tok in line.split():
+            if _PLAIN.match(tok) and not tok.endswith("_"):
+                run.append(tok)
+                if len(" ".join(run)) >= limit:
+                    break
+            else:
+                if len(" ".join(run)) > len(" ".join(best)):
+                    best = run
+                run = []
+        if len(" ".join(run)) > len(" ".join(best)):
+            best = run
+        if len(" ".join(best)) >= limit:
+            break
+    out = ""
+    for tok in best:
+        if out and len(out) + 1 + len(tok) > limit:
+            break
+        out = f"{out} {tok}".strip()
+    if len(out) > limit:
+        out = out[:limit].rsplit(" ", 1)[0] if " " in out[:limit] else out[:limit]
+    return out if len(out) >= 4 else ""
+
+
+def read_jsonl(path):
+    """(line number, parsed object or None, error) for every non-empty line."""
+    out = []
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                out.append((n, json.loads(raw), None))
+            except ValueError as e:
+                out.append((n, None, str(e)))
+    return out
+
+
+ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)$")
+
+
+# --------------------------------------------------------------------------- mock Anthropic API
+
+
+class MockAnthropic:
+    """The Anthropic Messages API, as far as Claude Code needs it to run a turn offline.
+
+    Every request is recorded (path and parsed body): the `load` check reads what Claude Code
+    sent to the model, which is the only direct proof that it loaded the transcript. Every
+    turn is answered with a short text, so the CLI finishes normally.
+
+    Like the real API, it refuses a request that does not fit the model's context window
+    ("prompt is too long"), so that a relayed transcript too big to be sent fails the check
+    instead of passing against a mock with no limit. Tokens are estimated generously (4 bytes
+    of request JSON per token, system prompt and tool schemas included): a false refusal needs
+    a transcript far over the budget session-relay fits to.
+    """
+
+    ANSWER = "MOCK_OK"
+    CONTEXT_TOKENS = 200_000
+
+    def __init__(self):
+        self.requests = []
+        self._lock = threading.Lock()
+        mock = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # keep the check's output clean
+                pass
+
+            def _json(self, code, obj):
+                data = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_HEAD(self):  # connectivity probes
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def do_GET(self):
+                mock._record("GET", self.path, None)
+                self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
+
+            def do_POST(self):
+                size = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(size) if size else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {"_unparsed": raw.decode("utf-8", "replace")}
+                mock._record("POST", self.path, body)
+                route = self.path.split("?")[0]
+                if route.endswith("/v1/messages/count_tokens"):
+                    return self._json(200, {"input_tokens": 1})
+                if not route.endswith("/v1/messages"):
+                    return self._json(404, {"type": "error", "error": {"type": "not_found_error", "message": "mock"}})
+                tokens = len(raw) // 4
+                if tokens > mock.CONTEXT_TOKENS:
+                    return self._json(400, {"type": "error", "error": {
+                        "type": "invalid_request_error",
+                        "message": f"prompt is too long: {tokens} tokens > {mock.CONTEXT_TOKENS} maximum"}})
+                self._answer(body)
+
+            def _answer(self, body):
+                message = {
+                    "id": "msg_mock_" + uuid.uuid4().hex[:20], "type": "message", "role": "assistant",
+                    "model": body.get("model", "mock"), "content": [{"type": "text", "text": mock.ANSWER}],
+                    "stop_reason": "end_turn", "stop_sequence": None,
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                }
+                if not body.get("stream"):
+                    return self._json(200, message)
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+
+                def event(kind, obj):
+                    self.wfile.write(f"event: {kind}\ndata: {json.dumps(obj)}\n\n".encode())
+
+                event("message_start", {"type": "message_start",
+                                        "message": dict(message, content=[], stop_reason=None)})
+                event("content_block_start", {"type": "content_block_start", "index": 0,
+                                              "content_block": {"type": "text", "text": ""}})
+                event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                              "delta": {"type": "text_delta", "text": mock.ANSWER}})
+                event("content_block_stop", {"type": "content_block_stop", "index": 0})
+                event("message_delta", {"type": "message_delta",
+                                        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                        "usage": {"output_tokens": 1}})
+                event("message_stop", {"type": "message_stop"})
+                self.wfile.flush()
+                self.close_connection = True
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def _record(self, method, path, body):
+        with self._lock:
+            self.requests.append({"method": method, "path": path, "body": body})
+
+    def message_requests(self):
+        with self._lock:
+            return [r["body"] for r in self.requests
+                    if r["method"] == "POST" and r["path"].split("?")[0].endswith("/v1/messages")]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def message_texts(messages):
+    """Every piece of text in Anthropic-style messages (strings, text blocks, tool results)."""
+    out = []
+
+    def walk(content):
+        if isinstance(content, str):
+            out.append(content)
+        elif isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict):
+                    if isinstance(block.get("text"), str):
+                        out.append(block["text"])
+                    if "content" in block:
+                        walk(block["content"])
+                    if block.get("type") == "tool_use":
+                        out.append(json.dumps(block.get("input"), ensure_ascii=False))
+
+    for m in messages or []:
+        if isinstance(m, dict):
+            walk(m.get("content"))
+    return out

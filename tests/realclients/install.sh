@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Installs what the real-client tests (tests/realclients.rs) need: the real Codex CLI, Claude Code
+# CLI and Gemini CLI from the npm registry, pinned to the versions the checks were written
+# against, plus tmux and python3.
+#
+#   REALCLIENTS_HOME      where the CLIs go (default ~/.cache/session-relay-realclients); the
+#                         checks look there
+#   CODEX_VERSION, CLAUDE_CODE_VERSION, GEMINI_CLI_VERSION
+#                         override a pin, e.g. CODEX_VERSION=latest to look for drift
+#
+# Idempotent: when the stamp file says these versions are installed and the binaries are there,
+# npm is not run again. Fails (non-zero, with the reason) when anything cannot be installed:
+# the tests must never run against a half-installed set of clients.
+set -euo pipefail
+
+home=${REALCLIENTS_HOME:-$HOME/.cache/session-relay-realclients}
+codex_v=${CODEX_VERSION:-0.171.0}
+claude_v=${CLAUDE_CODE_VERSION:-2.1.332}
+gemini_v=${GEMINI_CLI_VERSION:-0.61.0}
+packages=("@openai/codex@$codex_v" "@anthropic-ai/claude-code@$claude_v" "@google/gemini-cli@$gemini_v")
+
+die() { echo "install.sh: $*" >&2; exit 1; }
+
+# ---- tmux and python3, from the distribution (Debian/Ubuntu: apt-get)
+missing=()
+for tool in tmux python3; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  command -v apt-get >/dev/null 2>&1 || die "${missing[*]} missing and no apt-get here: install them by hand"
+  sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  echo "installing ${missing[*]} with apt-get"
+  "${sudo[@]}" apt-get update -qq || die "apt-get update failed"
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" \
+    || die "apt-get could not install ${missing[*]}"
+  for tool in "${missing[@]}"; do
+    command -v "$tool" >/dev/null 2>&1 || die "$tool is still missing after apt-get install"
+  done
+fi
+
+# ---- the CLIs, from npm (Gemini CLI needs Node.js 20 or newer)
+command -v npm >/dev/null 2>&1 || die "npm is missing: install Node.js 20 or newer"
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+[ "$node_major" -ge 20 ] || die "Node.js $(node --version 2>/dev/null || echo '(none)') is too old: the CLIs need 20 or newer"
+
+mkdir -p "$home"
+cd "$home"
+[ -f package.json ] || echo '{"name":"session-relay-realclients","private":true}' > package.json
+stamp=$home/.installed
+want="${packages[*]}"
+bin=$home/node_modules/.bin
+if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && [ -x "$bin/codex" ] && [ -x "$bin/claude" ] && [ -x "$bin/gemini" ]; then
+  echo "already installed in $home: $want"
+else
+  echo "installing $want into $home"
+  # Drop the stamp first so that an interrupted install is never taken for a finished one.
+  rm -f "$stamp"
+  npm install --no-audit --no-fund --loglevel=error "${packages[@]}" || die "npm install failed"
+  for b in codex claude gemini; do
+    [ -x "$bin/$b" ] || die "npm installed no $bin/$b"
+  done
+  echo "$want" > "$stamp"
+fi
+
+# ---- what is there now. `gemini --version` starts far enough to write into its home, so it
+# gets a throw-away one.
+gemini_home=$(mktemp -d)
+trap 'rm -rf "$gemini_home"' EXIT
+version() { "$@" --version 2>/dev/null | awk 'NF { line = $0 } END { print line }'; }
+codex_version=$(version "$bin/codex") || true
+claude_version=$(version "$bin/claude") || true
+gemini_version=$(GEMINI_CLI_HOME=$gemini_home version "$bin/gemini") || true
+echo "codex:   $bin/codex ($codex_version)"
+echo "claude:  $bin/claude ($claude_version)"
+echo "gemini:  $bin/gemini ($gemini_version)"
+echo "tmux:    $(command -v tmux) ($(tmux -V))"
+echo "python3: $(command -v python3) ($(python3 --version 2>&1))"
+# A pinned version must be the one that runs (a stale cache or a broken npm install is not).
+check_version() { # name pin output
+  [ -n "$3" ] || die "$1 does not run (no --version output)"
+  case "$2" in
+    [0-9]*) case "$3" in *"$2"*) ;; *) die "$1 reports '$3', not the pinned $2" ;; esac ;;
+  esac
+}
+check_version codex "$codex_v" "$codex_version"
+check_version claude "$claude_v" "$claude_version"
+check_version gemini "$gemini_v" "$gemini_version"
