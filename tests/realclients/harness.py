@@ -180,7 +180,10 @@ class Tmux:
     killing the server at the end takes every TUI we started with it.
     """
 
-    def __init__(self, scratch_dir, width=200, height=50):
+    # Tall, because Claude Code draws a resumed conversation only as far up as the screen
+    # reaches (nothing goes to the scrollback): with 50 rows a long last answer pushed the last
+    # prompt off the top, and a real session with web-search results failed the render check.
+    def __init__(self, scratch_dir, width=200, height=150):
         require_tool("tmux")
         self.socket = str(Path(scratch_dir) / "tmux.sock")
         self.width, self.height = width, height
