@@ -52,28 +52,34 @@ pub struct Fitted {
 }
 
 pub fn run(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<Report> {
-    let read = if opts.to.is_some() {
-        plan::read_options()
-    } else {
-        Default::default()
+    let target = opts
+        .to
+        .as_deref()
+        .map(|to| crate::adapters::by_name(to).expect("clap checked the agent name"));
+    let read = match target {
+        Some(t) => super::relay_read_options(cfg, t, opts.budget),
+        None => Default::default(),
     };
-    let (_, mut s) = load(cfg, &opts.session, &opts.scope, read)?;
+    let (located, mut s) = load(cfg, &opts.session, &opts.scope, read)?;
     let mut warnings = Vec::new();
-    let redactions = redact(cfg, &mut s, opts.no_redact, &mut warnings)?;
+    let mut redactions = redact(cfg, &mut s, opts.no_redact, &mut warnings)?;
     warnings.extend(super::reader_warnings(&s));
     let source = super::show::SourceRef {
         agent: s.agent.clone(),
         id: s.id.clone(),
     };
     let mut fitted = None;
-    if let Some(to) = &opts.to {
-        let target = crate::adapters::by_name(to).expect("clap checked the agent name");
+    if let Some(target) = target {
+        let to = target.name().to_string();
         let cwd = resume_dir(opts.scope.cwd.as_deref(), &s)?;
         let title = s.title.clone().unwrap_or_default();
         let id = s.id.clone();
-        let plan = plan::plan(
+        let plan = super::plan_relay(
             cfg,
-            &s,
+            &located,
+            &mut s,
+            &mut redactions,
+            opts.no_redact,
             &plan::Target {
                 adapter: target,
                 id: &id,
@@ -88,7 +94,7 @@ pub fn run(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<Repor
         f.format = s.format.clone();
         f.source_path = s.source_path.clone();
         fitted = Some(Fitted {
-            to: to.clone(),
+            to,
             total_tokens: plan.fit.total_tokens,
             budget: plan.fit.budget,
             budget_from: plan.budget_from,

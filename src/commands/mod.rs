@@ -59,6 +59,37 @@ pub fn load(
     Ok((located, session))
 }
 
+/// Plans a relay of `source` to `target`, reading the session again in full first when the fit
+/// wants whole a turn the first read took only in part (see `ReadOptions::full_tail_tokens`):
+/// the plan is then exactly what a full read gives. Returns the plan; `source` and
+/// `redactions` are replaced when the session was read again.
+pub fn plan_relay(
+    cfg: &Config,
+    located: &Located,
+    source: &mut Session,
+    redactions: &mut Redactions,
+    no_redact: bool,
+    target: &crate::plan::Target,
+) -> Result<crate::plan::Plan> {
+    let plan = crate::plan::plan(cfg, source, target)?;
+    if !plan.fit.needs_full_read {
+        return Ok(plan);
+    }
+    let mut full = located.read_with(crate::plan::read_options_full())?;
+    *redactions = redact(cfg, &mut full, no_redact, &mut Vec::new())?;
+    *source = full;
+    crate::plan::plan(cfg, source, target)
+}
+
+/// How a relay to `target` reads its source (see `plan::read_options`).
+pub fn relay_read_options(
+    cfg: &Config,
+    target: &dyn crate::adapter::Adapter,
+    budget: Option<usize>,
+) -> ReadOptions {
+    crate::plan::read_options(crate::plan::budget_for(cfg, target, budget).0)
+}
+
 /// The directory a relayed (or fitted) session belongs to: `--cwd`, else the session's own.
 pub fn resume_dir(cwd: Option<&Path>, s: &Session) -> Result<String> {
     Ok(match (cwd, &s.cwd) {

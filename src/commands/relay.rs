@@ -65,9 +65,10 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
         cwd: opts.cwd.clone(),
     };
     tokens::warm(cfg.agent(target.name()).tokenizer);
-    let (located, mut source) = super::load(cfg, &opts.session, &scope, plan::read_options())?;
+    let read = super::relay_read_options(cfg, target, opts.budget);
+    let (located, mut source) = super::load(cfg, &opts.session, &scope, read)?;
     let mut warnings = Vec::new();
-    let redactions = redact(cfg, &mut source, opts.no_redact, &mut warnings)?;
+    let mut redactions = redact(cfg, &mut source, opts.no_redact, &mut warnings)?;
     warnings.extend(super::reader_warnings(&source));
     if source.messages.iter().all(|m| m.role != Role::User) {
         bail!(
@@ -148,9 +149,12 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
             p.clone()
         }
     });
-    let plan = plan::plan(
+    let plan = super::plan_relay(
         cfg,
-        &source,
+        &located,
+        &mut source,
+        &mut redactions,
+        opts.no_redact,
         &plan::Target {
             adapter: target,
             id: &id,

@@ -160,14 +160,18 @@ pub fn session_report(s: &Session) -> SessionReport {
 fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
     let target = crate::adapters::by_name(to).expect("clap checked the agent name");
     tokens::warm(cfg.agent(target.name()).tokenizer);
-    let (_, mut s) = load(cfg, &opts.session, &opts.scope, plan::read_options())?;
+    let read = super::relay_read_options(cfg, target, opts.budget);
+    let (located, mut s) = load(cfg, &opts.session, &opts.scope, read)?;
     let mut warnings = Vec::new();
-    redact(cfg, &mut s, false, &mut warnings)?;
+    let mut redactions = redact(cfg, &mut s, false, &mut warnings)?;
     let cwd = resume_dir(opts.scope.cwd.as_deref(), &s)?;
     let title = s.title.clone().unwrap_or_default();
-    let plan = plan::plan(
+    let plan = super::plan_relay(
         cfg,
-        &s,
+        &located,
+        &mut s,
+        &mut redactions,
+        false,
         &plan::Target {
             adapter: target,
             id: "dry-run",

@@ -102,6 +102,10 @@ pub struct FitReport {
     pub tool_output_chars_cut: usize,
     /// The always-kept layer had to be shortened to fit.
     pub degraded: bool,
+    /// A turn the reader read only in part (its tool outputs cut, see `ReadOptions`) was
+    /// chosen whole: the session must be read further back and fitted again.
+    #[serde(skip)]
+    pub needs_full_read: bool,
 }
 
 /// The cost of one message in the target's context. Reasoning never reaches the target model
@@ -280,8 +284,19 @@ fn render(msgs: &[Message], form: Form) -> (Vec<Message>, ToolStats) {
                     }
                     out.push(oneline_message(m, result.map(|r| &msgs[r])));
                 } else if m.role == Role::ToolResult {
-                    // A result whose call is in no turn of this session: keep it short.
-                    out.push(cut(m, 200.min(text)));
+                    // A result whose call is in another turn: one line, like its call would be.
+                    out.push(
+                        Message::new(
+                            Role::Assistant,
+                            format!(
+                                "[tool result: {}, {} chars of output]",
+                                if m.is_error { "error" } else { "ok" },
+                                m.output_chars()
+                            ),
+                        )
+                        .with_time(m.timestamp.clone())
+                        .with_meta("kind", "tool_oneline"),
+                    );
                 } else {
                     out.push(cut(m, text));
                 }
@@ -548,6 +563,15 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     if let Some((m, _, _, _)) = &summary {
         out.messages.push(m.clone());
     }
+    let reduced = |r: &Range<usize>| {
+        msgs[r.clone()]
+            .iter()
+            .any(|m| m.metadata.contains_key("reduced"))
+    };
+    report.needs_full_read = fixed_msgs.source_ranges().iter().any(|r| reduced(r))
+        || middle.iter().zip(&sel.forms).any(|(r, f)| {
+            matches!(f, Some(at) if matches!(LADDER[*at], Form::Whole { .. })) && reduced(r)
+        });
     for (i, r) in middle.iter().enumerate() {
         let Some(at) = sel.forms[i] else { continue };
         let (rendered, stats) = render(&msgs[r.clone()], LADDER[at]);

@@ -27,12 +27,26 @@ pub use fit::{FitReport, Part};
 pub use shape::ShapeStats;
 
 /// A relay keeps at most `fit::TOOL_OUTPUT_MAX` characters of any tool output, so it reads no
-/// more.
-pub fn read_options() -> ReadOptions {
+/// more; and of a long session it keeps only the newest turns whole, so it reads in full only
+/// the newest `TAIL_FACTOR` budgets' worth (the fit asks for more when it needs it).
+pub fn read_options(budget: usize) -> ReadOptions {
     ReadOptions {
         max_tool_output: Some(fit::TOOL_OUTPUT_MAX),
+        full_tail_tokens: Some(budget.saturating_mul(TAIL_FACTOR)),
     }
 }
+
+/// `read_options` without the tail: every turn in full, outputs still cut.
+pub fn read_options_full() -> ReadOptions {
+    ReadOptions {
+        max_tool_output: Some(fit::TOOL_OUTPUT_MAX),
+        full_tail_tokens: None,
+    }
+}
+
+/// How many budgets' worth of the newest turns a relay reads in full. Whole turns take at most
+/// about half the budget, so two budgets is ample; three leaves a margin for estimates.
+pub const TAIL_FACTOR: usize = 3;
 
 /// The budget for a target and how it was derived: `--budget`, else from the target's context
 /// window: the one its own newest sessions record when the config file does not set one, else

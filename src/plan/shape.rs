@@ -147,6 +147,7 @@ pub fn shape(
                             calls::transcript(&source.messages[call], Some(m)),
                         )
                         .with_meta("kind", "tool_transcript")
+                        .with_meta("oneline", calls::one_line(&source.messages[call], Some(m)))
                         // What the source held, for the report: the call's output in full.
                         .with_meta("source_chars", m.output_chars()),
                     );

@@ -121,7 +121,12 @@ pub fn points(turns: &[LeftOut]) -> Vec<Point> {
 
 /// Whether a tool outcome failed, and a short label for it.
 fn outcome(m: &Message) -> (bool, String) {
-    let first = |s: &str| truncate_chars(&one_line(s.lines().next().unwrap_or("")), 120);
+    // From the first 400 characters of the first line only: what a reader that cut the output
+    // (see `ReadOptions`) still holds.
+    let first = |s: &str| {
+        let line: String = s.lines().next().unwrap_or("").chars().take(400).collect();
+        truncate_chars(&one_line(&line), 120)
+    };
     if m.role == Role::ToolResult {
         let label = format!("a call answered with \"{}\"", first(m.content.trim_start()));
         return (m.is_error, label);
