@@ -568,7 +568,7 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
             .iter()
             .any(|m| m.metadata.contains_key("reduced"))
     };
-    report.needs_full_read = fixed_msgs.source_ranges().iter().any(|r| reduced(r))
+    report.needs_full_read = fixed_msgs.source_ranges().iter().any(&reduced)
         || middle.iter().zip(&sel.forms).any(|(r, f)| {
             matches!(f, Some(at) if matches!(LADDER[*at], Form::Whole { .. })) && reduced(r)
         });
