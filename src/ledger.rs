@@ -57,15 +57,33 @@ pub fn append(entry: &Entry) -> Result<PathBuf> {
 
 /// Every readable entry, oldest first. A damaged line is skipped, not fatal.
 pub fn entries() -> Vec<Entry> {
+    read().0
+}
+
+/// Every readable entry, oldest first, and a warning (file and line) for each damaged line.
+pub fn read() -> (Vec<Entry>, Vec<String>) {
     let Ok(path) = ledger_path() else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Vec::new();
+    let Ok(bytes) = std::fs::read(&path) else {
+        return (Vec::new(), Vec::new());
     };
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Entry>(l).ok())
-        .collect()
+    let mut entries = Vec::new();
+    let mut warnings = Vec::new();
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        if line.trim_ascii().is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<Entry>(line) {
+            Ok(e) => entries.push(e),
+            Err(e) => warnings.push(format!(
+                "{}:{}: ledger line skipped ({e}); the relay it records cannot be cleaned",
+                path.display(),
+                i + 1
+            )),
+        }
+    }
+    (entries, warnings)
 }
 
 pub fn sha256_file(path: &Path) -> Result<String> {

@@ -92,7 +92,9 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
     let now = Utc::now();
     let cutoff = now - args.older_than;
     let mut outcomes: Vec<(Outcome, Option<Entry>)> = Vec::new();
-    for e in candidates(args.agent.as_deref()) {
+    let (ledger_entries, ledger_warnings) = ledger::read();
+    notes.extend(ledger_warnings);
+    for e in candidates(ledger_entries, args.agent.as_deref()) {
         let Some(store) = existing.iter().find(|s| s.adapter.name() == e.target.agent) else {
             continue;
         };
@@ -174,9 +176,9 @@ enum Verdict {
 }
 
 /// The newest relay entry per target file, without those already cleaned.
-fn candidates(agent: Option<&str>) -> Vec<Entry> {
+fn candidates(entries: Vec<Entry>, agent: Option<&str>) -> Vec<Entry> {
     let mut latest: HashMap<String, Entry> = HashMap::new();
-    for e in ledger::entries() {
+    for e in entries {
         match e.event.as_str() {
             "relay" if !e.standalone => {
                 latest.insert(e.target.path.clone(), e);

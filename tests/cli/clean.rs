@@ -220,3 +220,22 @@ fn clean_is_cron_safe() {
     let (code, err) = env.fails(&["clean", "--older-than", "soon"]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn clean_names_the_ledger_lines_it_cannot_read() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let (id, path) = relay(&env, "771ce1df", "codex", &proj);
+    age(&env, &[&id], 40);
+    let mut text = std::fs::read_to_string(ledger(&env)).unwrap();
+    text.insert_str(0, "{\"event\":\"relay\",\"time\":cut off\n");
+    std::fs::write(ledger(&env), text).unwrap();
+    let v = env.json(&["clean", "--yes", "--json"]);
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("ledger.jsonl:1: ledger line skipped"),
+        "{notes}"
+    );
+    // The readable lines still count: the old relay is cleaned.
+    assert!(!path.exists(), "{v}");
+}
