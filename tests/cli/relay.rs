@@ -703,3 +703,28 @@ fn two_relays_of_one_session_started_together_write_it_once() {
     let ledger = env.dir.path().join("state/session-relay/ledger.jsonl");
     assert_eq!(std::fs::read_to_string(ledger).unwrap().lines().count(), 1);
 }
+
+#[test]
+fn no_redact_warns_only_when_something_is_written() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let args = [
+        "relay",
+        "771ce1df",
+        "--to",
+        "codex",
+        "--cwd",
+        &proj,
+        "--no-redact",
+    ];
+    let dry = env.cmd().args(args).arg("--dry-run").output().unwrap();
+    assert!(dry.status.success());
+    assert!(
+        !String::from_utf8_lossy(&dry.stderr).contains("--no-redact"),
+        "{}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    let wet = env.cmd().args(args).output().unwrap();
+    assert!(wet.status.success());
+    assert!(String::from_utf8_lossy(&wet.stderr).contains("warning: --no-redact"));
+}
