@@ -8,6 +8,8 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+pub mod fields;
+
 /// Longest line read whole. Longer lines (a pasted 100 MB log) are skipped with a warning, so
 /// that memory stays bounded whatever the input.
 pub const MAX_LINE: usize = 32 << 20;
