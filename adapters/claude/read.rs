@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use crate::jsonl::{self, Line, str_field};
-use crate::model::{Message, Role, Session, SubagentLink, Timestamp, Todo, TodoStatus};
+use crate::model::{Message, Role, Session, SubagentLink, TimeSpan, Timestamp, Todo, TodoStatus};
 
 /// Line types that are part of the `parentUuid` chain.
 const CHAIN_TYPES: &[&str] = &["user", "assistant", "attachment", "system", "progress"];
@@ -75,8 +75,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let mut version: Option<String> = None;
     let mut branch: Option<String> = None;
     let mut cwd: Option<String> = None;
-    let mut first_ts: Option<String> = None;
-    let mut last_ts: Option<String> = None;
+    let mut times = TimeSpan::default();
     let mut entrypoint: Option<String> = None;
     let mut not_an_object = 0usize;
 
@@ -98,10 +97,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
             return Ok(());
         };
         if let Some(ts) = str_field(&v, "timestamp") {
-            if first_ts.is_none() {
-                first_ts = Some(ts.to_string());
-            }
-            last_ts = Some(ts.to_string());
+            times.see_str(ts);
         }
         if let Some(s) = str_field(&v, "sessionId") {
             session_id.get_or_insert_with(|| s.to_string());
@@ -171,8 +167,9 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
             remote: None,
         });
     }
-    session.created = first_ts.as_deref().map(Timestamp::parse);
-    session.updated = last_ts.as_deref().map(Timestamp::parse);
+    // Created: the earliest time a line states; updated: the newest (see `TimeSpan`).
+    session.created = times.first();
+    session.updated = times.last();
     if let Some(e) = entrypoint {
         session.extra.insert("entrypoint".into(), json!(e));
     }

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use crate::jsonl::{self, Line, str_field};
-use crate::model::{GitInfo, Message, Role, Session, Timestamp, Todo, TodoStatus};
+use crate::model::{GitInfo, Message, Role, Session, TimeSpan, Timestamp, Todo, TodoStatus};
 
 /// Envelope line types that carry no conversation.
 const NON_CONVERSATION_TYPES: &[&str] = &["turn_context", "world_state", "token_usage_record"];
@@ -106,10 +106,14 @@ fn read_lines(
     };
     let mut shape: Option<&'static str> = None;
     let mut unrecognised_lines = 0usize;
+    let mut times = TimeSpan::default();
 
     let pass = jsonl::for_each_line(path, |no, line| {
         let Line::Json(v) = line else { return Ok(()) };
         let ts = v.get("timestamp").and_then(Timestamp::from_value);
+        if let Some(t) = &ts {
+            times.see(t);
+        }
         if let (Some(kind), Some(payload)) = (str_field(&v, "type"), v.get("payload")) {
             shape.get_or_insert("envelope");
             envelope_line(&mut session, &mut state, no, kind, payload, ts);
@@ -140,6 +144,7 @@ fn read_lines(
         Ok(())
     })?;
     session.record_pass(&pass);
+    set_times(&mut session, times);
     if shape.is_none() && pass.lines > 0 {
         session.warn(
             None,
@@ -158,6 +163,18 @@ fn read_lines(
     }
     finish(&mut session, state);
     Ok(session)
+}
+
+/// Created: the session's own start (the first `session_meta`'s time, already in `created`),
+/// else the earliest time a line states. Updated: the newest time a line states, or the start
+/// if that is newer (see `TimeSpan`). The listing scanner applies the same definition.
+pub(super) fn set_times(session: &mut Session, mut times: TimeSpan) {
+    if let Some(start) = &session.created {
+        times.see(start);
+    } else {
+        session.created = times.first();
+    }
+    session.updated = times.last();
 }
 
 /// The TypeScript CLI (spring 2025) wrote one JSON document: `{"session": {...}, "items": [...]}`.
