@@ -196,12 +196,12 @@ pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// How much of a line the listing scanners keep: the fields they look for come first.
+/// How much of a line the byte-matching scanner keeps.
 const SCAN_KEEP: usize = 256 << 10;
 
-/// Iterates the lines of a file with their 1-based numbers (for the listing scanners). Lines
-/// longer than 256 KB are cut: the scanners only look at their beginning.
-pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &[u8]) -> bool) -> Result<()> {
+/// Iterates the lines of a file as bytes with their 1-based numbers. Lines longer than 256 KB
+/// are cut.
+pub fn scan_line_bytes(path: &Path, mut f: impl FnMut(usize, &[u8]) -> bool) -> Result<()> {
     let mut reader = open(path)?;
     let mut buf = Vec::new();
     let mut no = 0;
@@ -211,6 +211,38 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &[u8]) -> bool) -> Resul
         }
         no += 1;
         if !f(no, &buf) {
+            return Ok(());
+        }
+    }
+}
+
+/// Calls `f(line_number, text)` for every line a reader parses, with the text the reader parses
+/// (see `for_each_line`): blank lines and lines over `MAX_LINE` are skipped, invalid UTF-8 is
+/// replaced, surrounding whitespace is trimmed. So a listing scanner finds a field wherever it
+/// sits in a line (a timestamp after a long tool output). `f` returns false to stop.
+pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &str) -> bool) -> Result<()> {
+    let mut reader = open(path)?;
+    let mut buf = Vec::new();
+    let mut no = 0;
+    loop {
+        let (n, _) = read_line_bounded(&mut *reader, &mut buf, MAX_LINE)
+            .with_context(|| format!("read error in {} after line {no}", path.display()))?;
+        if n == 0 {
+            return Ok(());
+        }
+        no += 1;
+        if n > MAX_LINE || trim_ascii(&buf).is_empty() {
+            continue;
+        }
+        let lossy;
+        let text = match std::str::from_utf8(&buf) {
+            Ok(s) => s,
+            Err(_) => {
+                lossy = String::from_utf8_lossy(&buf);
+                &lossy
+            }
+        };
+        if !f(no, text.trim()) {
             return Ok(());
         }
     }

@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde_json::Value;
 use walkdir::WalkDir;
 
-use crate::jsonl::{contains, prefix, raw_str_field, scan_lines, str_field};
+use crate::jsonl::{contains, prefix, raw_str_field, scan_line_bytes, str_field};
 use crate::model::{Summary, Timestamp};
 use crate::text::one_line;
 
@@ -65,7 +65,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     let mut event_messages = 0usize;
     let mut event_prompt: Option<String> = None;
     let mut first = true;
-    scan_lines(path, |_, line| {
+    scan_line_bytes(path, |_, line| {
         let head = prefix(line, PREFIX);
         if first && !line.trim_ascii().is_empty() {
             first = false;
