@@ -196,26 +196,6 @@ pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// How much of a line the byte-matching scanner keeps.
-const SCAN_KEEP: usize = 256 << 10;
-
-/// Iterates the lines of a file as bytes with their 1-based numbers. Lines longer than 256 KB
-/// are cut.
-pub fn scan_line_bytes(path: &Path, mut f: impl FnMut(usize, &[u8]) -> bool) -> Result<()> {
-    let mut reader = open(path)?;
-    let mut buf = Vec::new();
-    let mut no = 0;
-    loop {
-        if read_line_bounded(&mut *reader, &mut buf, SCAN_KEEP)?.0 == 0 {
-            return Ok(());
-        }
-        no += 1;
-        if !f(no, &buf) {
-            return Ok(());
-        }
-    }
-}
-
 /// Calls `f(line_number, text)` for every line a reader parses, with the text the reader parses
 /// (see `for_each_line`): blank lines and lines over `MAX_LINE` are skipped, invalid UTF-8 is
 /// replaced, surrounding whitespace is trimmed. So a listing scanner finds a field wherever it
@@ -248,35 +228,6 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &str) -> bool) -> Result
     }
 }
 
-/// The bytes of a line that the listing scanners inspect: enough to hold the type fields that
-/// agents write before any long content.
-pub fn prefix(line: &[u8], n: usize) -> &[u8] {
-    &line[..line.len().min(n)]
-}
-
 pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(hay, needle).is_some()
-}
-
-/// Extracts the string value of `"key":"value"` from raw bytes without parsing the line.
-pub fn raw_str_field(line: &[u8], key: &str) -> Option<String> {
-    let pat = format!("\"{key}\":\"");
-    let start = memchr::memmem::find(line, pat.as_bytes())? + pat.len();
-    let rest = &line[start..];
-    let mut end = None;
-    let mut escaped = false;
-    for (i, &c) in rest.iter().enumerate() {
-        if escaped {
-            escaped = false;
-        } else if c == b'\\' {
-            escaped = true;
-        } else if c == b'"' {
-            end = Some(i);
-            break;
-        }
-    }
-    let raw = &rest[..end?];
-    // Re-parse as a JSON string so that escapes come out right.
-    let quoted = [b"\"".as_slice(), raw, b"\""].concat();
-    serde_json::from_slice::<String>(&quoted).ok()
 }

@@ -48,6 +48,24 @@ fn output_message(mut m: Message, max: Option<usize>) -> Message {
     m
 }
 
+/// Whether a file is the TypeScript CLI's single JSON document rather than JSONL: named
+/// `.json`, or a first line that is `{` alone or an object with `session` and `items`.
+pub(super) fn is_single_document(path: &Path) -> Result<bool> {
+    if path.extension().is_some_and(|e| e == "json") {
+        return Ok(true);
+    }
+    let head = jsonl::head(path, 4096)?;
+    let first_line = head
+        .split(|&b| b == b'\n')
+        .map(|l| l.trim_ascii())
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    Ok(first_line == b"{"
+        || serde_json::from_slice::<Value>(first_line)
+            .ok()
+            .is_some_and(|v| v.get("session").is_some() && v.get("items").is_some()))
+}
+
 pub fn read(
     path: &Path,
     home: Option<&Path>,
@@ -61,17 +79,7 @@ pub fn read(
     });
     let archived = super::is_archived(path);
 
-    let head = jsonl::head(path, 4096)?;
-    let first_line = head
-        .split(|&b| b == b'\n')
-        .map(|l| l.trim_ascii())
-        .find(|l| !l.is_empty())
-        .unwrap_or_default();
-    let single_document = first_line == b"{"
-        || path.extension().is_some_and(|e| e == "json")
-        || (serde_json::from_slice::<Value>(first_line)
-            .ok()
-            .is_some_and(|v| v.get("session").is_some() && v.get("items").is_some()));
+    let single_document = is_single_document(path)?;
 
     let mut session = if single_document {
         read_typescript_document(path, &fallback_id, opts)?
@@ -144,7 +152,7 @@ fn read_lines(
         Ok(())
     })?;
     session.record_pass(&pass);
-    set_times(&mut session, times);
+    (session.created, session.updated) = created_and_updated(session.created.take(), times);
     if shape.is_none() && pass.lines > 0 {
         session.warn(
             None,
@@ -165,16 +173,20 @@ fn read_lines(
     Ok(session)
 }
 
-/// Created: the session's own start (the first `session_meta`'s time, already in `created`),
-/// else the earliest time a line states. Updated: the newest time a line states, or the start
-/// if that is newer (see `TimeSpan`). The listing scanner applies the same definition.
-pub(super) fn set_times(session: &mut Session, mut times: TimeSpan) {
-    if let Some(start) = &session.created {
-        times.see(start);
-    } else {
-        session.created = times.first();
+/// Created: the session's own start (the first `session_meta`'s time), else the earliest time
+/// a line states. Updated: the newest time a line states, or the start if that is newer (see
+/// `TimeSpan`). The listing scanner applies the same definition.
+pub(super) fn created_and_updated(
+    start: Option<Timestamp>,
+    mut times: TimeSpan,
+) -> (Option<Timestamp>, Option<Timestamp>) {
+    match start {
+        Some(start) => {
+            times.see(&start);
+            (Some(start), times.last())
+        }
+        None => (times.first(), times.last()),
     }
-    session.updated = times.last();
 }
 
 /// The TypeScript CLI (spring 2025) wrote one JSON document: `{"session": {...}, "items": [...]}`.
@@ -553,7 +565,7 @@ fn response_item(
     }
 }
 
-fn tag_value(text: &str, tag: &str) -> Option<String> {
+pub(super) fn tag_value(text: &str, tag: &str) -> Option<String> {
     let open = format!("<{tag}>");
     let start = text.find(&open)? + open.len();
     let end = text[start..].find(&format!("</{tag}>"))? + start;
