@@ -8,6 +8,8 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+pub mod fields;
+
 /// Longest line read whole. Longer lines (a pasted 100 MB log) are skipped with a warning, so
 /// that memory stays bounded whatever the input.
 pub const MAX_LINE: usize = 32 << 20;
@@ -194,59 +196,41 @@ pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// How much of a line the listing scanners keep: the fields they look for come first.
-const SCAN_KEEP: usize = 256 << 10;
-
-/// Iterates the lines of a file with their 1-based numbers (for the listing scanners). Lines
-/// longer than 256 KB are cut: the scanners only look at their beginning.
-pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &[u8]) -> bool) -> Result<()> {
+/// Calls `f(line_number, text)` for every line a reader parses, with the text the reader parses
+/// (see `for_each_line`): blank lines and lines over `MAX_LINE` are skipped, invalid UTF-8 is
+/// replaced, surrounding whitespace is trimmed. So a listing scanner finds a field wherever it
+/// sits in a line (a timestamp after a long tool output). `f` returns false to stop.
+pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &str) -> bool) -> Result<()> {
     let mut reader = open(path)?;
     let mut buf = Vec::new();
     let mut no = 0;
     loop {
-        if read_line_bounded(&mut *reader, &mut buf, SCAN_KEEP)?.0 == 0 {
+        let (n, _) = read_line_bounded(&mut *reader, &mut buf, MAX_LINE)
+            .with_context(|| format!("read error in {} after line {no}", path.display()))?;
+        if n == 0 {
             return Ok(());
         }
         no += 1;
-        if !f(no, &buf) {
+        if n > MAX_LINE || trim_ascii(&buf).is_empty() {
+            continue;
+        }
+        let lossy;
+        let text = match std::str::from_utf8(&buf) {
+            Ok(s) => s,
+            Err(_) => {
+                lossy = String::from_utf8_lossy(&buf);
+                &lossy
+            }
+        };
+        if !f(no, text.trim()) {
             return Ok(());
         }
     }
-}
-
-/// The bytes of a line that the listing scanners inspect: enough to hold the type fields that
-/// agents write before any long content.
-pub fn prefix(line: &[u8], n: usize) -> &[u8] {
-    &line[..line.len().min(n)]
 }
 
 pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(hay, needle).is_some()
 }
-
-/// Extracts the string value of `"key":"value"` from raw bytes without parsing the line.
-pub fn raw_str_field(line: &[u8], key: &str) -> Option<String> {
-    let pat = format!("\"{key}\":\"");
-    let start = memchr::memmem::find(line, pat.as_bytes())? + pat.len();
-    let rest = &line[start..];
-    let mut end = None;
-    let mut escaped = false;
-    for (i, &c) in rest.iter().enumerate() {
-        if escaped {
-            escaped = false;
-        } else if c == b'\\' {
-            escaped = true;
-        } else if c == b'"' {
-            end = Some(i);
-            break;
-        }
-    }
-    let raw = &rest[..end?];
-    // Re-parse as a JSON string so that escapes come out right.
-    let quoted = [b"\"".as_slice(), raw, b"\""].concat();
-    serde_json::from_slice::<String>(&quoted).ok()
-}
-
 /// The complete lines in the last `max` bytes of a file, oldest first (for what agents record
 /// at the end: usage, context windows). Compressed files are not read.
 pub fn tail_lines(path: &Path, max: u64) -> Result<Vec<Vec<u8>>> {

@@ -1,6 +1,7 @@
 //! Claude Code: `$CLAUDE_CONFIG_DIR/projects/<escaped cwd>/<session uuid>.jsonl`, with subagent
 //! transcripts in `<session uuid>/subagents/agent-<id>.jsonl`.
 
+mod chain;
 mod read;
 mod scan;
 mod tools;

@@ -1,17 +1,15 @@
 //! Reads a Claude Code transcript into the neutral model, choosing the branch Claude Code itself
 //! would load.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 
 use anyhow::Result;
 use serde_json::{Value, json};
 
+use super::chain::{self, CHAIN_TYPES, Link};
 use crate::jsonl::{self, Line, str_field};
-use crate::model::{Message, Role, Session, SubagentLink, Timestamp, Todo, TodoStatus};
-
-/// Line types that are part of the `parentUuid` chain.
-const CHAIN_TYPES: &[&str] = &["user", "assistant", "attachment", "system", "progress"];
+use crate::model::{Message, Role, Session, SubagentLink, TimeSpan, Timestamp, Todo, TodoStatus};
 
 /// Known line types that hold no conversation (UI state, request records, bookkeeping).
 const NON_CONVERSATION_TYPES: &[&str] = &[
@@ -75,8 +73,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let mut version: Option<String> = None;
     let mut branch: Option<String> = None;
     let mut cwd: Option<String> = None;
-    let mut first_ts: Option<String> = None;
-    let mut last_ts: Option<String> = None;
+    let mut times = TimeSpan::default();
     let mut entrypoint: Option<String> = None;
     let mut not_an_object = 0usize;
 
@@ -98,10 +95,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
             return Ok(());
         };
         if let Some(ts) = str_field(&v, "timestamp") {
-            if first_ts.is_none() {
-                first_ts = Some(ts.to_string());
-            }
-            last_ts = Some(ts.to_string());
+            times.see_str(ts);
         }
         if let Some(s) = str_field(&v, "sessionId") {
             session_id.get_or_insert_with(|| s.to_string());
@@ -171,8 +165,9 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
             remote: None,
         });
     }
-    session.created = first_ts.as_deref().map(Timestamp::parse);
-    session.updated = last_ts.as_deref().map(Timestamp::parse);
+    // Created: the earliest time a line states; updated: the newest (see `TimeSpan`).
+    session.created = times.first();
+    session.updated = times.last();
     if let Some(e) = entrypoint {
         session.extra.insert("entrypoint".into(), json!(e));
     }
@@ -225,98 +220,21 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     Ok(session)
 }
 
-/// Line numbers of the entries on the branch Claude Code loads: the newest user/assistant line,
-/// walked back through `parentUuid` (and through compact boundaries to the history they
-/// replaced), plus the sibling lines that parallel tool calls produce.
+/// Line numbers of the entries on the branch Claude Code loads (see `chain::active_branch`).
 fn active_lines(entries: &[Entry], subagent: bool, session: &mut Session) -> HashSet<usize> {
-    let by_uuid: HashMap<&str, usize> = entries
-        .iter()
-        .enumerate()
-        .filter_map(|(i, e)| e.uuid.as_deref().map(|u| (u, i)))
-        .collect();
-    let conversational = |e: &Entry| e.kind == "user" || e.kind == "assistant";
-    // In a subagent transcript every line is a sidechain: there it is the main line.
-    let eligible = |e: &Entry| subagent || !e.sidechain;
-
-    let leaf = entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| conversational(e) && eligible(e))
-        .max_by(|(ia, a), (ib, b)| {
-            let ta = a.timestamp.as_deref().and_then(crate::model::parse_time);
-            let tb = b.timestamp.as_deref().and_then(crate::model::parse_time);
-            ta.cmp(&tb).then(ia.cmp(ib))
-        })
-        .map(|(i, _)| i);
-
-    let mut on_path: HashSet<usize> = HashSet::new();
-    let mut cursor = leaf;
-    while let Some(i) = cursor {
-        if !on_path.insert(i) {
-            session.warn(Some(entries[i].line), "parentUuid cycle; walk stopped");
-            break;
-        }
-        let e = &entries[i];
-        let next = e.parent.as_deref().or(e.logical_parent.as_deref());
-        cursor = match next {
-            Some(p) => match by_uuid.get(p) {
-                Some(&j) => Some(j),
-                None => {
-                    session.warn(
-                        Some(e.line),
-                        format!("parentUuid {p} not found; earlier history is not reachable"),
-                    );
-                    None
-                }
-            },
-            None => None,
-        };
+    let links: Vec<Link> = entries.iter().map(link).collect();
+    let branch = chain::active_branch(&links, subagent);
+    if let Some(i) = branch.cycle_at {
+        session.warn(Some(entries[i].line), "parentUuid cycle; walk stopped");
     }
-
-    // Parallel tool calls branch the chain: pull in every line of an API message on the path
-    // and every tool result answering a call on the path.
-    let message_ids: HashSet<&str> = on_path
-        .iter()
-        .filter_map(|&i| {
-            entries[i]
-                .value
-                .pointer("/message/id")
-                .and_then(Value::as_str)
-        })
-        .collect();
-    let mut included: HashSet<usize> = on_path.clone();
-    for (i, e) in entries.iter().enumerate() {
-        if e.kind == "assistant"
-            && eligible(e)
-            && e.value
-                .pointer("/message/id")
-                .and_then(Value::as_str)
-                .is_some_and(|id| message_ids.contains(id))
-        {
-            included.insert(i);
-        }
+    if let Some((i, p)) = &branch.missing_parent {
+        session.warn(
+            Some(entries[*i].line),
+            format!("parentUuid {p} not found; earlier history is not reachable"),
+        );
     }
-    let tool_ids: HashSet<String> = included
-        .iter()
-        .flat_map(|&i| blocks(&entries[i].value))
-        .filter(|b| str_field(b, "type") == Some("tool_use"))
-        .filter_map(|b| str_field(b, "id").map(str::to_string))
-        .collect();
     for (i, e) in entries.iter().enumerate() {
-        if e.kind == "user"
-            && eligible(e)
-            && !included.contains(&i)
-            && blocks(&e.value).any(|b| {
-                str_field(b, "type") == Some("tool_result")
-                    && str_field(b, "tool_use_id").is_some_and(|id| tool_ids.contains(id))
-            })
-        {
-            included.insert(i);
-        }
-    }
-
-    for (i, e) in entries.iter().enumerate() {
-        if conversational(e) && !included.contains(&i) {
+        if (e.kind == "user" || e.kind == "assistant") && !branch.included.contains(&i) {
             if e.sidechain && !subagent {
                 session.stats.sidechain_lines += 1;
             } else {
@@ -324,7 +242,32 @@ fn active_lines(entries: &[Entry], subagent: bool, session: &mut Session) -> Has
             }
         }
     }
-    included.iter().map(|&i| entries[i].line).collect()
+    branch.included.iter().map(|&i| entries[i].line).collect()
+}
+
+/// What the branch choice needs of an entry.
+fn link(e: &Entry) -> Link {
+    let ids = |kind: &str, key: &str| -> Vec<String> {
+        blocks(&e.value)
+            .filter(|b| str_field(b, "type") == Some(kind))
+            .filter_map(|b| str_field(b, key).map(str::to_string))
+            .collect()
+    };
+    Link {
+        user: e.kind == "user",
+        assistant: e.kind == "assistant",
+        uuid: e.uuid.clone(),
+        parent: e.parent.clone().or_else(|| e.logical_parent.clone()),
+        sidechain: e.sidechain,
+        time: e.timestamp.as_deref().and_then(crate::model::parse_time),
+        message_id: e
+            .value
+            .pointer("/message/id")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        tool_uses: ids("tool_use", "id"),
+        tool_results: ids("tool_result", "tool_use_id"),
+    }
 }
 
 fn blocks(v: &Value) -> impl Iterator<Item = &Value> {
@@ -581,8 +524,18 @@ fn shrink(v: &mut Value, max: usize) {
 
 /// A user text is the user's own words unless Claude Code injected it.
 fn classify_user_text(mut m: Message, meta: bool, compact_summary: bool) -> Message {
-    let t = m.content.trim_start();
-    let kind = if compact_summary {
+    if let Some(k) = injected_kind(&m.content, meta, compact_summary) {
+        m.role = Role::System;
+        m = m.with_meta("kind", k);
+    }
+    m
+}
+
+/// What a user line's text is when Claude Code wrote it rather than the person (`None`: the
+/// person's own words). The listing scanner counts messages with it too.
+pub(super) fn injected_kind(text: &str, meta: bool, compact_summary: bool) -> Option<&'static str> {
+    let t = text.trim_start();
+    if compact_summary {
         Some("compact_summary")
     } else if meta {
         Some("context")
@@ -601,12 +554,7 @@ fn classify_user_text(mut m: Message, meta: bool, compact_summary: bool) -> Mess
         Some("context")
     } else {
         None
-    };
-    if let Some(k) = kind {
-        m.role = Role::System;
-        m = m.with_meta("kind", k);
     }
-    m
 }
 
 /// Renders tool_result content (a string or a list of blocks) as text.

@@ -1,15 +1,20 @@
-//! The cheap listing: walks `projects/` and reads each transcript as bytes, parsing JSON only
-//! for the few lines that can hold the title. Tool outputs, which make up most of a large
-//! transcript, are never parsed.
+//! The cheap listing of Claude Code transcripts. Each line is deserialized into the few fields
+//! the listing needs (`jsonl::fields`): tool outputs, tool inputs and thinking are skipped by the
+//! parser, never built. The branch and the message count follow the reader's own rules
+//! (`chain::active_branch`, `read::injected_kind`), so that `list` says what `show` reads
+//! whatever the layout of the JSON.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use serde_json::Value;
+use serde::de::MapAccess;
 use walkdir::WalkDir;
 
-use crate::jsonl::{contains, prefix, raw_str_field, scan_lines, str_field};
-use crate::model::{Summary, Timestamp};
+use super::chain::{self, CHAIN_TYPES, Link};
+use crate::jsonl::fields::{self, Fields, Flag, Str, Val};
+use crate::jsonl::scan_lines;
+use crate::model::{Summary, TimeSpan, parse_time};
 use crate::text::one_line;
 
 /// Session files under `projects/`: top-level transcripts and subagent transcripts.
@@ -31,8 +36,110 @@ pub fn session_files(home: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// How many bytes of a line hold the fields the scanner looks at (they precede the content).
-const PREFIX: usize = 600;
+/// The top-level fields of a transcript line the listing needs.
+#[derive(Default)]
+struct Line<'a> {
+    kind: Str<'a>,
+    uuid: Str<'a>,
+    parent: Str<'a>,
+    logical_parent: Str<'a>,
+    sidechain: Flag,
+    timestamp: Str<'a>,
+    cwd: Str<'a>,
+    meta: Flag,
+    compact_summary: Flag,
+    custom_title: Str<'a>,
+    ai_title: Str<'a>,
+    title: Str<'a>,
+    message: Val<'a, MessageFields<'a>>,
+}
+
+impl<'de> Fields<'de> for Line<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "type" => self.kind = map.next_value()?,
+            "uuid" => self.uuid = map.next_value()?,
+            "parentUuid" => self.parent = map.next_value()?,
+            "logicalParentUuid" => self.logical_parent = map.next_value()?,
+            "isSidechain" => self.sidechain = map.next_value()?,
+            "timestamp" => self.timestamp = map.next_value()?,
+            "cwd" => self.cwd = map.next_value()?,
+            "isMeta" => self.meta = map.next_value()?,
+            "isCompactSummary" => self.compact_summary = map.next_value()?,
+            "customTitle" => self.custom_title = map.next_value()?,
+            "aiTitle" => self.ai_title = map.next_value()?,
+            "title" => self.title = map.next_value()?,
+            "message" => self.message = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[derive(Default)]
+struct MessageFields<'a> {
+    id: Str<'a>,
+    content: Val<'a, Block<'a>>,
+}
+
+impl<'de> Fields<'de> for MessageFields<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "id" => self.id = map.next_value()?,
+            "content" => self.content = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// A content block: its type, the ids that pair calls with results, a text block's text and
+/// an image's media type. A tool result's `content` and a call's `input` are skipped.
+#[derive(Default)]
+struct Block<'a> {
+    kind: Str<'a>,
+    id: Str<'a>,
+    tool_use_id: Str<'a>,
+    text: Str<'a>,
+    source: Val<'a, Source<'a>>,
+}
+
+impl<'de> Fields<'de> for Block<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "type" => self.kind = map.next_value()?,
+            "id" => self.id = map.next_value()?,
+            "tool_use_id" => self.tool_use_id = map.next_value()?,
+            "text" => self.text = map.next_value()?,
+            "source" => self.source = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[derive(Default)]
+struct Source<'a> {
+    media_type: Str<'a>,
+}
+
+impl<'de> Fields<'de> for Source<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "media_type" => self.media_type = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// What the listing keeps of a chain line besides its link.
+struct Counted {
+    /// User and assistant messages the reader makes of the line.
+    messages: usize,
+    /// The person's words, when the line holds them (for the title).
+    prompt: Option<String>,
+}
 
 pub fn summarize(path: &Path) -> Result<Summary> {
     let meta = std::fs::metadata(path)?;
@@ -44,81 +151,51 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     let parent_id = super::subagent_parent(path);
     let subagent = parent_id.is_some();
     let mut cwd = None;
-    let mut first_ts = None;
-    let mut last_ts = None;
+    let mut times = TimeSpan::default();
     let mut custom_title = None;
     let mut ai_title = None;
-    let mut first_prompt: Option<String> = None;
-    // The chain (uuid, parent, timestamp, counts-as-message) of every conversation line, so that
-    // the count follows the branch Claude Code loads, as `show` does.
-    let mut chain: Vec<ChainLine> = Vec::new();
-    scan_lines(path, |_, line| {
-        let head = prefix(line, PREFIX);
-        if let Some(ts) = raw_str_field(head, "timestamp") {
-            if first_ts.is_none() {
-                first_ts = Some(ts.clone());
-            }
-            last_ts = Some(ts);
+    let mut links: Vec<Link> = Vec::new();
+    let mut counted: Vec<Counted> = Vec::new();
+    scan_lines(path, |_, text| {
+        // The reader skips lines that are not JSON and lines without a type.
+        let Some(line) = fields::parse::<Line>(text) else {
+            return true;
+        };
+        let Some(kind) = line.kind.get() else {
+            return true;
+        };
+        if let Some(ts) = line.timestamp.get() {
+            times.see_str(ts);
         }
         if cwd.is_none() {
-            cwd = raw_str_field(line, "cwd");
+            cwd = line.cwd.owned();
         }
-        if contains(head, b"\"type\":\"custom-title\"") {
-            custom_title =
-                parse(line).and_then(|v| str_field(&v, "customTitle").map(str::to_string));
-            return true;
-        }
-        if contains(head, b"\"type\":\"ai-title\"") {
-            ai_title = parse(line).and_then(|v| {
-                str_field(&v, "aiTitle")
-                    .or_else(|| str_field(&v, "title"))
-                    .map(str::to_string)
-            });
-            return true;
-        }
-        if !subagent && contains(head, b"\"isSidechain\":true") {
-            return true;
-        }
-        let user = contains(head, b"\"type\":\"user\"");
-        let assistant = !user && contains(head, b"\"role\":\"assistant\"");
-        if user || assistant {
-            let counts = if user {
-                let words = is_user_words(line, head);
-                if words && first_prompt.is_none() {
-                    first_prompt = parse(line).and_then(|v| user_text(&v));
-                }
-                words
-            } else {
-                contains(head, b"\"content\":[{\"type\":\"text\"")
-            };
-            chain.push(ChainLine {
-                uuid: raw_str_field(line, "uuid"),
-                parent: raw_str_field(head, "parentUuid"),
-                timestamp: raw_str_field(line, "timestamp"),
-                counts,
-            });
-        } else if contains(head, b"\"parentUuid\"") {
-            chain.push(ChainLine {
-                uuid: raw_str_field(line, "uuid"),
-                parent: raw_str_field(head, "parentUuid")
-                    .or_else(|| raw_str_field(line, "logicalParentUuid")),
-                timestamp: None,
-                counts: false,
-            });
+        match kind {
+            k if CHAIN_TYPES.contains(&k) => {
+                links.push(link(kind, &line));
+                counted.push(count(kind, &line));
+            }
+            "custom-title" => custom_title = line.custom_title.owned(),
+            "ai-title" => ai_title = line.ai_title.owned().or_else(|| line.title.owned()),
+            _ => {}
         }
         true
     })?;
-    let messages = count_on_active_branch(&chain);
+    let mut on_branch: Vec<usize> = chain::active_branch(&links, subagent)
+        .included
+        .into_iter()
+        .collect();
+    on_branch.sort_unstable();
+    let messages = on_branch.iter().map(|&i| counted[i].messages).sum();
+    let first_prompt = on_branch.iter().find_map(|&i| counted[i].prompt.as_deref());
     Ok(Summary {
         id: stem,
         agent: super::NAME.to_string(),
         path: path.to_path_buf(),
         cwd,
-        title: custom_title
-            .or(ai_title)
-            .or(first_prompt.map(|p| one_line(&p))),
-        created: first_ts.as_deref().map(Timestamp::parse),
-        updated: last_ts.as_deref().map(Timestamp::parse),
+        title: custom_title.or(ai_title).or(first_prompt.map(one_line)),
+        created: times.first(),
+        updated: times.last(),
         messages,
         size: meta.len(),
         archived: false,
@@ -127,85 +204,88 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     })
 }
 
-struct ChainLine {
-    uuid: Option<String>,
-    parent: Option<String>,
-    /// Only set on user/assistant lines: the leaf is the newest of those.
-    timestamp: Option<String>,
-    counts: bool,
+fn blocks<'l, 'a>(line: &'l Line<'a>) -> impl Iterator<Item = &'l Block<'a>> {
+    line.message
+        .obj()
+        .into_iter()
+        .flat_map(|m| m.content.objects())
 }
 
-/// Messages on the branch that ends at the newest user/assistant line (see `read::active_lines`).
-fn count_on_active_branch(chain: &[ChainLine]) -> usize {
-    let by_uuid: std::collections::HashMap<&str, usize> = chain
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| c.uuid.as_deref().map(|u| (u, i)))
-        .collect();
-    let leaf = chain
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.timestamp.is_some())
-        .max_by(|(ia, a), (ib, b)| {
-            let t = |c: &ChainLine| c.timestamp.as_deref().and_then(crate::model::parse_time);
-            t(a).cmp(&t(b)).then(ia.cmp(ib))
-        })
-        .map(|(i, _)| i);
-    let mut seen = vec![false; chain.len()];
-    let mut n = 0;
-    let mut cursor = leaf;
-    while let Some(i) = cursor {
-        if std::mem::replace(&mut seen[i], true) {
-            break;
-        }
-        n += usize::from(chain[i].counts);
-        cursor = chain[i]
-            .parent
-            .as_deref()
-            .and_then(|p| by_uuid.get(p).copied());
+/// What the branch choice needs of a chain line (as `read::link` has it).
+fn link(kind: &str, line: &Line) -> Link {
+    Link {
+        user: kind == "user",
+        assistant: kind == "assistant",
+        uuid: line.uuid.owned(),
+        parent: line.parent.owned().or_else(|| line.logical_parent.owned()),
+        sidechain: line.sidechain.is_true(),
+        time: line.timestamp.get().and_then(parse_time),
+        message_id: line.message.obj().and_then(|m| m.id.owned()),
+        tool_uses: blocks(line)
+            .filter(|b| b.kind.is("tool_use"))
+            .filter_map(|b| b.id.owned())
+            .collect(),
+        tool_results: blocks(line)
+            .filter(|b| b.kind.is("tool_result"))
+            .filter_map(|b| b.tool_use_id.owned())
+            .collect(),
     }
-    n
 }
 
-fn parse(line: &[u8]) -> Option<Value> {
-    serde_json::from_slice(line).ok()
-}
-
-/// A user line holding the person's own words (not a tool result, not injected context).
-fn is_user_words(line: &[u8], head: &[u8]) -> bool {
-    if contains(head, b"\"type\":\"tool_result\"")
-        || contains(line, b"\"isMeta\":true")
-        || contains(line, b"\"isCompactSummary\":true")
-    {
-        return false;
-    }
-    const INJECTED: &[&[u8]] = &[
-        b"<command-name>",
-        b"<command-message>",
-        b"<local-command-",
-        b"<task-notification>",
-        b"[Request interrupted by user",
-        b"<system-reminder>",
-    ];
-    for start in [b"\"content\":\"".as_slice(), b"\"text\":\"".as_slice()] {
-        if let Some(i) = memchr::memmem::find(head, start) {
-            let rest = &head[i + start.len()..];
-            if INJECTED.iter().any(|p| rest.starts_with(p)) {
-                return false;
+/// The user and assistant messages the reader makes of a chain line (see `read::convert`): a
+/// user line is one message when it holds the person's words (text or images, not injected
+/// context); an assistant line is one per text block.
+fn count(kind: &str, line: &Line) -> Counted {
+    let none = Counted {
+        messages: 0,
+        prompt: None,
+    };
+    let Some(content) = line.message.obj().map(|m| &m.content) else {
+        return none;
+    };
+    match kind {
+        "assistant" => Counted {
+            messages: match content {
+                Val::Str(_) => 1,
+                _ => content.objects().filter(|b| b.kind.is("text")).count(),
+            },
+            prompt: None,
+        },
+        "user" => {
+            let text: Cow<str> = match content {
+                Val::Str(s) => Cow::Borrowed(s),
+                Val::List(_) => {
+                    let texts: Vec<Cow<str>> = content
+                        .objects()
+                        .filter_map(|b| match b.kind.get() {
+                            Some("text") => Some(Cow::Borrowed(b.text.get().unwrap_or_default())),
+                            Some("image") => {
+                                let media = b.source.obj().and_then(|s| s.media_type.get());
+                                Some(Cow::Owned(format!("[image: {}]", media.unwrap_or("image"))))
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    if texts.is_empty() {
+                        return none;
+                    }
+                    Cow::Owned(texts.join("\n"))
+                }
+                _ => return none,
+            };
+            let injected = super::read::injected_kind(
+                &text,
+                line.meta.is_true(),
+                line.compact_summary.is_true(),
+            );
+            match injected {
+                Some(_) => none,
+                None => Counted {
+                    messages: 1,
+                    prompt: Some(text.into_owned()).filter(|t| !t.trim().is_empty()),
+                },
             }
         }
+        _ => none,
     }
-    true
-}
-
-fn user_text(v: &Value) -> Option<String> {
-    match v.pointer("/message/content")? {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(items) => items
-            .iter()
-            .find(|b| str_field(b, "type") == Some("text"))
-            .and_then(|b| str_field(b, "text").map(str::to_string)),
-        _ => None,
-    }
-    .filter(|s| !s.trim().is_empty())
 }

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use crate::jsonl::{self, Line, str_field};
-use crate::model::{GitInfo, Message, Role, Session, Timestamp, Todo, TodoStatus};
+use crate::model::{GitInfo, Message, Role, Session, TimeSpan, Timestamp, Todo, TodoStatus};
 
 /// Envelope line types that carry no conversation.
 const NON_CONVERSATION_TYPES: &[&str] = &["turn_context", "world_state", "token_usage_record"];
@@ -48,6 +48,24 @@ fn output_message(mut m: Message, max: Option<usize>) -> Message {
     m
 }
 
+/// Whether a file is the TypeScript CLI's single JSON document rather than JSONL: named
+/// `.json`, or a first line that is `{` alone or an object with `session` and `items`.
+pub(super) fn is_single_document(path: &Path) -> Result<bool> {
+    if path.extension().is_some_and(|e| e == "json") {
+        return Ok(true);
+    }
+    let head = jsonl::head(path, 4096)?;
+    let first_line = head
+        .split(|&b| b == b'\n')
+        .map(|l| l.trim_ascii())
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    Ok(first_line == b"{"
+        || serde_json::from_slice::<Value>(first_line)
+            .ok()
+            .is_some_and(|v| v.get("session").is_some() && v.get("items").is_some()))
+}
+
 pub fn read(
     path: &Path,
     home: Option<&Path>,
@@ -61,17 +79,7 @@ pub fn read(
     });
     let archived = super::is_archived(path);
 
-    let head = jsonl::head(path, 4096)?;
-    let first_line = head
-        .split(|&b| b == b'\n')
-        .map(|l| l.trim_ascii())
-        .find(|l| !l.is_empty())
-        .unwrap_or_default();
-    let single_document = first_line == b"{"
-        || path.extension().is_some_and(|e| e == "json")
-        || (serde_json::from_slice::<Value>(first_line)
-            .ok()
-            .is_some_and(|v| v.get("session").is_some() && v.get("items").is_some()));
+    let single_document = is_single_document(path)?;
 
     let mut session = if single_document {
         read_typescript_document(path, &fallback_id, opts)?
@@ -106,10 +114,14 @@ fn read_lines(
     };
     let mut shape: Option<&'static str> = None;
     let mut unrecognised_lines = 0usize;
+    let mut times = TimeSpan::default();
 
     let pass = jsonl::for_each_line(path, |no, line| {
         let Line::Json(v) = line else { return Ok(()) };
         let ts = v.get("timestamp").and_then(Timestamp::from_value);
+        if let Some(t) = &ts {
+            times.see(t);
+        }
         if let (Some(kind), Some(payload)) = (str_field(&v, "type"), v.get("payload")) {
             shape.get_or_insert("envelope");
             envelope_line(&mut session, &mut state, no, kind, payload, ts);
@@ -140,6 +152,7 @@ fn read_lines(
         Ok(())
     })?;
     session.record_pass(&pass);
+    (session.created, session.updated) = created_and_updated(session.created.take(), times);
     if shape.is_none() && pass.lines > 0 {
         session.warn(
             None,
@@ -158,6 +171,22 @@ fn read_lines(
     }
     finish(&mut session, state);
     Ok(session)
+}
+
+/// Created: the session's own start (the first `session_meta`'s time), else the earliest time
+/// a line states. Updated: the newest time a line states, or the start if that is newer (see
+/// `TimeSpan`). The listing scanner applies the same definition.
+pub(super) fn created_and_updated(
+    start: Option<Timestamp>,
+    mut times: TimeSpan,
+) -> (Option<Timestamp>, Option<Timestamp>) {
+    match start {
+        Some(start) => {
+            times.see(&start);
+            (Some(start), times.last())
+        }
+        None => (times.first(), times.last()),
+    }
 }
 
 /// The TypeScript CLI (spring 2025) wrote one JSON document: `{"session": {...}, "items": [...]}`.
@@ -536,7 +565,7 @@ fn response_item(
     }
 }
 
-fn tag_value(text: &str, tag: &str) -> Option<String> {
+pub(super) fn tag_value(text: &str, tag: &str) -> Option<String> {
     let open = format!("<{tag}>");
     let start = text.find(&open)? + open.len();
     let end = text[start..].find(&format!("</{tag}>"))? + start;

@@ -72,6 +72,115 @@ pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
     None
 }
 
+/// `Timestamp::parse(s).time()`, without building the timestamp when it can be helped.
+fn time_of(s: &str) -> Option<DateTime<Utc>> {
+    use chrono::{Datelike, SubsecRound, Timelike};
+    let t = parse_time(s)?;
+    // A timestamp keeps milliseconds: its time is the parsed one cut to them. RFC 3339 writes
+    // only four-digit years, and leap seconds are rare enough to take the long way.
+    if (0..=9999).contains(&t.year()) && t.nanosecond() < 1_000_000_000 {
+        Some(t.trunc_subsecs(3))
+    } else {
+        Timestamp::parse(s).time()
+    }
+}
+
+/// When a session began and when it was last active, from the timestamps its lines state.
+///
+/// One definition for the readers and the listing scanners, so that `list` and `show` agree:
+/// `first` is the earliest time (the first written of equal ones), `last` the newest (the last
+/// written of equal ones). Times that do not parse count only when none does; then `first` and
+/// `last` are the first and the last written, as written.
+#[derive(Debug, Default, Clone)]
+pub struct TimeSpan {
+    earliest: Option<(DateTime<Utc>, SpanMark)>,
+    newest: Option<(DateTime<Utc>, SpanMark)>,
+    first_raw: Option<Timestamp>,
+    last_raw: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone)]
+enum SpanMark {
+    /// As written in a line (`Timestamp::parse` builds the rest); the buffer is reused.
+    Str(String),
+    Ts(Timestamp),
+}
+
+impl SpanMark {
+    fn timestamp(&self) -> Timestamp {
+        match self {
+            SpanMark::Str(s) => Timestamp::parse(s),
+            SpanMark::Ts(t) => t.clone(),
+        }
+    }
+
+    fn set_str(slot: &mut Option<(DateTime<Utc>, SpanMark)>, t: DateTime<Utc>, s: &str) {
+        match slot {
+            Some((time, SpanMark::Str(buf))) => {
+                *time = t;
+                buf.clear();
+                buf.push_str(s);
+            }
+            _ => *slot = Some((t, SpanMark::Str(s.to_string()))),
+        }
+    }
+}
+
+impl TimeSpan {
+    /// A time as written in a line (what `Timestamp::parse` takes).
+    pub fn see_str(&mut self, s: &str) {
+        match time_of(s) {
+            Some(t) => {
+                if self.earliest.as_ref().is_none_or(|(e, _)| t < *e) {
+                    SpanMark::set_str(&mut self.earliest, t, s);
+                }
+                if self.newest.as_ref().is_none_or(|(n, _)| t >= *n) {
+                    SpanMark::set_str(&mut self.newest, t, s);
+                }
+            }
+            None => self.see_raw(|| Timestamp::parse(s)),
+        }
+    }
+
+    pub fn see(&mut self, ts: &Timestamp) {
+        match ts.time() {
+            Some(t) => {
+                if self.earliest.as_ref().is_none_or(|(e, _)| t < *e) {
+                    self.earliest = Some((t, SpanMark::Ts(ts.clone())));
+                }
+                if self.newest.as_ref().is_none_or(|(n, _)| t >= *n) {
+                    self.newest = Some((t, SpanMark::Ts(ts.clone())));
+                }
+            }
+            None => self.see_raw(|| ts.clone()),
+        }
+    }
+
+    fn see_raw(&mut self, ts: impl Fn() -> Timestamp) {
+        // Once a time parses, times that do not are never the answer.
+        if self.earliest.is_none() {
+            if self.first_raw.is_none() {
+                self.first_raw = Some(ts());
+            }
+            self.last_raw = Some(ts());
+        }
+    }
+
+    pub fn first(&self) -> Option<Timestamp> {
+        match &self.earliest {
+            Some((_, m)) => Some(m.timestamp()),
+            None => self.first_raw.clone(),
+        }
+    }
+
+    pub fn last(&self) -> Option<Timestamp> {
+        match &self.newest {
+            Some((_, m)) => Some(m.timestamp()),
+            None => self.last_raw.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
@@ -594,4 +703,54 @@ pub fn source_line(m: &Message) -> Option<usize> {
         .get("line")
         .and_then(Value::as_u64)
         .map(|n| n as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_of_is_the_time_a_timestamp_keeps() {
+        for s in [
+            "2026-11-30T02:12:39.853Z",
+            "2026-11-30T02:12:39.8539999Z",
+            "2026-11-30T02:12:39Z",
+            "2026-11-30T02:12:39.1+05:30",
+            "2026-11-30T23:59:59.9999-11:00",
+            "2026-11-30 02:12:39.5",
+            "2026-11-30T02:12:39",
+            "2016-12-31T23:59:60.5Z",
+            "0000-01-01T00:00:00Z",
+            "9999-12-31T23:59:59.999999+00:00",
+            "9999-12-31T23:59:59.999-01:00",
+            "",
+            "yesterday",
+        ] {
+            assert_eq!(time_of(s), Timestamp::parse(s).time(), "{s}");
+        }
+    }
+
+    #[test]
+    fn a_span_is_earliest_and_newest_with_ties_to_the_first_and_last_written() {
+        let mut span = TimeSpan::default();
+        for s in [
+            "not a time",
+            "2026-01-02T00:00:00.000Z",
+            "2026-01-01T00:00:00.000Z",
+            "2026-01-01T00:00:00.000+00:00",
+            "2026-01-03T00:00:00.000Z",
+            "2026-01-03T00:00:00.0001Z",
+            "also not",
+        ] {
+            span.see_str(s);
+        }
+        assert_eq!(span.first().unwrap().original, "2026-01-01T00:00:00.000Z");
+        assert_eq!(span.last().unwrap().original, "2026-01-03T00:00:00.0001Z");
+        let mut raw = TimeSpan::default();
+        raw.see_str("a");
+        raw.see(&Timestamp::parse("b"));
+        assert_eq!(raw.first().unwrap().original, "a");
+        assert_eq!(raw.last().unwrap().original, "b");
+        assert!(TimeSpan::default().first().is_none());
+    }
 }

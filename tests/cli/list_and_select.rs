@@ -185,7 +185,9 @@ fn listing_counts_match_what_show_reads() {
         let id = row["id"].as_str().unwrap();
         let shown = env.json(&["show", id, "--json"]);
         assert_eq!(row["messages"], shown["messages"], "message count of {id}");
-        assert_eq!(row["cwd"], shown["session"]["cwd"], "cwd of {id}");
+        for field in ["cwd", "title", "created", "updated"] {
+            assert_eq!(row[field], shown["session"][field], "{field} of {id}");
+        }
     }
 }
 

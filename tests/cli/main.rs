@@ -14,4 +14,5 @@ mod layout;
 mod list_and_select;
 mod read;
 mod redaction;
+mod reformat;
 mod relay;

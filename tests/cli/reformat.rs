@@ -1,0 +1,434 @@
+//! The listing must not depend on how a serializer lays out its JSON. Every fixture session is
+//! rewritten line by line in several equivalent ways (spacing, key order at every depth, `\u`
+//! and `\/` escapes), put at the same path in a fresh store, and `list` and `show` must say of
+//! it what they say of the original, and agree with each other.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use session_relay::{commands, render};
+
+use crate::common::{Rng, TestEnv, copy_tree, fixture_sessions, fixtures};
+
+/// How one variant rewrites a line.
+#[derive(Clone, Copy, Debug)]
+struct Style {
+    /// 0: compact; 1: a space after colons and commas; 2: spaces inside brackets and around
+    /// colons; 3: random runs of spaces and tabs between all tokens.
+    spacing: u8,
+    /// Percent of objects whose keys are shuffled.
+    shuffle: u64,
+    /// Non-ASCII characters as `\uXXXX` (pairs above the BMP).
+    escape_non_ascii: bool,
+    /// `<`, `>`, `&` and `'` as `\u003c` and so on, as HTML-safe serializers write them.
+    escape_html: bool,
+    /// `/` as `\/`.
+    escape_slash: bool,
+    /// Percent of ASCII letters written as `\u00XX`.
+    escape_letters: u64,
+}
+
+const STYLES: &[(&str, Style)] = &[
+    (
+        "spaced",
+        Style {
+            spacing: 1,
+            shuffle: 0,
+            escape_non_ascii: false,
+            escape_html: false,
+            escape_slash: false,
+            escape_letters: 0,
+        },
+    ),
+    (
+        "padded and shuffled",
+        Style {
+            spacing: 2,
+            shuffle: 100,
+            escape_non_ascii: false,
+            escape_html: false,
+            escape_slash: false,
+            escape_letters: 0,
+        },
+    ),
+    (
+        "escaped",
+        Style {
+            spacing: 0,
+            shuffle: 0,
+            escape_non_ascii: true,
+            escape_html: true,
+            escape_slash: true,
+            escape_letters: 10,
+        },
+    ),
+    (
+        "everything",
+        Style {
+            spacing: 3,
+            shuffle: 70,
+            escape_non_ascii: true,
+            escape_html: true,
+            escape_slash: true,
+            escape_letters: 25,
+        },
+    ),
+];
+
+/// Seeds of the random choices (key order, escaped letters, whitespace). Each style runs with
+/// the first `SEEDS_PER_STYLE` of them; the first style makes no random choice.
+const SEEDS: &[u64] = &[0x5ca1_ab1e, 0xdec0_de42, 0x0b57_ac1e, 0x7e57_5eed];
+const SEEDS_PER_STYLE: &[usize] = &[1, 3, 3, 4];
+
+fn ws(style: &Style, r: &mut Rng, out: &mut String) {
+    if style.spacing == 3 {
+        for _ in 0..r.below(3) {
+            out.push(if r.chance(30) { '\t' } else { ' ' });
+        }
+    }
+}
+
+fn write_str(s: &str, style: &Style, r: &mut Rng, out: &mut String) {
+    let hex = |out: &mut String, unit: u32, r: &mut Rng| {
+        if r.chance(50) {
+            write!(out, "\\u{unit:04x}").unwrap();
+        } else {
+            write!(out, "\\u{unit:04X}").unwrap();
+        }
+    };
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => hex(out, c as u32, r),
+            '/' if style.escape_slash => out.push_str("\\/"),
+            '<' | '>' | '&' | '\'' if style.escape_html => hex(out, c as u32, r),
+            c if c.is_ascii_alphabetic() && r.chance(style.escape_letters) => hex(out, c as u32, r),
+            c if !c.is_ascii() && style.escape_non_ascii => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    hex(out, *u as u32, r);
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn write_value(v: &Value, style: &Style, r: &mut Rng, out: &mut String) {
+    let (open_pad, colon, comma) = match style.spacing {
+        1 => ("", ": ", ", "),
+        2 => (" ", " : ", " , "),
+        _ => ("", ":", ","),
+    };
+    match v {
+        Value::String(s) => write_str(s, style, r, out),
+        Value::Array(items) => {
+            out.push('[');
+            out.push_str(open_pad);
+            ws(style, r, out);
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(comma);
+                    ws(style, r, out);
+                }
+                write_value(item, style, r, out);
+                ws(style, r, out);
+            }
+            out.push_str(open_pad);
+            out.push(']');
+        }
+        Value::Object(map) => {
+            // serde_json keeps the order it read (preserve_order): shuffle it here.
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            if r.chance(style.shuffle) {
+                for i in (1..entries.len()).rev() {
+                    entries.swap(i, r.index(i + 1));
+                }
+            }
+            out.push('{');
+            out.push_str(open_pad);
+            ws(style, r, out);
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(comma);
+                    ws(style, r, out);
+                }
+                write_str(k, style, r, out);
+                ws(style, r, out);
+                out.push_str(colon);
+                ws(style, r, out);
+                write_value(v, style, r, out);
+                ws(style, r, out);
+            }
+            out.push_str(open_pad);
+            out.push('}');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// The file rewritten line by line; lines that are not JSON stay as they are.
+fn rewrite(bytes: &[u8], style: &Style, r: &mut Rng) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_slice::<Value>(line) {
+            Ok(v) if !line.trim_ascii().is_empty() => {
+                let mut text = String::new();
+                write_value(&v, style, r, &mut text);
+                assert!(!text.contains('\n'));
+                let back: Value = serde_json::from_str(&text)
+                    .unwrap_or_else(|e| panic!("rewritten line does not parse ({e}): {text}"));
+                assert_eq!(back, v, "rewriting changed a line: {text}");
+                out.extend_from_slice(text.as_bytes());
+            }
+            _ => out.extend_from_slice(line),
+        }
+        if i + 1 < lines.len() {
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// A store holding every fixture, with every session file rewritten by `style`.
+fn rewritten_env(style: &Style, seed: u64) -> (TestEnv, usize) {
+    let env = TestEnv::empty();
+    let mut r = Rng(seed);
+    let mut changed = 0;
+    for agent in session_relay::adapters::names() {
+        copy_tree(&fixtures().join(agent), &env.home(agent));
+    }
+    for (agent, path) in fixture_sessions() {
+        let original = std::fs::read(&path).unwrap();
+        let text = rewrite(&original, style, &mut r);
+        changed += usize::from(text != original);
+        std::fs::write(env.home(agent).join(relative(agent, &path)), text).unwrap();
+    }
+    (env, changed)
+}
+
+fn relative(agent: &str, path: &Path) -> PathBuf {
+    path.strip_prefix(fixtures().join(agent))
+        .unwrap()
+        .to_path_buf()
+}
+
+/// What `list` and `show` say of every session file, keyed by its path in the store.
+struct Answers {
+    /// Listing rows: id, messages, title, cwd, created, updated.
+    list: BTreeMap<PathBuf, Value>,
+    /// What `show --json` prints, with the environment's own folder taken out of paths.
+    show: BTreeMap<PathBuf, Value>,
+}
+
+/// What of `show` must not change: all but the token estimate. Tool inputs keep the key order
+/// they were written in (serde_json's `preserve_order`) and are counted as JSON text, so a
+/// shuffle may move the estimate by a token.
+fn show_fields(shown: &Value) -> Value {
+    let mut v = shown.clone();
+    v.as_object_mut().unwrap().remove("estimated_tokens");
+    v
+}
+
+const LISTED: &[&str] = &["id", "messages", "title", "cwd", "created", "updated"];
+
+fn answers(env: &TestEnv) -> Answers {
+    let root = env.dir.path().display().to_string();
+    let mut list = BTreeMap::new();
+    for row in env
+        .list_json(&["list", "--all", "--json"])
+        .as_array()
+        .unwrap()
+    {
+        let path = PathBuf::from(row["path"].as_str().unwrap());
+        let rel = path.strip_prefix(env.dir.path()).unwrap().to_path_buf();
+        let fields: serde_json::Map<String, Value> = LISTED
+            .iter()
+            .map(|k| (k.to_string(), row[*k].clone()))
+            .collect();
+        list.insert(rel, Value::Object(fields));
+    }
+    // `show` in this process: the binary would load its tokenizer again for every file.
+    let cfg = env.config();
+    let mut show = BTreeMap::new();
+    for (agent, path) in fixture_sessions() {
+        let rel = Path::new(agent).join(relative(agent, &path));
+        let opts = commands::show::Options {
+            session: env.dir.path().join(&rel).display().to_string(),
+            scope: commands::Scope {
+                agent: None,
+                cwd: None,
+            },
+            to: None,
+            budget: None,
+        };
+        let report = commands::show::run(&cfg, &opts).unwrap();
+        let mut out = Vec::new();
+        render::json(&report, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap().replace(&root, "<ENV>");
+        show.insert(rel, serde_json::from_str(&text).unwrap());
+    }
+    Answers { list, show }
+}
+
+/// Where `list` and `show` disagree on a field both report.
+fn disagreements(a: &Answers, what: &str, problems: &mut Vec<String>) {
+    for (path, row) in &a.list {
+        let shown = &a.show[path];
+        let s = &shown["session"];
+        for (field, from_show) in [
+            ("messages", &shown["messages"]),
+            ("title", &s["title"]),
+            ("cwd", &s["cwd"]),
+            ("created", &s["created"]),
+            ("updated", &s["updated"]),
+        ] {
+            if &row[field] != from_show {
+                problems.push(format!(
+                    "{what}: list and show disagree on the {field} of {}: list {} / show {}",
+                    path.display(),
+                    row[field],
+                    from_show
+                ));
+            }
+        }
+    }
+}
+
+/// The fields of two JSON values that differ, by path.
+fn differing_fields(a: &Value, b: &Value, prefix: &str, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                match (x.get(k), y.get(k)) {
+                    (Some(va), Some(vb)) if va != vb => {
+                        differing_fields(va, vb, &format!("{prefix}{k}."), out)
+                    }
+                    (Some(_), Some(_)) => {}
+                    _ => out.push(format!("{prefix}{k}")),
+                }
+            }
+        }
+        _ if a != b => out.push(format!("{} ({a} -> {b})", prefix.trim_end_matches('.'))),
+        _ => {}
+    }
+}
+
+#[test]
+fn listing_and_show_do_not_depend_on_json_layout() {
+    let mut problems = Vec::new();
+    let original = answers(&TestEnv::with_fixtures());
+    assert!(original.list.len() >= 20, "{}", original.list.len());
+    disagreements(&original, "original", &mut problems);
+    let files = fixture_sessions().len();
+    let mut variants = 0;
+    for ((name, style), &n) in STYLES.iter().zip(SEEDS_PER_STYLE) {
+        for &seed in &SEEDS[..n] {
+            let (env, changed) = rewritten_env(style, seed);
+            assert!(
+                changed + 1 >= files,
+                "{name}: only {changed} of {files} files changed"
+            );
+            let what = format!("{name} (seed {seed:#x})");
+            let got = answers(&env);
+            assert_eq!(
+                got.list.keys().collect::<Vec<_>>(),
+                original.list.keys().collect::<Vec<_>>(),
+                "{what}: listed files"
+            );
+            for (path, row) in &original.list {
+                if &got.list[path] != row {
+                    let mut fields = Vec::new();
+                    differing_fields(row, &got.list[path], "", &mut fields);
+                    problems.push(format!(
+                        "{what}: list changed for {}: {}",
+                        path.display(),
+                        fields.join(", ")
+                    ));
+                }
+            }
+            for (path, shown) in &original.show {
+                let (before, after) = (show_fields(shown), show_fields(&got.show[path]));
+                if before != after {
+                    let mut fields = Vec::new();
+                    differing_fields(&before, &after, "", &mut fields);
+                    problems.push(format!(
+                        "{what}: show changed for {}: {}",
+                        path.display(),
+                        fields.join(", ")
+                    ));
+                }
+            }
+            disagreements(&got, &what, &mut problems);
+            variants += 1;
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} problem(s) over {files} files x {variants} variants:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    eprintln!(
+        "{files} session files x {variants} variants: list and show unchanged and in agreement"
+    );
+}
+
+/// A transcript as a serializer with `": "` and `", "` separators (Python's default) writes it.
+fn spaced_transcript(cwd: &str) -> String {
+    let lines = [
+        serde_json::json!({"type": "user", "parentUuid": null, "uuid": "u1", "sessionId": "5e55a1ed-0000-4000-8000-000000000001",
+            "timestamp": "2026-12-01T10:00:00.000Z", "cwd": cwd,
+            "message": {"role": "user", "content": "Spaced out prompt"}}),
+        serde_json::json!({"type": "assistant", "parentUuid": "u1", "uuid": "a1", "sessionId": "5e55a1ed-0000-4000-8000-000000000001",
+            "timestamp": "2026-12-01T10:00:05.000Z", "cwd": cwd,
+            "message": {"id": "msg_1", "role": "assistant", "content": [{"type": "text", "text": "Hello"}]}}),
+        serde_json::json!({"type": "user", "parentUuid": "a1", "uuid": "u2", "sessionId": "5e55a1ed-0000-4000-8000-000000000001",
+            "timestamp": "2026-12-01T10:01:00.000Z", "cwd": cwd,
+            "message": {"role": "user", "content": [{"type": "text", "text": "And again"}]}}),
+    ];
+    let style = STYLES[0].1;
+    let mut r = Rng(1);
+    let mut out = String::new();
+    for l in lines {
+        write_value(&l, &style, &mut r, &mut out);
+        out.push('\n');
+    }
+    assert!(out.contains(r#""type": "user""#), "{out}");
+    out
+}
+
+#[test]
+fn spaced_json_lists_its_messages_and_is_the_latest() {
+    let env = TestEnv::empty();
+    let project = env.project();
+    let dir = env.claude_home().join("projects/-spaced");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("5e55a1ed-0000-4000-8000-000000000001.jsonl"),
+        spaced_transcript(&project),
+    )
+    .unwrap();
+    let rows = env.list_json(&["list", "--cwd", &project, "--json"]);
+    let row = &rows.as_array().unwrap()[0];
+    assert_eq!(row["messages"], 3);
+    assert_eq!(row["title"], "Spaced out prompt");
+    assert_eq!(row["cwd"], project.as_str());
+    assert_eq!(row["created"]["original"], "2026-12-01T10:00:00.000Z");
+    assert_eq!(row["updated"]["original"], "2026-12-01T10:01:00.000Z");
+    let shown = env.json(&["show", "latest", "--cwd", &project, "--json"]);
+    assert_eq!(
+        shown["session"]["id"],
+        "5e55a1ed-0000-4000-8000-000000000001"
+    );
+    assert_eq!(shown["messages"], 3);
+}
