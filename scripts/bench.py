@@ -15,13 +15,16 @@ Data (generated once with fixed seeds, cached under target/bench-data):
       snapshots; Codex: session_meta, turn_context, task_started / token_count with
       model_context_window, reasoning, function_call / function_call_output with the command's
       item_completed, apply_patch, update_plan), compact JSON, ~30,000 messages per 100 MB,
-      tool outputs of 0.5-10 KB;
+      tool outputs of 0.5-10 KB, usage records that follow the context and a compaction each
+      time it nears the window (Claude at 150k tokens, Codex at 80% of 258,400), as the CLIs
+      do: about 70 (Claude) and 40 (Codex) compactions per 100 MB;
   * a store of --store sessions (~1.8 GB at 5,000) of the first shape.
   Sizes above 100 MB (300 by default) are run for session-relay's relays only, to compare peak
   RSS at 300 MB against 100 MB.
 
-Measurements (each the median wall time of --runs warm runs after one warm-up, files in page
-cache, and the highest peak RSS of those runs, from /usr/bin/time -f %M per child):
+Measurements (each the median wall time and median CPU time (user + system, from
+getrusage(RUSAGE_CHILDREN)) of --runs warm runs after one warm-up, files in page cache, and the
+highest peak RSS of those runs, from /usr/bin/time -f %M per child):
   * relay (not --dry-run) Claude -> Codex and Codex -> Claude into scratch homes, --force to
     relay again, each shape and size; the peers' conversions of the same session beside it;
   * show of each session (the peer job: `casr info`);
@@ -31,14 +34,18 @@ cache, and the highest peak RSS of those runs, from /usr/bin/time -f %M per chil
   * the ratios session-relay / peer (time and peak RSS): below 1 means session-relay is faster
     or smaller.
 Each relay and peer conversion is checked after its runs: the session it wrote is found in the
-scratch target home and its lines counted (reported as "wrote").
+scratch target home, its lines counted, and it is read back with `session-relay show FILE`
+(reported as "wrote ... read back: N messages").
 
 Output: a plain table while running, then Markdown tables to paste into the README (also in
 target/bench-results.md) and the raw results as JSON (target/bench-results.json).
 
-A default run (sizes 1,10,100,300, both shapes, 3 runs, all peers) takes about 15 minutes on
-the 2-core machine once the data is cached; generating the data the first time adds about
-10 minutes (4.3 GB).
+A default run (sizes 1,10,100,300, both shapes, 3 runs, all three peers) took 18 minutes on the
+shared 2-core machine (load average 10-15 from other work) with the data cached; generating
+the data the first time (3.5 GB) took another 10 minutes there (1.5 minutes of CPU). Under such
+load wall times run 2-4 times the CPU times; compare CPU times between runs on a busy machine.
+Messages per 100 MB: "many" ~34,000 (Claude: user/assistant lines) and ~27,000 (Codex:
+response items); "large" ~19,500 and ~17,800.
 
 Peers (--peers-help) are looked for under $SESSION_RELAY_PEERS (default
 ~/.cache/session-relay-peers) and run only with scratch homes (HOME, CLAUDE_HOME, CODEX_HOME
@@ -67,15 +74,16 @@ PEER_MAX_MB = 100
 PEERS_HELP = """Peers are looked for under $SESSION_RELAY_PEERS (default ~/.cache/session-relay-peers):
 
   # casr (cross_agent_session_resumer, Rust, crates.io): casr resume / info / list
-  cargo install cross_agent_session_resumer --root ~/.cache/session-relay-peers
+  cargo install cross_agent_session_resumer --locked --root ~/.cache/session-relay-peers
   # transession (Rust, crates.io): transession convert FILE OUT
-  cargo install transession --root ~/.cache/session-relay-peers
+  cargo install transession --locked --root ~/.cache/session-relay-peers
   # harness-convert (Python, PyPI): hc convert
   python3 -m venv ~/.cache/session-relay-peers/venv
   ~/.cache/session-relay-peers/venv/bin/pip install harness-convert
 
-Installing casr builds it from source (a few minutes on 2 cores; it needs Rust 1.85+, stable
-works). The peers are run with scratch homes only:
+Installing casr builds it from source (about 10 minutes on 2 cores). Keep --locked: without
+it cargo picks newer dependencies that need a newer Rust than 1.95. The peers are run with
+scratch homes only:
   casr resume cod|cc SESSION --source cc|cod --workspace DIR --json
       with HOME=<scratch> CLAUDE_HOME=<claude home> CODEX_HOME=<codex home>
   casr info SESSION --source cc|cod --json        (beside `session-relay show`)
