@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 pub mod fields;
+pub mod pruned;
 
 /// Longest line read whole. Longer lines (a pasted 100 MB log) are skipped with a warning, so
 /// that memory stays bounded whatever the input.
@@ -108,6 +109,25 @@ const BLOCK: usize = 4 << 20;
 pub fn for_each_line_prepared(
     path: &Path,
     prepare: impl Fn(&mut Value) + Sync,
+    f: impl FnMut(usize, Line) -> Result<()>,
+) -> Result<PassStats> {
+    for_each_line_with(path, Pass::default(), prepare, f)
+}
+
+/// How a pass parses lines.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Pass {
+    /// Leave out what a relay will not keep while parsing (see `pruned`).
+    pub prune: Option<pruned::Prune>,
+    /// Hand on only lines from this number on (the earlier ones are read, not parsed).
+    pub from_line: usize,
+}
+
+/// `for_each_line_prepared`, parsing as `pass` says.
+pub fn for_each_line_with(
+    path: &Path,
+    pass: Pass,
+    prepare: impl Fn(&mut Value) + Sync,
     mut f: impl FnMut(usize, Line) -> Result<()>,
 ) -> Result<PassStats> {
     use rayon::prelude::*;
@@ -138,6 +158,9 @@ pub fn for_each_line_prepared(
                 continue;
             }
             stats.lines += 1;
+            if no < pass.from_line {
+                continue;
+            }
             bytes += line.len();
             // The buffer itself goes to the parser (JSON allows the surrounding whitespace):
             // no copy of each line on the hot path.
@@ -151,7 +174,11 @@ pub fn for_each_line_prepared(
                     Ok(s) => (s, false),
                     Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
                 };
-                let r = serde_json::from_str::<Value>(text.trim())
+                let parsed = match &pass.prune {
+                    Some(prune) => pruned::parse(text.trim().as_bytes(), prune),
+                    None => serde_json::from_str::<Value>(text.trim()),
+                };
+                let r = parsed
                     .map(|mut v| {
                         prepare(&mut v);
                         v

@@ -58,6 +58,24 @@ pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `trim_output` of a text of which `text` holds at least the first and the last
+/// `max` characters (pieces cut earlier at the same `max`), `n` characters long in full: the
+/// same result as cutting the full text.
+pub fn trim_output_of(text: &str, max: usize, n: usize) -> String {
+    if n <= max {
+        return text.to_string();
+    }
+    let head_len = max * 2 / 3;
+    let tail_len = max - head_len;
+    let have = text.chars().count();
+    let head: String = text.chars().take(head_len).collect();
+    let tail: String = text.chars().skip(have.saturating_sub(tail_len)).collect();
+    format!(
+        "{head}\n[… {} chars cut …]\n{tail}",
+        n - head_len - tail_len
+    )
+}
+
 /// `1536` -> `1.5 KB`.
 pub fn human_size(n: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
@@ -134,6 +152,16 @@ mod tests {
         );
         assert_eq!(safe("\u{9b}31m"), "\\x9b31m");
         assert_eq!(safe("abc\u{202e}fed"), "abc\\u{202e}fed");
+    }
+
+    #[test]
+    fn trimming_a_trimmed_text_with_its_full_length_gives_the_same_text() {
+        let full: String = (0..500)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let once = trim_output(&full, 90);
+        assert_eq!(trim_output_of(&once, 90, 500), once);
+        assert_eq!(trim_output_of(&full, 90, 500), once);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::chain::{self, CHAIN_TYPES, Link};
+use crate::adapter::REDUCED_OUTPUT_CHARS;
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{Message, Role, Session, SubagentLink, TimeSpan, Timestamp, Todo, TodoStatus};
 
@@ -77,13 +78,24 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let mut entrypoint: Option<String> = None;
     let mut not_an_object = 0usize;
 
+    // A relay keeps at most `max` characters of any output: tool outputs are cut while each
+    // line is parsed, and with a tail, outputs before it are kept only to their first line.
     let max = opts.max_tool_output;
+    let first_max = match (max, opts.full_tail_tokens) {
+        (Some(_), Some(_)) => Some(REDUCED_OUTPUT_CHARS),
+        (m, _) => m,
+    };
+    let reduced = opts.full_tail_tokens.is_some();
     let prepare = move |v: &mut Value| {
-        if let Some(max) = max {
-            shrink(v, max);
+        if let Some(max) = first_max {
+            shrink(v, max, reduced);
         }
     };
-    let pass = jsonl::for_each_line_prepared(path, prepare, |no, line| {
+    let first_pass = jsonl::Pass {
+        prune: first_max.map(prune),
+        from_line: 0,
+    };
+    let pass = jsonl::for_each_line_with(path, first_pass, prepare, |no, line| {
         let Line::Json(v) = line else { return Ok(()) };
         let Some(kind) = str_field(&v, "type").map(str::to_string) else {
             not_an_object += 1;
@@ -201,6 +213,9 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     }
 
     let active = active_lines(&entries, subagent_of.is_some(), &mut session);
+    if let (Some(max), Some(tail)) = (max, opts.full_tail_tokens) {
+        read_tail_in_full(path, &mut entries, &active, tail, max)?;
+    }
     let mut todos: Option<Vec<Todo>> = None;
     for e in entries.iter().filter(|e| active.contains(&e.line)) {
         convert(e, &mut session, &mut todos);
@@ -325,6 +340,9 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                                     b.get("is_error").and_then(Value::as_bool) == Some(true);
                                 if let Some(n) = b.get("_original_chars") {
                                     m = m.with_meta("original_chars", n.clone());
+                                }
+                                if b.get("_reduced").is_some() {
+                                    m = m.with_meta("reduced", true);
                                 }
                                 if let Some(Value::String(s)) = e.value.get("toolUseResult")
                                     && s.starts_with("User rejected")
@@ -492,16 +510,24 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
     }
 }
 
-/// Drops what a relay will not keep from a parsed line, before the line is stored: the
-/// `toolUseResult` copy of each tool output, and the middle of outputs over `max` characters.
-fn shrink(v: &mut Value, max: usize) {
+/// How a relay's read prunes a line: `toolUseResult` (the UI's copy of a tool output) is
+/// skipped, tool outputs are cut to `max` characters while parsed.
+fn prune(max: usize) -> jsonl::pruned::Prune {
+    jsonl::pruned::Prune {
+        skip_root: &["toolUseResult"],
+        regions: &[&["message", "content", "*", "content"]],
+        max_chars: max,
+        keep_json: false,
+    }
+}
+
+/// Makes each tool output of a (pruned) line one text of at most `max` characters, with its
+/// full length in `_original_chars` when it was cut. `reduced` marks cut outputs as read only
+/// in part (see `ReadOptions::full_tail_tokens`).
+fn shrink(v: &mut Value, max: usize, reduced: bool) {
+    use crate::jsonl::pruned::ORIGINAL_CHARS;
     if str_field(v, "type") != Some("user") {
         return;
-    }
-    if let Some(obj) = v.as_object_mut()
-        && !matches!(obj.get("toolUseResult"), Some(Value::String(s)) if s.len() < 4096)
-    {
-        obj.remove("toolUseResult");
     }
     let Some(blocks) = v
         .pointer_mut("/message/content")
@@ -513,12 +539,93 @@ fn shrink(v: &mut Value, max: usize) {
         if str_field(b, "type") != Some("tool_result") {
             continue;
         }
-        let text = flatten_content(b.get("content"));
-        let n = text.chars().count();
+        let (text, n) = flatten_measured(b.get("content"));
+        let n = b
+            .get(ORIGINAL_CHARS)
+            .and_then(Value::as_u64)
+            .map_or(n, |o| o as usize);
         if n > max {
-            b["content"] = Value::String(crate::text::trim_output(&text, max));
-            b["_original_chars"] = json!(n);
+            b["content"] = Value::String(crate::text::trim_output_of(&text, max, n));
+            b[ORIGINAL_CHARS] = json!(n);
+            if reduced {
+                b["_reduced"] = json!(true);
+            }
         }
+    }
+}
+
+/// The newest lines of the branch, about `tail` tokens of them from the last back to the start
+/// of a turn, read again with outputs cut to `max` instead of their first line.
+fn read_tail_in_full(
+    path: &Path,
+    entries: &mut [Entry],
+    active: &HashSet<usize>,
+    tail: usize,
+    max: usize,
+) -> Result<()> {
+    use crate::jsonl::pruned::ORIGINAL_CHARS;
+    let mut tokens = 0usize;
+    let mut from = None;
+    for e in entries.iter().rev().filter(|e| active.contains(&e.line)) {
+        let mut chars = e.value.pointer("/message/content").map_or(0, |c| match c {
+            Value::String(s) => s.len(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .map(|b| match b.get(ORIGINAL_CHARS).and_then(Value::as_u64) {
+                    Some(n) => (n as usize).min(max),
+                    None => b.to_string().len(),
+                })
+                .sum(),
+            _ => 0,
+        });
+        chars += 200;
+        tokens += chars / 4;
+        if e.kind == "user" && tokens >= tail && starts_turn(e) {
+            from = Some(e.line);
+            break;
+        }
+    }
+    // Everything read in part: the tail is the whole session.
+    let from = from.unwrap_or(0);
+    if !entries
+        .iter()
+        .any(|e| e.line >= from && blocks(&e.value).any(|b| b.get("_reduced").is_some()))
+    {
+        return Ok(());
+    }
+    let at: std::collections::HashMap<usize, usize> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.line, i))
+        .collect();
+    jsonl::for_each_line_with(
+        path,
+        jsonl::Pass {
+            prune: Some(prune(max)),
+            from_line: from,
+        },
+        move |v: &mut Value| shrink(v, max, false),
+        |no, line| {
+            if let (Line::Json(v), Some(&i)) = (line, at.get(&no)) {
+                entries[i].value = v;
+            }
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
+
+/// Whether a chain line starts a turn: a user line with the person's own words.
+fn starts_turn(e: &Entry) -> bool {
+    let meta = e.value.get("isMeta").and_then(Value::as_bool) == Some(true);
+    let summary = e.value.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
+    match e.value.pointer("/message/content") {
+        Some(Value::String(s)) => injected_kind(s, meta, summary).is_none(),
+        Some(Value::Array(items)) => items.iter().any(|b| {
+            str_field(b, "type") == Some("text")
+                && injected_kind(str_field(b, "text").unwrap_or(""), meta, summary).is_none()
+        }),
+        _ => false,
     }
 }
 
@@ -555,6 +662,29 @@ pub(super) fn injected_kind(text: &str, meta: bool, compact_summary: bool) -> Op
     } else {
         None
     }
+}
+
+/// Tool result content as text, with its length in characters before any cut the pruned parse
+/// made in its blocks.
+fn flatten_measured(c: Option<&Value>) -> (String, usize) {
+    use crate::jsonl::pruned::ORIGINAL_CHARS;
+    let text = flatten_content(c);
+    let n = match c {
+        Some(Value::Array(items)) if items.iter().any(|b| b.get(ORIGINAL_CHARS).is_some()) => {
+            let pieces: usize = items
+                .iter()
+                .map(|b| match b.get(ORIGINAL_CHARS).and_then(Value::as_u64) {
+                    Some(n) => n as usize,
+                    None => flatten_content(Some(&Value::Array(vec![b.clone()])))
+                        .chars()
+                        .count(),
+                })
+                .sum();
+            pieces + items.len().saturating_sub(1)
+        }
+        _ => text.chars().count(),
+    };
+    (text, n)
 }
 
 /// Renders tool_result content (a string or a list of blocks) as text.
