@@ -115,7 +115,11 @@ impl ListCache {
             let mut tmp = tempfile::Builder::new()
                 .prefix(".list-cache.")
                 .tempfile_in(dir)?;
-            serde_json::to_writer(&mut tmp, &disk)?;
+            // Buffered: serde_json writes each token on its own, a syscall apiece unbuffered.
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut tmp);
+            serde_json::to_writer(&mut out, &disk)?;
+            std::io::Write::flush(&mut out)?;
+            drop(out);
             tmp.persist(file)?;
             Ok(())
         };
