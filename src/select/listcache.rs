@@ -29,7 +29,10 @@ pub struct ListCache {
     dirty: Mutex<bool>,
 }
 
-const VERSION: u32 = 1;
+/// Bumped when the scanners' answers change, so that summaries cached by an older build of the
+/// same version are scanned again. 2: the scanners read fields instead of matching bytes, and
+/// created/updated have one definition.
+const VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct OnDisk {
