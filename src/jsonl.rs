@@ -227,31 +227,86 @@ pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 /// (see `for_each_line`): blank lines and lines over `MAX_LINE` are skipped, invalid UTF-8 is
 /// replaced, surrounding whitespace is trimmed. So a listing scanner finds a field wherever it
 /// sits in a line (a timestamp after a long tool output). `f` returns false to stop.
+///
+/// Lines are handed over where they lie in the reader's buffer; only a line that runs past the
+/// end of the buffer is gathered in a buffer of its own.
 pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &str) -> bool) -> Result<()> {
     let mut reader = open(path)?;
-    let mut buf = Vec::new();
-    let mut no = 0;
+    // The start of a line that runs past the reader's buffer (at most MAX_LINE bytes of it),
+    // and its length so far.
+    let mut partial: Vec<u8> = Vec::new();
+    let mut partial_len = 0usize;
+    let mut no = 0usize;
+    let keep = |partial: &mut Vec<u8>, bytes: &[u8]| {
+        let room = MAX_LINE.saturating_sub(partial.len());
+        partial.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    };
     loop {
-        let (n, _) = read_line_bounded(&mut *reader, &mut buf, MAX_LINE)
-            .with_context(|| format!("read error in {} after line {no}", path.display()))?;
-        if n == 0 {
-            return Ok(());
-        }
-        no += 1;
-        if n > MAX_LINE || trim_ascii(&buf).is_empty() {
-            continue;
-        }
-        let lossy;
-        let text = match std::str::from_utf8(&buf) {
-            Ok(s) => s,
-            Err(_) => {
-                lossy = String::from_utf8_lossy(&buf);
-                &lossy
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("read error in {} after line {no}", path.display()));
             }
         };
-        if !f(no, text.trim()) {
+        if chunk.is_empty() {
+            if partial_len > 0 {
+                scan_line(no + 1, &partial, partial_len, &mut f);
+            }
             return Ok(());
         }
+        let len = chunk.len();
+        let mut rest = chunk;
+        let mut go_on = true;
+        if partial_len > 0 {
+            match memchr::memchr(b'\n', rest) {
+                Some(i) => {
+                    keep(&mut partial, &rest[..=i]);
+                    no += 1;
+                    go_on = scan_line(no, &partial, partial_len + i + 1, &mut f);
+                    partial.clear();
+                    partial_len = 0;
+                    rest = &rest[i + 1..];
+                }
+                None => {
+                    keep(&mut partial, rest);
+                    partial_len += len;
+                    rest = &[];
+                }
+            }
+        }
+        while go_on && !rest.is_empty() {
+            match memchr::memchr(b'\n', rest) {
+                Some(i) => {
+                    no += 1;
+                    go_on = scan_line(no, &rest[..=i], i + 1, &mut f);
+                    rest = &rest[i + 1..];
+                }
+                None => {
+                    keep(&mut partial, rest);
+                    partial_len = rest.len();
+                    rest = &[];
+                }
+            }
+        }
+        reader.consume(len);
+        if !go_on {
+            return Ok(());
+        }
+    }
+}
+
+/// One line for `scan_lines`: `bytes` is the line as kept (with its newline), `len` its full
+/// length. Returns what `f` returns (true for a line `f` does not see).
+fn scan_line(no: usize, bytes: &[u8], len: usize, f: &mut impl FnMut(usize, &str) -> bool) -> bool {
+    // As `for_each_line_prepared`: a line over MAX_LINE is skipped whole.
+    if len > MAX_LINE || trim_ascii(bytes).is_empty() {
+        return true;
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(s) => f(no, s.trim()),
+        Err(_) => f(no, String::from_utf8_lossy(bytes).trim()),
     }
 }
 
@@ -278,4 +333,63 @@ pub fn tail_lines(path: &Path, max: u64) -> Result<Vec<Vec<u8>>> {
     }
     lines.retain(|l| !l.trim_ascii().is_empty());
     Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `scan_lines` hands over exactly the lines `for_each_line` parses, also across the
+    /// reader's 64 KB buffer and for lines longer than it.
+    #[test]
+    fn scan_lines_sees_what_the_reader_parses() {
+        let mut file = Vec::new();
+        let mut want = 0;
+        for (i, len) in [10, 65_000, 70_000, 3, 200_000, 65_530, 65_536, 1, 140_000]
+            .iter()
+            .enumerate()
+        {
+            let pad = "é".repeat(len / 2);
+            file.extend_from_slice(format!(" {{\"n\":{i},\"pad\":\"{pad}\"}}\r\n").as_bytes());
+            want += 1;
+            match i % 3 {
+                0 => file.extend_from_slice(b"\n   \n"),
+                1 => file.extend_from_slice(b"{\"broken\": \n"),
+                _ => file.extend_from_slice(b"{\"bad\":\"\xff\xfe\"}\n"),
+            }
+            want += usize::from(i % 3 == 2);
+        }
+        file.extend_from_slice(b"{\"last\":true}");
+        want += 1;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, &file).unwrap();
+
+        let mut read = Vec::new();
+        for_each_line(&path, |no, line| {
+            if let Line::Json(v) = line {
+                read.push((no, v));
+            }
+            Ok(())
+        })
+        .unwrap();
+        let mut scanned = Vec::new();
+        scan_lines(&path, |no, text| {
+            if let Ok(v) = serde_json::from_str::<Value>(text) {
+                scanned.push((no, v));
+            }
+            true
+        })
+        .unwrap();
+        assert_eq!(read.len(), want);
+        assert_eq!(scanned, read);
+
+        let mut first = Vec::new();
+        scan_lines(&path, |no, _| {
+            first.push(no);
+            false
+        })
+        .unwrap();
+        assert_eq!(first, [1]);
+    }
 }

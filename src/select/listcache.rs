@@ -29,7 +29,10 @@ pub struct ListCache {
     dirty: Mutex<bool>,
 }
 
-const VERSION: u32 = 1;
+/// Bumped when the scanners' answers change, so that summaries cached by an older build of the
+/// same version are scanned again. 2: the scanners read fields instead of matching bytes, and
+/// created/updated have one definition.
+const VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct OnDisk {
@@ -115,7 +118,11 @@ impl ListCache {
             let mut tmp = tempfile::Builder::new()
                 .prefix(".list-cache.")
                 .tempfile_in(dir)?;
-            serde_json::to_writer(&mut tmp, &disk)?;
+            // Buffered: serde_json writes each token on its own, a syscall apiece unbuffered.
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut tmp);
+            serde_json::to_writer(&mut out, &disk)?;
+            std::io::Write::flush(&mut out)?;
+            drop(out);
             tmp.persist(file)?;
             Ok(())
         };
