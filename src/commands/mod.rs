@@ -81,12 +81,19 @@ pub fn plan_relay(
     crate::plan::plan(cfg, source, target)
 }
 
+/// Set to read every turn of a relayed session in full (for checking that reading only the
+/// newest turns in full changes nothing, and for debugging).
+pub const FULL_READ_ENV: &str = "SESSION_RELAY_FULL_READ";
+
 /// How a relay to `target` reads its source (see `plan::read_options`).
 pub fn relay_read_options(
     cfg: &Config,
     target: &dyn crate::adapter::Adapter,
     budget: Option<usize>,
 ) -> ReadOptions {
+    if std::env::var_os(FULL_READ_ENV).is_some_and(|v| !v.is_empty()) {
+        return crate::plan::read_options_full();
+    }
     crate::plan::read_options(crate::plan::budget_for(cfg, target, budget).0)
 }
 

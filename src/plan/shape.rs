@@ -135,22 +135,28 @@ pub fn shape(
                     let mut r = carry(m, Role::ToolResult, m.content.clone());
                     r.tool_call_id = id_map.get(&id).cloned();
                     r.is_error = m.is_error;
-                    if let Some(code) = m.metadata.get("exit_code") {
-                        r.metadata.insert("exit_code".into(), code.clone());
+                    // The exit code travels; the output's full length and whether the reader took
+                    // it only in part stay for the fit.
+                    for key in ["exit_code", "original_chars", "reduced"] {
+                        if let Some(v) = m.metadata.get(key) {
+                            r.metadata.insert(key.into(), v.clone());
+                        }
                     }
                     out.messages.push(r);
                 } else if let Some(&call) = text_calls.get(&id) {
-                    out.messages.push(
-                        carry(
-                            m,
-                            Role::Assistant,
-                            calls::transcript(&source.messages[call], Some(m)),
-                        )
-                        .with_meta("kind", "tool_transcript")
-                        .with_meta("oneline", calls::one_line(&source.messages[call], Some(m)))
-                        // What the source held, for the report: the call's output in full.
-                        .with_meta("source_chars", m.output_chars()),
-                    );
+                    let mut t = carry(
+                        m,
+                        Role::Assistant,
+                        calls::transcript(&source.messages[call], Some(m)),
+                    )
+                    .with_meta("kind", "tool_transcript")
+                    .with_meta("oneline", calls::one_line(&source.messages[call], Some(m)))
+                    // What the source held, for the report: the call's output in full.
+                    .with_meta("source_chars", m.output_chars());
+                    if let Some(v) = m.metadata.get("reduced") {
+                        t.metadata.insert("reduced".into(), v.clone());
+                    }
+                    out.messages.push(t);
                 } else {
                     // A result whose call never appeared: nothing can be paired with it.
                     stats.dropped_orphan_results += 1;

@@ -11,6 +11,7 @@ mod export;
 mod fuzz_readers;
 mod hostile;
 mod layout;
+mod lazy;
 mod list_and_select;
 mod read;
 mod redaction;

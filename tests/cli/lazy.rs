@@ -1,0 +1,184 @@
+//! A relay reads long sessions only in part (the newest turns in full, older tool outputs only
+//! to their first characters) and reads again in full when its fit wants more. What it carries
+//! must be exactly what a full read gives: for every fixture and for large generated sessions,
+//! in every direction, at budgets small enough that most of a session is left out.
+
+use std::io::Write;
+
+use crate::common::{TestEnv, fixture_sessions};
+use serde_json::json;
+
+/// `export SESSION --to TARGET --budget N`: the fitted session as neutral JSONL (deterministic:
+/// no new ids), read in part and read in full.
+fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, String) {
+    let args = [
+        "export",
+        session,
+        "--to",
+        to,
+        "--budget",
+        budget,
+        "--cwd",
+        "/tmp/lazy",
+    ];
+    let lazy = env.ok(&args);
+    let out = env
+        .cmd()
+        .env(session_relay::commands::FULL_READ_ENV, "1")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (lazy, String::from_utf8(out.stdout).unwrap())
+}
+
+#[test]
+fn reading_in_part_changes_nothing_for_any_fixture() {
+    let env = TestEnv::with_fixtures();
+    let mut compared = 0;
+    for (agent, path) in fixture_sessions() {
+        let rel = path
+            .strip_prefix(crate::common::fixtures().join(agent))
+            .unwrap();
+        let file = env.home(agent).join(rel);
+        for to in session_relay::adapters::names() {
+            for budget in ["1500", "4000", "20000"] {
+                let out = env
+                    .cmd()
+                    .args([
+                        "export",
+                        file.to_str().unwrap(),
+                        "--to",
+                        to,
+                        "--budget",
+                        budget,
+                        "--cwd",
+                        "/tmp/lazy",
+                    ])
+                    .output()
+                    .unwrap();
+                if !out.status.success() {
+                    // A budget below the always-kept part is refused both ways alike.
+                    let full = env
+                        .cmd()
+                        .env(session_relay::commands::FULL_READ_ENV, "1")
+                        .args([
+                            "export",
+                            file.to_str().unwrap(),
+                            "--to",
+                            to,
+                            "--budget",
+                            budget,
+                            "--cwd",
+                            "/tmp/lazy",
+                        ])
+                        .output()
+                        .unwrap();
+                    assert!(
+                        !full.status.success(),
+                        "{} -> {to} at {budget}",
+                        path.display()
+                    );
+                    continue;
+                }
+                let (lazy, full) = both_ways(&env, file.to_str().unwrap(), to, budget);
+                assert!(
+                    lazy == full,
+                    "{} -> {to} at {budget}: reading in part changed the relay",
+                    path.display()
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 40, "only {compared} comparisons");
+}
+
+/// A Claude Code session of about `mb` MB: many turns, each with tool calls whose outputs are
+/// long, so that a relay leaves most of them out.
+fn write_long_claude_session(env: &TestEnv, id: &str, turns: usize) -> std::path::PathBuf {
+    let dir = env.claude_home().join("projects/-tmp-lazy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{id}.jsonl"));
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut parent: Option<String> = None;
+    let mut n = 0u64;
+    let mut line = |f: &mut std::io::BufWriter<std::fs::File>,
+                    kind: &str,
+                    message: serde_json::Value| {
+        n += 1;
+        let uuid = format!("00000000-0000-4000-8000-{n:012}");
+        let ts = format!(
+            "2026-11-{:02}T{:02}:{:02}:{:02}.000Z",
+            1 + n / 86400 % 28,
+            n / 3600 % 24,
+            n / 60 % 60,
+            n % 60
+        );
+        let v = json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/tmp/lazy",
+            "sessionId": id, "version": "2.1.332", "type": kind, "message": message, "uuid": uuid, "timestamp": ts});
+        writeln!(f, "{v}").unwrap();
+        parent = Some(uuid);
+    };
+    for t in 0..turns {
+        let prompt = if t % 97 == 13 {
+            format!("Turn {t}: we must never commit generated files. Fix module {t}.")
+        } else {
+            format!("Turn {t}: please fix module {t} and run the tests")
+        };
+        line(&mut f, "user", json!({"role": "user", "content": prompt}));
+        for c in 0..3 {
+            let id = format!("toolu_{t}_{c}");
+            line(
+                &mut f,
+                "assistant",
+                json!({"id": format!("msg_{t}_{c}"), "role": "assistant", "model": "claude-opus-4-6",
+                "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": format!("cargo test -p m{t} # {c}")}}]}),
+            );
+            let output: String = (0..(40 + (t * 7 + c * 13) % 300))
+                .map(|i| {
+                    format!(
+                        "test m{t}::case_{i} ... {}\n",
+                        if i % 17 == 0 { "FAILED" } else { "ok" }
+                    )
+                })
+                .collect();
+            line(
+                &mut f,
+                "user",
+                json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id,
+                "content": output, "is_error": c == 1 && t % 5 == 0}]}),
+            );
+        }
+        line(
+            &mut f,
+            "assistant",
+            json!({"id": format!("msg_{t}_end"), "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": format!("Module {t} is fixed; we decided to keep the old API.")}]}),
+        );
+    }
+    drop(f);
+    path
+}
+
+#[test]
+fn reading_in_part_changes_nothing_for_a_long_session() {
+    let env = TestEnv::empty();
+    let id = "5e55b0b0-0000-4000-8000-00000000a11a";
+    let path = write_long_claude_session(&env, id, 600);
+    assert!(std::fs::metadata(&path).unwrap().len() > 8 << 20);
+    for to in session_relay::adapters::names() {
+        for budget in ["6000", "30000", "120000"] {
+            let (lazy, full) = both_ways(&env, path.to_str().unwrap(), to, budget);
+            assert!(
+                lazy == full,
+                "-> {to} at {budget}: reading in part changed the relay"
+            );
+            assert!(lazy.lines().count() > 10);
+        }
+    }
+}
