@@ -134,7 +134,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
                     sidechain: v.get("isSidechain").and_then(Value::as_bool) == Some(true),
                     timestamp: str_field(&v, "timestamp").map(str::to_string),
                     kind,
-                    value: v,
+                    value: slim(v),
                 });
             }
             "custom-title" => custom_title = str_field(&v, "customTitle").map(str::to_string),
@@ -233,6 +233,55 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     session.pair_tool_calls();
     session.fill_times_from_messages();
     Ok(session)
+}
+
+/// The keys of a chain line that `convert` reads: the envelope every line repeats (cwd,
+/// session id, version, branch, ...) is read once above and need not be kept per line.
+const KEPT_KEYS: &[&str] = &[
+    "message",
+    "isMeta",
+    "isCompactSummary",
+    "isApiErrorMessage",
+    "toolUseResult",
+    "subtype",
+    "content",
+    "compactMetadata",
+    "attachment",
+];
+
+/// The keys of a line's `message` that `convert` reads, and of its `usage`.
+const KEPT_MESSAGE_KEYS: &[&str] = &["role", "id", "model", "content", "usage"];
+const KEPT_USAGE_KEYS: &[&str] = &[
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+];
+
+fn keep(v: Value, keys: &[&str]) -> Value {
+    match v {
+        Value::Object(mut o) => {
+            let mut kept = serde_json::Map::with_capacity(keys.len());
+            for k in keys {
+                if let Some(x) = o.remove(*k) {
+                    kept.insert((*k).to_string(), x);
+                }
+            }
+            Value::Object(kept)
+        }
+        other => other,
+    }
+}
+
+fn slim(v: Value) -> Value {
+    let mut v = keep(v, KEPT_KEYS);
+    if let Some(m) = v.get_mut("message") {
+        let mut message = keep(std::mem::take(m), KEPT_MESSAGE_KEYS);
+        if let Some(u) = message.get_mut("usage") {
+            *u = keep(std::mem::take(u), KEPT_USAGE_KEYS);
+        }
+        *m = message;
+    }
+    v
 }
 
 /// Line numbers of the entries on the branch Claude Code loads (see `chain::active_branch`).
@@ -607,7 +656,7 @@ fn read_tail_in_full(
         move |v: &mut Value| shrink(v, max, false),
         |no, line| {
             if let (Line::Json(v), Some(&i)) = (line, at.get(&no)) {
-                entries[i].value = v;
+                entries[i].value = slim(v);
             }
             Ok(())
         },

@@ -9,6 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
+use crate::adapter::REDUCED_OUTPUT_CHARS;
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{GitInfo, Message, Role, Session, TimeSpan, Timestamp, Todo, TodoStatus};
 
@@ -34,18 +35,81 @@ struct State {
     last_model: Option<String>,
     /// Cut tool outputs longer than this (see `ReadOptions`).
     max_output: Option<usize>,
+    /// Outputs are being read only in part (see `ReadOptions::full_tail_tokens`).
+    reduced: bool,
 }
 
-/// A tool result's text, cut to head and tail when the reader was asked to.
-fn output_message(mut m: Message, max: Option<usize>) -> Message {
+/// A tool result's text, cut to head and tail when the reader was asked to. `original` is
+/// the output's full length when the pruned parse already cut it.
+fn output_message(
+    mut m: Message,
+    max: Option<usize>,
+    original: Option<usize>,
+    reduced: bool,
+) -> Message {
     if let Some(max) = max {
-        let n = m.content.chars().count();
+        let n = original.unwrap_or_else(|| m.content.chars().count());
         if n > max {
-            m.content = crate::text::trim_output(&m.content, max);
+            m.content = crate::text::trim_output_of(&m.content, max, n);
             m = m.with_meta("original_chars", n);
+            if reduced {
+                m = m.with_meta("reduced", true);
+            }
         }
     }
     m
+}
+
+/// How a relay's read prunes a line: tool outputs (and the outputs events repeat) are cut to
+/// `max` characters while parsed; outputs that are JSON documents stay whole, since the exit
+/// code of older rollouts is inside them.
+fn prune(max: usize) -> jsonl::pruned::Prune {
+    jsonl::pruned::Prune {
+        skip_root: &[],
+        regions: &[
+            &["payload", "output"],
+            &["payload", "aggregated_output"],
+            &["payload", "formatted_output"],
+            &["payload", "stdout"],
+            &["payload", "stderr"],
+            &["payload", "unified_diff"],
+            &["payload", "item", "aggregated_output"],
+            &["output"],
+        ],
+        max_chars: max,
+        keep_json: true,
+    }
+}
+
+/// The full length of a tool output whose parts the pruned parse cut (`None`: nothing cut).
+/// `holder` is the object holding the `output` key.
+fn cut_length(holder: &Value, key: &str) -> Option<usize> {
+    use crate::jsonl::pruned::ORIGINAL_CHARS;
+    let count = |v: &Value| {
+        v.get(ORIGINAL_CHARS)
+            .and_then(Value::as_u64)
+            .map(|n| n as usize)
+    };
+    match holder.get(key)? {
+        Value::String(_) => count(holder),
+        Value::Array(parts) if parts.iter().any(|p| count(p).is_some()) => Some(
+            parts
+                .iter()
+                .map(|p| {
+                    count(p).unwrap_or_else(|| {
+                        text_parts(Some(&Value::Array(vec![p.clone()])))
+                            .chars()
+                            .count()
+                    })
+                })
+                .sum::<usize>()
+                + parts.len().saturating_sub(1),
+        ),
+        Value::Object(o) if o.contains_key("content") => {
+            cut_length(&Value::Object(o.clone()), "content")
+        }
+        _ => None,
+    }
 }
 
 /// Whether a file is the TypeScript CLI's single JSON document rather than JSONL: named
@@ -108,51 +172,68 @@ fn read_lines(
     opts: crate::adapter::ReadOptions,
 ) -> Result<Session> {
     let mut session = Session::new(super::NAME, "codex-rollout", fallback_id);
+    // A relay keeps at most `max` characters of any output: outputs are cut while each line is
+    // parsed, and with a tail, outputs before it are kept only to their first line.
+    let first_max = match (opts.max_tool_output, opts.full_tail_tokens) {
+        (Some(_), Some(_)) => Some(REDUCED_OUTPUT_CHARS),
+        (m, _) => m,
+    };
     let mut state = State {
-        max_output: opts.max_tool_output,
+        max_output: first_max,
+        reduced: opts.full_tail_tokens.is_some(),
         ..Default::default()
     };
     let mut shape: Option<&'static str> = None;
     let mut unrecognised_lines = 0usize;
     let mut times = TimeSpan::default();
 
-    let pass = jsonl::for_each_line(path, |no, line| {
-        let Line::Json(v) = line else { return Ok(()) };
-        let ts = v.get("timestamp").and_then(Timestamp::from_value);
-        if let Some(t) = &ts {
-            times.see(t);
-        }
-        if let (Some(kind), Some(payload)) = (str_field(&v, "type"), v.get("payload")) {
-            shape.get_or_insert("envelope");
-            envelope_line(&mut session, &mut state, no, kind, payload, ts);
-        } else if shape.is_none() && v.get("id").is_some() && v.get("type").is_none() {
-            // Pre-envelope (mid 2025): a bare meta object first, then bare items.
-            shape = Some("pre-envelope");
-            session.format = "codex-pre-envelope".into();
-            session_meta(&mut session, &mut state, &v, ts);
-        } else if str_field(&v, "record_type").is_some() {
-            *session
-                .stats
-                .skipped_types
-                .entry(format!(
-                    "record_type:{}",
-                    str_field(&v, "record_type").unwrap_or("?")
-                ))
-                .or_default() += 1;
-        } else if str_field(&v, "type").is_some() && shape == Some("pre-envelope") {
-            response_item(&mut session, &mut state, no, &v, ts);
-        } else {
-            unrecognised_lines += 1;
-            *session
-                .stats
-                .unknown_types
-                .entry(str_field(&v, "type").unwrap_or("<no type>").to_string())
-                .or_default() += 1;
-        }
-        Ok(())
-    })?;
+    let first_pass = jsonl::Pass {
+        prune: first_max.map(prune),
+        from_line: 0,
+    };
+    let pass = jsonl::for_each_line_with(
+        path,
+        first_pass,
+        |_| {},
+        |no, line| {
+            let Line::Json(v) = line else { return Ok(()) };
+            let ts = v.get("timestamp").and_then(Timestamp::from_value);
+            if let Some(t) = &ts {
+                times.see(t);
+            }
+            if let (Some(kind), Some(payload)) = (str_field(&v, "type"), v.get("payload")) {
+                shape.get_or_insert("envelope");
+                envelope_line(&mut session, &mut state, no, kind, payload, ts);
+            } else if shape.is_none() && v.get("id").is_some() && v.get("type").is_none() {
+                // Pre-envelope (mid 2025): a bare meta object first, then bare items.
+                shape = Some("pre-envelope");
+                session.format = "codex-pre-envelope".into();
+                session_meta(&mut session, &mut state, &v, ts);
+            } else if str_field(&v, "record_type").is_some() {
+                *session
+                    .stats
+                    .skipped_types
+                    .entry(format!(
+                        "record_type:{}",
+                        str_field(&v, "record_type").unwrap_or("?")
+                    ))
+                    .or_default() += 1;
+            } else if str_field(&v, "type").is_some() && shape == Some("pre-envelope") {
+                response_item(&mut session, &mut state, no, &v, ts);
+            } else {
+                unrecognised_lines += 1;
+                *session
+                    .stats
+                    .unknown_types
+                    .entry(str_field(&v, "type").unwrap_or("<no type>").to_string())
+                    .or_default() += 1;
+            }
+            Ok(())
+        },
+    )?;
     session.record_pass(&pass);
     (session.created, session.updated) = created_and_updated(session.created.take(), times);
+    let whole_tail = (opts.max_tool_output, opts.full_tail_tokens);
     if shape.is_none() && pass.lines > 0 {
         session.warn(
             None,
@@ -170,7 +251,84 @@ fn read_lines(
         );
     }
     finish(&mut session, state);
+    if let (Some(max), Some(tail)) = whole_tail {
+        read_tail_in_full(path, &mut session, tail, max)?;
+    }
     Ok(session)
+}
+
+/// The newest turns, about `tail` tokens of them from the last back to the start of a turn:
+/// their tool outputs, read only to their first line in the first pass, read again and cut to
+/// `max` instead.
+fn read_tail_in_full(path: &Path, session: &mut Session, tail: usize, max: usize) -> Result<()> {
+    let mut tokens = 0usize;
+    let mut from = 0;
+    for m in session.messages.iter().rev() {
+        tokens += (m.output_chars().min(max) + 200) / 4;
+        if m.role == Role::User && tokens >= tail {
+            from = crate::model::source_line(m).unwrap_or(0);
+            break;
+        }
+    }
+    let wanted: std::collections::HashSet<usize> = session
+        .messages
+        .iter()
+        .filter(|m| m.metadata.contains_key("reduced"))
+        .filter_map(crate::model::source_line)
+        .filter(|&l| l >= from)
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let mut outputs: std::collections::HashMap<usize, (String, Option<usize>)> = Default::default();
+    jsonl::for_each_line_with(
+        path,
+        jsonl::Pass {
+            prune: Some(prune(max)),
+            from_line: from,
+        },
+        |_| {},
+        |no, line| {
+            let Line::Json(v) = line else { return Ok(()) };
+            if !wanted.contains(&no) {
+                return Ok(());
+            }
+            let p = v.get("payload").unwrap_or(&v);
+            let found = match p.get("item") {
+                Some(item) if str_field(item, "type") == Some("CommandExecution") => Some((
+                    str_field(item, "aggregated_output")
+                        .unwrap_or_default()
+                        .to_string(),
+                    cut_length(item, "aggregated_output"),
+                )),
+                _ => p
+                    .get("output")
+                    .map(|_| (tool_output(p.get("output")).0, cut_length(p, "output"))),
+            };
+            if let Some(f) = found {
+                outputs.insert(no, f);
+            }
+            Ok(())
+        },
+    )?;
+    for m in session.messages.iter_mut() {
+        let Some(no) = crate::model::source_line(m) else {
+            continue;
+        };
+        if m.role != Role::ToolResult || !m.metadata.contains_key("reduced") {
+            continue;
+        }
+        if let Some((text, original)) = outputs.remove(&no) {
+            m.metadata.remove("reduced");
+            m.metadata.remove("original_chars");
+            let mut fresh = Message::new(Role::ToolResult, text);
+            fresh.metadata = std::mem::take(&mut m.metadata);
+            let fresh = output_message(fresh, Some(max), original, false);
+            m.content = fresh.content;
+            m.metadata = fresh.metadata;
+        }
+    }
+    Ok(())
 }
 
 /// Created: the session's own start (the first `session_meta`'s time), else the earliest time
@@ -524,7 +682,10 @@ fn response_item(
             if p.get("success").and_then(Value::as_bool) == Some(false) {
                 m.is_error = true;
             }
-            session.messages.push(output_message(m, state.max_output));
+            let original = cut_length(p, "output");
+            session
+                .messages
+                .push(output_message(m, state.max_output, original, state.reduced));
         }
         "web_search_call" => {
             // A self-contained item: the call and its outcome in one. Kept as a paired call.
@@ -787,8 +948,14 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
                         result.is_error = code != 0;
                         result = result.with_meta("exit_code", code);
                     }
+                    let original = cut_length(item, "aggregated_output");
                     out.push(call);
-                    out.push(output_message(result, state.max_output));
+                    out.push(output_message(
+                        result,
+                        state.max_output,
+                        original,
+                        state.reduced,
+                    ));
                 }
                 _ => {}
             }

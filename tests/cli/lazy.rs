@@ -182,3 +182,108 @@ fn reading_in_part_changes_nothing_for_a_long_session() {
         }
     }
 }
+
+/// A Codex rollout of many turns with long outputs, in both output shapes Codex writes (plain
+/// text with the exit code in a header, and the older JSON document).
+fn write_long_codex_session(env: &TestEnv, id: &str, turns: usize) -> std::path::PathBuf {
+    let dir = env.codex_home().join("sessions/2026/11/02");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("rollout-2026-11-02T08-00-00-{id}.jsonl"));
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut sec = 0u64;
+    let mut line =
+        |f: &mut std::io::BufWriter<std::fs::File>, kind: &str, payload: serde_json::Value| {
+            sec += 1;
+            let ts = format!(
+                "2026-11-02T{:02}:{:02}:{:02}.000Z",
+                8 + sec / 3600 % 12,
+                sec / 60 % 60,
+                sec % 60
+            );
+            writeln!(
+                f,
+                "{}",
+                json!({"timestamp": ts, "type": kind, "payload": payload})
+            )
+            .unwrap();
+        };
+    line(
+        &mut f,
+        "session_meta",
+        json!({"id": id, "timestamp": "2026-11-02T08:00:00.000Z", "cwd": "/tmp/lazy", "cli_version": "0.171.0", "source": "cli"}),
+    );
+    for t in 0..turns {
+        let prompt = format!("Turn {t}: run the tests of crate c{t} and fix what fails");
+        line(
+            &mut f,
+            "response_item",
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
+        );
+        line(
+            &mut f,
+            "event_msg",
+            json!({"type": "user_message", "message": prompt}),
+        );
+        for c in 0..3 {
+            let call = format!("call_{t}_{c}");
+            line(
+                &mut f,
+                "response_item",
+                json!({"type": "function_call", "name": "exec_command", "arguments": json!({"cmd": format!("cargo test -p c{t} -- {c}")}).to_string(), "call_id": call}),
+            );
+            let body: String = (0..(30 + (t * 11 + c * 7) % 250))
+                .map(|i| {
+                    format!(
+                        "test c{t}::case_{i} ... {}\n",
+                        if i % 13 == 0 { "FAILED" } else { "ok" }
+                    )
+                })
+                .collect();
+            let output = if c == 2 {
+                json!({"output": body, "metadata": {"exit_code": i64::from(t % 4 == 0)}})
+                    .to_string()
+            } else {
+                format!(
+                    "Chunk ID: {t}{c}\nWall time: 0.5 seconds\nProcess exited with code {}\nOutput:\n{body}",
+                    u8::from(c == 1)
+                )
+            };
+            line(
+                &mut f,
+                "response_item",
+                json!({"type": "function_call_output", "call_id": call, "output": output}),
+            );
+        }
+        let answer = format!("Crate c{t} passes now; I decided to keep the old API.");
+        line(
+            &mut f,
+            "response_item",
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}),
+        );
+        line(
+            &mut f,
+            "event_msg",
+            json!({"type": "agent_message", "message": answer}),
+        );
+    }
+    drop(f);
+    path
+}
+
+#[test]
+fn reading_in_part_changes_nothing_for_a_long_codex_session() {
+    let env = TestEnv::empty();
+    let id = "0199f0f0-0000-7000-8000-00000000a11a";
+    let path = write_long_codex_session(&env, id, 600);
+    assert!(std::fs::metadata(&path).unwrap().len() > 6 << 20);
+    for to in session_relay::adapters::names() {
+        for budget in ["6000", "30000", "120000"] {
+            let (lazy, full) = both_ways(&env, path.to_str().unwrap(), to, budget);
+            assert!(
+                lazy == full,
+                "-> {to} at {budget}: reading in part changed the relay"
+            );
+            assert!(lazy.lines().count() > 10);
+        }
+    }
+}
