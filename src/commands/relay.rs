@@ -67,7 +67,7 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
     tokens::warm(cfg.agent(target.name()).tokenizer);
     let (located, mut source) = super::load(cfg, &opts.session, &scope, plan::read_options())?;
     let mut warnings = Vec::new();
-    let redactions = redact(cfg, &mut source, opts.no_redact, &mut warnings)?;
+    let mut redactions = redact(cfg, &mut source, opts.no_redact, &mut warnings)?;
     warnings.extend(super::reader_warnings(&source));
     if source.messages.iter().all(|m| m.role != Role::User) {
         bail!(
@@ -127,7 +127,13 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
     let now = Utc::now();
     let id = target.new_id();
     let stamp = now.format("%Y%m%d_%H%M%S").to_string();
-    let title = opts.title.clone().unwrap_or_else(|| {
+    // A given title is written to the session, the store's index and the ledger's report:
+    // masked like the session (a derived one comes from the already masked prompt).
+    let given = match (&opts.title, &mut redactions.0) {
+        (Some(t), Some(counts)) => Some(cfg.redactor()?.text(t, counts).into_owned()),
+        (t, _) => t.clone(),
+    };
+    let title = given.unwrap_or_else(|| {
         format!(
             "relay_{stamp} from {}: {}",
             source.agent,

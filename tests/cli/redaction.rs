@@ -353,6 +353,34 @@ fn what_sessions_are_full_of_is_not_masked() {
 }
 
 #[test]
+fn a_given_title_is_masked_unless_told_not_to() {
+    let env = TestEnv::empty();
+    let proj = env.project();
+    let id = claude_session(&env, &["nothing secret here".to_string()], "06");
+    let title = "deploy with ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R";
+    let args = [
+        "relay",
+        &id,
+        "--to",
+        "codex",
+        "--cwd",
+        &proj,
+        "--title",
+        title,
+        "--dry-run",
+        "--json",
+    ];
+    let r: Value = serde_json::from_str(&env.ok(&args)).unwrap();
+    assert_eq!(r["title"], "deploy with [REDACTED:github_token]");
+    assert_eq!(r["redactions"], json!({"github_token": 1}));
+    let mut raw = args.to_vec();
+    raw.push("--no-redact");
+    let r: Value = serde_json::from_str(&env.ok(&raw)).unwrap();
+    assert_eq!(r["title"], title);
+    assert_eq!(r["redactions"], Value::Null);
+}
+
+#[test]
 fn no_redact_warns_and_config_extends_the_rules() {
     let env = TestEnv::empty();
     let proj = env.project();
