@@ -3,8 +3,9 @@
 //! A `RegexSet` answers "could any rule match this text" in one pass, so the common case (no
 //! secret) costs one scan; only texts that match are rewritten, rule by rule. Each match is
 //! replaced by `[REDACTED:<kind>]`. Rules are anchored on the shapes secrets have (vendor prefixes,
-//! key blocks, credentials in URLs) or on the name they are assigned to, never on length or
-//! randomness alone, so that git SHAs, UUIDs, base64 images and lock-file hashes are left alone.
+//! key blocks, credentials in URLs and command lines) or on the name they are assigned to, never
+//! on length or randomness alone, so that git SHAs, UUIDs, base64 images and lock-file hashes are
+//! left alone.
 //!
 //! Word boundaries are ASCII (`(?-u:\b)`): with Unicode ones the regex engine leaves its fast
 //! DFA on any non-ASCII text (an emoji, a "…"), which made redaction 15 times slower.
@@ -33,6 +34,10 @@ pub struct ExtraPattern {
 struct Rule {
     kind: String,
     re: Regex,
+    /// What the prefilter looks for: the regex itself, or for a rule that starts with a run
+    /// of a class (`[a-f0-9]{32}-us…`) a part every match holds (`-us[0-9]`). Runs at the start
+    /// of many patterns multiply the prefilter's states, and it then falls off its fast DFA.
+    hint: Option<&'static str>,
     /// Which capture group holds the secret (0 = the whole match).
     group: usize,
     /// Assignments: mask only values that look like real secrets.
@@ -42,10 +47,13 @@ struct Rule {
 #[derive(Clone, Copy, PartialEq)]
 enum Check {
     None,
-    /// Not a placeholder, not purely numeric or boolean.
+    /// Not a placeholder, not purely numeric or boolean, not a name from code.
     Value,
     /// As `Value`, and random-looking (a generic env line's value).
     HighEntropy,
+    /// Not a placeholder: where a value can only be a password (a URL's, a client's flag), a
+    /// word or a number is one too.
+    Literal,
 }
 
 pub struct Redactor {
@@ -57,112 +65,612 @@ pub struct Redactor {
 /// Counts of what was masked, by kind.
 pub type Counts = BTreeMap<String, usize>;
 
-const BUILTIN: &[(&str, &str, usize, u8)] = &[
-    // (kind, regex, group, check: 0 none, 1 value, 2 entropy)
+/// `(kind, regex, group, check, hint)`. Each rule is anchored on a fixed prefix or shape of the
+/// format it names (or on the label a value is assigned to), so that hashes, ids and base64 stay
+/// clean. Rules that end in a class holding `-` have no trailing `\b` (a `-` is no word
+/// character). `hint`, when given, is what the prefilter looks for instead (see `Rule::hint`).
+const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
+    // --- Key files.
     (
+        // PEM blocks (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... BLOCK), to the end or the text's end.
         "private_key",
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // age (age-encryption.org): `AGE-SECRET-KEY-1` + 58 upper-case bech32 characters.
+        "age_secret_key",
+        r"(?-u:\b)AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- AI providers.
+    (
+        // Anthropic: API and admin keys, Claude Code's OAuth access and refresh tokens.
         "anthropic_key",
-        r"(?-u:\b)sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}",
+        r"(?-u:\b)sk-ant-(?:api|admin|oat|ort|sid)[0-9]{2}-[A-Za-z0-9_-]{20,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // OpenAI: keys holding `T3BlbkFJ` ("OpenAI" in base64), project/service/admin keys,
+        // legacy `sk-` + 48 alphanumerics.
         "openai_key",
         r"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}|(?-u:\b)sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}|(?-u:\b)sk-[A-Za-z0-9]{48}(?-u:\b)",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // Hugging Face: user tokens `hf_` + 34 letters and digits, org tokens `api_org_` + 34.
+        "huggingface_token",
+        r"(?-u:\b)(?:hf|api_org)_[A-Za-z0-9]{34}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Groq: `gsk_` + 52.
+        "groq_key",
+        r"(?-u:\b)gsk_[A-Za-z0-9]{52}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Replicate: `r8_` + 37.
+        "replicate_token",
+        r"(?-u:\b)r8_[A-Za-z0-9]{37}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // xAI: `xai-` + 80.
+        "xai_key",
+        r"(?-u:\b)xai-[A-Za-z0-9]{80}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Perplexity: `pplx-` + 48.
+        "perplexity_key",
+        r"(?-u:\b)pplx-[A-Za-z0-9]{48}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Cloud providers.
+    (
+        // AWS access key ids by their four-letter type prefix.
         "aws_access_key",
         r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}(?-u:\b)",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // AWS secret keys (40 base64 characters) where they are assigned.
         "aws_secret_key",
         r#"(?i)(?-u:\b)aws_?secret_?(?:access_?)?key(?:_id)?["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})(?-u:\b)"#,
         1,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // Google: API keys `AIza` + 35.
+        "google_api_key",
+        r"(?-u:\b)AIza[0-9A-Za-z_-]{35}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Google OAuth: client secrets `GOCSPX-` + 28, access tokens `ya29.`, refresh tokens `1//0`.
+        "google_oauth",
+        r"(?-u:\b)GOCSPX-[A-Za-z0-9_-]{28}|(?-u:\b)ya29\.[A-Za-z0-9_-]{30,}|(?-u:\b)1//0[A-Za-z0-9_-]{40,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Azure storage, Service Bus and Event Hubs connection strings: `AccountKey=<base64>`,
+        // `SharedAccessKey=<base64>`.
+        "azure_storage_key",
+        r"(?i)(?-u:\b)(?:AccountKey|SharedAccessKey)\s*=\s*([A-Za-z0-9+/]{40,}={0,2})",
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Azure SAS tokens: `sig=` + a base64 (often %-encoded) HMAC-SHA256, which ends in
+        // padding. A `sig=` with a short, hex or unpadded value is not one.
+        "azure_sas",
+        r"(?i)[?&;]sig=([A-Za-z0-9%+/]{40,}(?:%3D|=))",
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Azure AD (Entra) client secrets: 3 characters, a digit, `Q~`, 31 to 34 more.
+        "azure_client_secret",
+        r"(?:^|\n[+-]|[^A-Za-z0-9_~.-])([A-Za-z0-9_~.-]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34})(?:[^A-Za-z0-9_~.-]|$)",
+        1,
+        Check::None,
+        Some(r"[0-9]Q~"),
+    ),
+    (
+        // DigitalOcean: `dop_v1_`, `doo_v1_`, `dor_v1_` + 64 hex.
+        "digitalocean_token",
+        r"(?-u:\b)do[opr]_v1_[a-f0-9]{64}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Heroku: `HRKU-` platform keys (older keys are UUIDs: caught by their label only).
+        "heroku_key",
+        r"(?-u:\b)HRKU-[A-Za-z0-9_-]{20,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Terraform Cloud / Enterprise: `<14>.atlasv1.<60+>`.
+        "terraform_token",
+        r"(?-u:\b)[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}",
+        0,
+        Check::None,
+        Some(r"\.atlasv1\."),
+    ),
+    (
+        // Databricks: `dapi` + 32 hex (optionally `-2`).
+        "databricks_token",
+        r"(?-u:\b)dapi[a-f0-9]{32}(?:-[0-9]+)?(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Code hosts and CI.
+    (
+        // GitHub: `ghp_ gho_ ghu_ ghs_ ghr_` + 36, fine-grained `github_pat_`.
         "github_token",
         r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})(?-u:\b)",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // GitLab: personal, deploy, runner, trigger, OAuth, feed, CI-job ... tokens; runner
+        // registration tokens `GR1348941`.
         "gitlab_token",
-        r"(?-u:\b)glpat-[A-Za-z0-9_-]{20,}(?-u:\b)",
+        r"(?-u:\b)gl(?:pat|dt|rt|ptt|soat|cbt|ffct|oas|imt|agent|ft)-[A-Za-z0-9_-]{20,}|(?-u:\b)GR1348941[A-Za-z0-9_-]{20,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // Atlassian (Jira, Confluence, Bitbucket): API tokens `ATATT3…`, `ATCTT3…`; Bitbucket
+        // app passwords `ATBB…`.
+        "atlassian_token",
+        r"(?-u:\b)AT[AC]TT3[A-Za-z0-9_=-]{50,}|(?-u:\b)ATBB[A-Za-z0-9]{28,}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Buildkite `bkua_` + 40 hex; CircleCI `CCIPAT_`; SonarQube `sqp_ sqa_ squ_` + 40 hex.
+        "ci_token",
+        r"(?-u:\b)(?:bkua_[a-f0-9]{40}|CCIPAT_[A-Za-z0-9]{20,}_[a-f0-9]{40}|sq[pau]_[a-f0-9]{40})(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Package registries.
+    (
+        // npm: `npm_` + 36 (30 random and a 6-character checksum).
+        "npm_token",
+        r"(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // PyPI / TestPyPI: macaroons whose base64 starts with the index's name.
+        "pypi_token",
+        r"(?-u:\b)pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // RubyGems: `rubygems_` + 48 hex.
+        "rubygems_key",
+        r"(?-u:\b)rubygems_[a-f0-9]{48}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // NuGet: `oy2` + 43 lower-case letters and digits.
+        "nuget_key",
+        r"(?-u:\b)oy2[a-z0-9]{43}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // crates.io: `cio` + 32; not preceded by a base64 character (`cio` is a short prefix).
+        "crates_io_token",
+        r"(?:^|\n[+-]|[^A-Za-z0-9+/=_-])(cio[A-Za-z0-9]{32})(?-u:\b)",
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Docker Hub: personal and organisation access tokens.
+        "dockerhub_token",
+        r"(?-u:\b)dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // JFrog Artifactory: API keys `AKCp` + 69, reference tokens (base64 of `reftkn:01:`).
+        "jfrog_token",
+        r"(?-u:\b)AKCp[A-Za-z0-9]{69}(?-u:\b)|(?-u:\b)cmVmdGtuOjAxOj[A-Za-z0-9]{40,}",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Chat.
+    (
+        // Slack: bot, user, app-level (`xapp-`), refresh (`xoxe-`) ... tokens.
         "slack_token",
-        r"(?-u:\b)xox[abposr]-[A-Za-z0-9-]{10,}(?-u:\b)",
+        r"(?-u:\b)(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
         "slack_webhook",
-        r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}",
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
-        "google_api_key",
-        r"(?-u:\b)AIza[0-9A-Za-z_-]{35}(?-u:\b)",
+        "discord_webhook",
+        r"https://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/[A-Za-z0-9_-]{60,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // Discord bot tokens: the bot's id in base64 (a digit string, so `MT`, `Mj`, `Mz`, `ND`,
+        // `NT`, `Nj`, `Nz`, `OD` or `OT` first), a 6-character timestamp, an HMAC.
+        "discord_token",
+        r"(?-u:\b)(?:M[Tjz]|N[DTjz]|O[DT])[A-Za-z0-9]{22,26}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}",
+        0,
+        Check::None,
+        Some(r"[A-Za-z0-9]\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}"),
+    ),
+    (
+        // Telegram bots: `<bot id>:AA` + 33, alone or in an API URL's `/bot<token>/`.
+        "telegram_bot_token",
+        r"(?-u:\b)(?:bot)?([0-9]{8,10}:AA[A-Za-z0-9_-]{33})",
+        1,
+        Check::None,
+        Some(r"[0-9]:AA[A-Za-z0-9_-]{33}"),
+    ),
+    // --- Payments.
+    (
+        // Stripe: secret and restricted keys, webhook signing secrets.
         "stripe_key",
-        r"(?-u:\b)(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}(?-u:\b)",
+        r"(?-u:\b)(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}|whsec_[A-Za-z0-9]{32,})(?-u:\b)",
         0,
+        Check::None,
+        None,
+    ),
+    (
+        // Square: access tokens `EAAA` + 60, alone (zeros in base64 data read `EAAA` too).
+        "square_token",
+        r"(?:^|\n[+-]|[^A-Za-z0-9+/=_-])(EAAA[A-Za-z0-9_-]{60})(?:[^A-Za-z0-9+/=_-]|$)",
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Square: `sq0atp-` access tokens, `sq0csp-` OAuth secrets.
+        "square_token",
+        r"(?-u:\b)sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}",
         0,
+        Check::None,
+        None,
+    ),
+    (
+        // PayPal via Braintree: `access_token$production$<16>$<32 hex>`.
+        "braintree_token",
+        r"(?-u:\b)access_token\$(?:production|sandbox)\$[a-z0-9]{16}\$[a-f0-9]{32}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Mail.
+    (
+        // SendGrid: `SG.` + 22 + `.` + 43.
+        "sendgrid_key",
+        r"(?-u:\b)SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Mailgun: `key-` + 32 hex, not the tail of a longer name (`cache-key-<md5>`).
+        "mailgun_key",
+        r"(?:^|[^A-Za-z0-9_-])(key-[a-f0-9]{32})(?-u:\b)",
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Mailchimp: 32 hex + the data centre, `-us12`.
+        "mailchimp_key",
+        r"(?-u:\b)[a-f0-9]{32}-us[0-9]{1,2}(?-u:\b)",
+        0,
+        Check::None,
+        Some(r"-us[0-9]"),
+    ),
+    (
+        // Postmark: server and account tokens are UUIDs, so only where they are labelled.
+        "postmark_token",
+        r#"(?i)(?-u:\b)(?:x-)?postmark[_-]?(?:server|account)[_-]?(?:api[_-]?)?token\\?["']?\s*[:=]\s*\\?["']?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#,
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Twilio: API key secrets' ids `SK` + 32 hex.
+        "twilio_key",
+        r"(?-u:\b)SK[a-fA-F0-9]{32}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Secret stores.
+    (
+        // HashiCorp Vault: service `hvs.`, batch `hvb.`, recovery `hvr.` tokens.
+        "vault_token",
+        r"(?-u:\b)hv[sbr]\.[A-Za-z0-9_-]{24,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // 1Password service accounts: `ops_` + base64 JSON.
+        "onepassword_token",
+        r"(?-u:\b)ops_eyJ[A-Za-z0-9+/_=-]{50,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Doppler: personal, service, service-account, CLI, SCIM, audit tokens.
+        "doppler_token",
+        r"(?-u:\b)dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,40}\.)?[A-Za-z0-9]{40,44}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Other services.
+    (
+        // Shopify: admin, custom-app, private-app tokens, shared secrets: prefix + 32 hex.
+        "shopify_token",
+        r"(?-u:\b)shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Linear: `lin_api_` and `lin_oauth_`.
+        "linear_key",
+        r"(?-u:\b)lin_(?:api|oauth)_[A-Za-z0-9]{40,}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Sentry: organisation tokens `sntrys_` (base64 + secret), user tokens `sntryu_` + 64 hex.
+        "sentry_token",
+        r"(?-u:\b)sntry[su]_[A-Za-z0-9+/=_-]{40,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // New Relic: user `NRAK-`, ingest `NRII-`, browser `NRJS-`, admin `NRAA-`, REST `NRRA-`.
+        "newrelic_key",
+        r"(?-u:\b)NR(?:AK|AA|II|JS|RA)-[A-Za-z0-9]{19,}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Datadog: API (32 hex) and application keys (40 hex) have no prefix: where labelled.
+        "datadog_key",
+        r#"(?i)(?-u:\b)(?:dd|datadog)[_-]?(?:api|app|application)[_-]?key\\?["']?\s*[:=]\s*\\?["']?([a-f0-9]{32,40})(?-u:\b)"#,
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Grafana: Cloud API tokens `glc_`, service-account tokens `glsa_`.
+        "grafana_token",
+        r"(?-u:\b)glc_[A-Za-z0-9+/]{32,}={0,2}|(?-u:\b)glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // PlanetScale: service tokens, passwords, OAuth tokens.
+        "planetscale_token",
+        r"(?-u:\b)pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Postman `PMAK-`, Pulumi `pul-`, Supabase `sbp_`/`sb_secret_`, Figma `figd_`,
+        // Contentful `CFPAT-`, Prefect `pnu_`, Airtable `pat<14>.<64 hex>`, Dynatrace `dt0c01.`.
+        "saas_token",
+        r"(?-u:\b)(?:PMAK-[a-f0-9]{24}-[a-f0-9]{34}|pul-[a-f0-9]{40}|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{30,}|figd_[A-Za-z0-9_-]{40,}|CFPAT-[A-Za-z0-9_-]{43}|pnu_[A-Za-z0-9]{36}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64})",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Notion: internal integration tokens `secret_` + 43, `ntn_`.
+        "notion_token",
+        r"(?-u:\b)(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,50})(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Mapbox secret tokens `sk.eyJ…`.
+        "mapbox_token",
+        r"(?-u:\b)sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}",
+        0,
+        Check::None,
+        None,
     ),
     (
         "jwt",
         r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
+    // --- Credentials by their place: headers, URLs, command lines, connection strings.
     (
+        // `Authorization: Bearer …` / `token …`, as a header or a JSON pair (escaped or not).
         "bearer_token",
-        r"(?i)(?-u:\b)authorization:\s*bearer\s+([A-Za-z0-9._~+/=-]{16,})",
+        r#"(?i)(?-u:\b)(?:proxy-)?authorization\\?["']?\s*[:=]\s*\\?["']?\s*(?:bearer|token)\s+([A-Za-z0-9._~+/=-]{12,})"#,
         1,
-        1,
+        Check::Value,
+        None,
     ),
     (
-        "url_credentials",
-        r"(?-u:\b)[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@'\x22]+:([^\s@/'\x22]+)@[^\s/'\x22]+",
+        // `Authorization: Basic <base64 of user:password>`.
+        "basic_auth",
+        r#"(?i)(?-u:\b)(?:proxy-)?authorization\\?["']?\s*[:=]\s*\\?["']?\s*basic\s+([A-Za-z0-9+/]{6,}={0,2})"#,
         1,
-        1,
+        Check::Literal,
+        None,
     ),
+    (
+        // The password in `scheme://user:password@host`, also with no user (`redis://:pw@host`).
+        "url_credentials",
+        r"(?-u:\b)[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@'\x22]*:([^\s@/'\x22]+)@[^\s/'\x22]+",
+        1,
+        Check::Literal,
+        Some(r"://[^\s/@'\x22]*@"),
+    ),
+    (
+        // MySQL / MariaDB clients: `-pPASSWORD` (attached; a bare `-p` prompts).
+        "cli_password",
+        r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump|mariadb-admin)(?-u:\b)[^\n|;&]*?\s-p('[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]*)"#,
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // `sshpass -p PW`, `docker login -p PW`, `redis-cli -a PW`.
+        "cli_password",
+        r#"(?-u:\b)(?:sshpass|(?:docker|podman|buildah|nerdctl|helm|oras)\s+(?:registry\s+)?login|redis-cli)(?-u:\b)[^\n|;&]*?\s-[pa]\s*('[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]*)"#,
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // `--password PW`, `--password=PW`, `--db-password PW`, `--pass PW`; not `--password-stdin`.
+        "cli_password",
+        r#"(?:^|\s)--(?:[a-z0-9]+-)*(?:password|passwd|pass)(?:=|\s+)('[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]*)"#,
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // OpenSSL `-pass pass:PW`, `-passin pass:PW`, `-passout pass:PW`.
+        "cli_password",
+        r"(?:^|\s)-pass(?:in|out)?\s+pass:(\S+)",
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // `curl -u user:PW`, `curl --user user:PW`.
+        "cli_password",
+        r#"(?-u:\b)curl(?-u:\b)[^\n|;&]*?\s(?:-u\s*|--user[=\s]+)['"]?[^\s:'"]*:([^\s'"]+)"#,
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // Clients' password variables: `PGPASSWORD=`, `MYSQL_PWD=`, `REDISCLI_AUTH=`, `SSHPASS=`.
+        "cli_password",
+        r#"(?:^|[\s;&(+-])(?:export\s+)?(?:PGPASSWORD|MYSQL_PWD|REDISCLI_AUTH|SSHPASS)=('[^'\n]+'|"[^"\n]+"|[^\s'";&)]+)"#,
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // ADO.NET / ODBC / JDBC-style connection strings: `Server=…;User Id=…;Password=…`.
+        "connection_string",
+        r"(?i)(?-u:\b)(?:server|data source|host|address|addr|user id|uid|user|username|database|initial catalog|dsn|endpoint)\s*=[^;\r\n]*;(?:[^;\r\n]*;)*?\s*(?:password|pwd)\s*=\s*([^;\x22'\r\n]+)",
+        1,
+        Check::Literal,
+        Some(r"(?i);\s*(?:password|pwd)\s*="),
+    ),
+    (
+        // The same with the password first: `Password=…;Server=…`.
+        "connection_string",
+        r"(?i)(?:^|[\s\x22'+-])(?:password|pwd)\s*=\s*([^;\x22'\r\n]+);\s*(?:server|data source|host|address|user id|uid|user|username|database|initial catalog)\s*=",
+        1,
+        Check::Literal,
+        None,
+    ),
+    // --- Credentials by their name.
     (
         // password=..., "api_key": "...", SECRET_TOKEN=..., client_secret: ...
         "assignment",
-        r#"(?i)(?-u:\b)[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|private[_-]?key|client[_-]?secret|credentials?)["']?\s*(?:=|:)\s*["']?([^\s"'`,;{}()<>\[\]]{4,})"#,
+        r#"(?i)(?-u:\b)[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|private[_-]?key|client[_-]?secret|credentials?)["']?\s*(?:=|:)\s*["']?([^\s"'`,;{}()<>\[\]]{4,})"#,
         1,
-        1,
+        Check::Value,
+        Some(
+            r#"(?i)(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|private[_-]?key|client[_-]?secret|credentials?)["']?\s*[:=]"#,
+        ),
     ),
     (
         // TOKEN=... and GITHUB_TOKEN=... env lines, but not max_tokens=4096 or "tokens_used": 5.
         "assignment",
         r#"(?m)(?:^|[\s;])(?:export\s+)?[A-Z0-9_]*TOKEN["']?\s*[:=]\s*["']?([^\s"'`,;]{8,})"#,
         1,
-        1,
+        Check::Value,
+        Some(r#"TOKEN["']?\s*[:=]"#),
     ),
     (
         // Any other KEY=value env line whose value looks random.
         "high_entropy_value",
         r#"(?m)(?:^|[\s+>])(?:export\s+)?[A-Z][A-Z0-9_]{2,}\s*=\s*["']?([A-Za-z0-9+/_=.-]{20,})["']?(?:\s|$)"#,
         1,
-        2,
+        Check::HighEntropy,
+        None,
     ),
 ];
 
@@ -170,15 +678,12 @@ impl Redactor {
     pub fn new(extra: &[ExtraPattern], allow: &[String]) -> Result<Redactor> {
         let mut rules: Vec<Rule> = BUILTIN
             .iter()
-            .map(|(kind, re, group, check)| Rule {
+            .map(|(kind, re, group, check, hint)| Rule {
                 kind: kind.to_string(),
                 re: Regex::new(re).expect("built-in pattern compiles"),
+                hint: *hint,
                 group: *group,
-                check: match check {
-                    1 => Check::Value,
-                    2 => Check::HighEntropy,
-                    _ => Check::None,
-                },
+                check: *check,
             })
             .collect();
         for p in extra {
@@ -193,13 +698,14 @@ impl Redactor {
                 0,
                 Rule {
                     kind: p.name.clone(),
+                    hint: None,
                     re,
                     group,
                     check: Check::None,
                 },
             );
         }
-        let set = RegexSet::new(rules.iter().map(|r| r.re.as_str()))
+        let set = RegexSet::new(rules.iter().map(|r| r.hint.unwrap_or(r.re.as_str())))
             .expect("patterns compiled one by one");
         Ok(Redactor {
             set,
@@ -229,7 +735,7 @@ impl Redactor {
                     && c.get(0).is_some_and(|w| w.end() == secret.end())
                     && out[secret.end()..].starts_with('(');
                 if self.allow.contains(value)
-                    || value.starts_with("[REDACTED:")
+                    || value.contains("[REDACTED:")
                     || called
                     || !passes(rule.check, value)
                 {
@@ -318,19 +824,20 @@ impl Redactor {
     }
 }
 
-/// Whether an assigned value is a secret rather than a placeholder, a number or a reference.
-fn passes(check: Check, value: &str) -> bool {
-    if check == Check::None {
-        return true;
-    }
-    let v = value.trim_matches(|c| c == '"' || c == '\'');
+/// A value that stands for a secret instead of being one: a reference (`${VAR}`, `$(cmd)`,
+/// `{{ var }}`, `%VAR%`, `<your-key>`, `process.env.X`), a mask (`****`, `xxxx`, `...`), a
+/// literal or a word such as `true`, `null`, `changeme`, `password`, `your_api_key`.
+fn placeholder(value: &str) -> bool {
+    let v = value.trim_matches(|c| c == '"' || c == '\'' || c == '\\');
     let lower = v.to_ascii_lowercase();
-    let placeholder = v.starts_with('$')
+    v.is_empty()
+        || v.starts_with('$')
         || v.starts_with('<')
         || v.starts_with('{')
         || v.starts_with('%')
+        || v.starts_with("[REDACTED")
         || v.chars()
-            .all(|c| c == '*' || c == 'x' || c == 'X' || c == '.' || c == '-' || c == '_')
+            .all(|c| matches!(c, '*' | 'x' | 'X' | '.' | '-' | '_' | '•' | '#'))
         || [
             "true",
             "false",
@@ -339,13 +846,27 @@ fn passes(check: Check, value: &str) -> bool {
             "nil",
             "undefined",
             "changeme",
+            "change_me",
             "example",
             "password",
+            "passwd",
+            "pass",
             "secret",
+            "token",
             "redacted",
+            "hidden",
+            "masked",
             "required",
             "optional",
             "string",
+            "placeholder",
+            "dummy",
+            "todo",
+            "tbd",
+            "n/a",
+            "include",
+            "omit",
+            "same-origin",
         ]
         .contains(&lower.as_str())
         || lower.starts_with("your")
@@ -355,7 +876,19 @@ fn passes(check: Check, value: &str) -> bool {
         || lower.starts_with("self.")
         || lower.starts_with("config.")
         || lower.starts_with("settings.")
-        || v.chars().all(|c| c.is_ascii_digit() || c == '.');
+}
+
+/// Whether an assigned value is a secret rather than a placeholder, a number or a reference.
+fn passes(check: Check, value: &str) -> bool {
+    match check {
+        Check::None => return true,
+        Check::Literal => return !placeholder(value),
+        Check::Value | Check::HighEntropy => {}
+    }
+    let v = value.trim_matches(|c| c == '"' || c == '\'');
+    if placeholder(v) || v.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return false;
+    }
     // Code assigns names and attribute paths (`password = user_input`, `token = args.token`);
     // a secret has digits or symbols in it.
     let identifier = v.split('.').all(|part| {
@@ -366,7 +899,7 @@ fn passes(check: Check, value: &str) -> bool {
                 .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     }) && !v.chars().any(|c| c.is_ascii_digit());
-    if placeholder || identifier {
+    if identifier {
         return false;
     }
     match check {
@@ -452,5 +985,24 @@ mod tests {
             out,
             "postgres://app:[REDACTED:url_credentials]@db.internal:5432/app"
         );
+    }
+    #[test]
+    fn command_line_near_misses_are_kept() {
+        for t in [
+            "mysql -u root -p app",
+            "mysql -h db -P 3306 -u root -p",
+            "echo $TOKEN | docker login --password-stdin -u me",
+            "psql --password --host db",
+            "mysqldump --password=$DB_PASS app",
+            "curl -u \"$USER:$TOKEN\" https://api.example.com",
+            "sshpass -p \"$SSHPASS\" ssh deploy@host",
+            "postgres://user:password@localhost:5432/db",
+            "redis://localhost:6379/0",
+            "https://example.com/avatar.png?size=64&sig=1a2b3c4d5e6f",
+            "Server=localhost;Database=app;Trusted_Connection=True;",
+        ] {
+            let (out, c) = red(t);
+            assert_eq!(out, t, "{c:?}");
+        }
     }
 }
