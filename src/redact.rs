@@ -5,7 +5,8 @@
 //! replaced by `[REDACTED:<kind>]`. Rules are anchored on the shapes secrets have (vendor prefixes,
 //! key blocks, credentials in URLs and command lines) or on the name they are assigned to, never
 //! on length or randomness alone, so that git SHAs, UUIDs, base64 images and lock-file hashes are
-//! left alone.
+//! left alone. Structured JSON is also judged by its keys: the value of a `password`, `token`,
+//! `Authorization`... key is masked whatever it looks like (`key_is_sensitive`).
 //!
 //! Word boundaries are ASCII (`(?-u:\b)`): with Unicode ones the regex engine leaves its fast
 //! DFA on any non-ASCII text (an emoji, a "…"), which made redaction 15 times slower.
@@ -54,6 +55,9 @@ enum Check {
     /// Not a placeholder: where a value can only be a password (a URL's, a client's flag), a
     /// word or a number is one too.
     Literal,
+    /// Group 1 is a key, group 2 its value: the key must be sensitive (`sensitive_key`) and
+    /// the value not a placeholder.
+    Key,
 }
 
 pub struct Redactor {
@@ -647,6 +651,18 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
     ),
     // --- Credentials by their name.
     (
+        // JSON text (a tool's output, a JSON string inside a JSON value, escaped or not):
+        // `"password": "…"`, `"Authorization": "…"`, `"clientSecret": "…"`; the key is then
+        // judged like a structured key (see `sensitive_key`).
+        "sensitive_key",
+        r#"(?i)\\?"([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|credentials?|authorization|(?:access|secret|private|signing|encryption|master|account)[_-]?key))\\?"\s*:\s*\\?"((?:[^"\\\r\n]|\\[^"\r\n])+)\\?""#,
+        2,
+        Check::Key,
+        Some(
+            r#"(?i)(?:password|passwd|passphrase|secret|token|key|credentials?|authorization)\\?"\s*:\s*\\?""#,
+        ),
+    ),
+    (
         // password=..., "api_key": "...", SECRET_TOKEN=..., client_secret: ...
         "assignment",
         r#"(?i)(?-u:\b)[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|private[_-]?key|client[_-]?secret|credentials?)["']?\s*(?:=|:)\s*["']?([^\s"'`,;{}()<>\[\]]{4,})"#,
@@ -734,15 +750,25 @@ impl Redactor {
                 let called = rule.check != Check::None
                     && c.get(0).is_some_and(|w| w.end() == secret.end())
                     && out[secret.end()..].starts_with('(');
+                let keyed = rule.check != Check::Key
+                    || c.get(1)
+                        .is_some_and(|k| key_is_sensitive(k.as_str(), value));
                 if self.allow.contains(value)
                     || value.contains("[REDACTED:")
                     || called
+                    || !keyed
                     || !passes(rule.check, value)
                 {
                     return whole.as_str().to_string();
                 }
                 n += 1;
-                let start = secret.start() - whole.start();
+                // A sensitive key's `Bearer x` keeps its scheme.
+                let scheme = if rule.check == Check::Key {
+                    split_scheme(value).0.len() + (value.len() - value.trim_start().len())
+                } else {
+                    0
+                };
+                let start = secret.start() + scheme - whole.start();
                 let end = secret.end() - whole.start();
                 let w = whole.as_str();
                 format!("{}[REDACTED:{}]{}", &w[..start], rule.kind, &w[end..])
@@ -759,16 +785,52 @@ impl Redactor {
         }
     }
 
-    fn value(&self, v: &mut Value, counts: &mut Counts) {
+    /// Masks a JSON value: every string by the text rules, and the values of sensitive keys
+    /// (`password`, `Authorization`, `clientSecret`, ...) whatever they look like. The values
+    /// masked by key are added to `seen`, for the texts that repeat the input.
+    fn value(&self, v: &mut Value, counts: &mut Counts, seen: &mut Vec<String>) {
         match v {
             Value::String(s) => {
                 if let Cow::Owned(r) = self.text(s, counts) {
                     *s = r;
                 }
             }
-            Value::Array(a) => a.iter_mut().for_each(|x| self.value(x, counts)),
-            Value::Object(o) => o.values_mut().for_each(|x| self.value(x, counts)),
+            Value::Array(a) => a.iter_mut().for_each(|x| self.value(x, counts, seen)),
+            Value::Object(o) => {
+                for (k, x) in o.iter_mut() {
+                    if (x.is_string() || x.is_array())
+                        && key_is_sensitive(k, x.as_str().unwrap_or(""))
+                    {
+                        self.sensitive(x, counts, seen);
+                        continue;
+                    }
+                    self.value(x, counts, seen);
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// The value of a sensitive key: a string is masked whole (keeping an auth scheme such as
+    /// `Bearer `) unless it is a placeholder; an array's strings likewise.
+    fn sensitive(&self, v: &mut Value, counts: &mut Counts, seen: &mut Vec<String>) {
+        match v {
+            Value::String(s) => {
+                // A rule that knows the format names it better.
+                if let Cow::Owned(r) = self.text(s, counts) {
+                    *s = r;
+                    return;
+                }
+                let (scheme, secret) = split_scheme(s);
+                if secret.is_empty() || self.allow.contains(secret) || placeholder(secret) {
+                    return;
+                }
+                seen.push(secret.to_string());
+                *s = format!("{scheme}[REDACTED:sensitive_key]");
+                *counts.entry("sensitive_key".into()).or_default() += 1;
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| self.sensitive(x, counts, seen)),
+            other => self.value(other, counts, seen),
         }
     }
 
@@ -785,18 +847,22 @@ impl Redactor {
                 if let Cow::Owned(r) = self.text(&m.content, &mut counts) {
                     m.content = r;
                 }
+                let mut seen = Vec::new();
                 if let Some(input) = &mut m.tool_input {
-                    self.value(input, &mut counts);
+                    self.value(input, &mut counts, &mut seen);
                 }
                 // The key argument repeats part of the input: masked, but not counted twice.
-                if let Some(key) = &mut m.key_arg
-                    && let Cow::Owned(r) = self.text(key, &mut Counts::new())
-                {
-                    *key = r;
+                if let Some(key) = &mut m.key_arg {
+                    if let Cow::Owned(r) = self.text(key, &mut Counts::new()) {
+                        *key = r;
+                    }
+                    mask_seen(key, &seen, &mut Counts::new());
                 }
+                // A call's free text may repeat what a sensitive key held.
+                mask_seen(&mut m.content, &seen, &mut counts);
                 for (k, v) in m.metadata.iter_mut() {
                     if k != "images" && k != "image" {
-                        self.value(v, &mut counts);
+                        self.value(v, &mut counts, &mut Vec::new());
                     }
                 }
                 counts
@@ -818,9 +884,165 @@ impl Redactor {
             }
         }
         for v in s.extra.values_mut() {
-            self.value(v, &mut counts);
+            self.value(v, &mut counts, &mut Vec::new());
         }
         counts
+    }
+}
+
+/// A key's words, lower-case: `clientSecret`, `client-secret`, `CLIENT_SECRET` and
+/// `X-Api-Key` give `client secret` and `x api key`; `APIKey` gives `api key`.
+fn key_words(key: &str) -> Vec<String> {
+    let chars: Vec<char> = key.chars().collect();
+    let mut words = Vec::new();
+    let mut word = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_ascii_alphanumeric() {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            continue;
+        }
+        if c.is_ascii_uppercase() && !word.is_empty() {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(char::is_ascii_lowercase);
+            if prev.is_ascii_lowercase()
+                || prev.is_ascii_digit()
+                || (prev.is_ascii_uppercase() && next_lower)
+            {
+                words.push(std::mem::take(&mut word));
+            }
+        }
+        word.push(c.to_ascii_lowercase());
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// Last words that name a secret (`db_password`, `clientSecret`, `PGPASSWORD`, `X-Api-Key`).
+const SECRET_WORDS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "apikey",
+    "credential",
+    "credentials",
+    "authorization",
+];
+
+/// Last two words that name a secret key (but not `primary_key`, `cache_key`, `sort_key`).
+const SECRET_KEYS: &[&str] = &[
+    "apikey",
+    "accesskey",
+    "secretkey",
+    "privatekey",
+    "signingkey",
+    "encryptionkey",
+    "masterkey",
+    "accountkey",
+];
+
+/// `*_token` keys that hold no credential: tokenizers' special tokens, pagination cursors.
+const PLAIN_TOKENS: &[&str] = &[
+    "eos_token",
+    "bos_token",
+    "pad_token",
+    "unk_token",
+    "cls_token",
+    "sep_token",
+    "mask_token",
+    "sos_token",
+    "start_token",
+    "end_token",
+    "stop_token",
+    "special_token",
+    "added_token",
+    "page_token",
+    "next_token",
+    "continuation_token",
+    "pagination_token",
+    "sync_token",
+    "cancel_token",
+    "cancellation_token",
+];
+
+/// Whether a JSON key names a secret. Case and separators are normalised (`key_words`); the
+/// last word must be a secret's name (`password`, `secret`, `token`, `apikey`, `credentials`,
+/// `authorization`, or a word ending so: `PGPASSWORD`, `accessToken`) or the last two a secret
+/// key's (`api_key`, `private_key`, `secret_access_key`). Plurals and counts never are
+/// (`max_tokens`, `tokens_used`, `token_count`, `secret_santa`), nor special and paging tokens
+/// (`eos_token`, `next_page_token`), nor flags (`is_secret`, `has_password`). A bare `token` is also a tokenizer's piece of text
+/// (`{"token": " Hello", "logprob": -0.2}`): its value must be 8 or more characters, no spaces.
+fn key_is_sensitive(key: &str, value: &str) -> bool {
+    // Most keys (`command`, `file_path`, `kind`) name none of these: no need to split them.
+    let named = [
+        "pass",
+        "secret",
+        "token",
+        "key",
+        "credential",
+        "authorization",
+    ]
+    .iter()
+    .any(|w| {
+        key.as_bytes()
+            .windows(w.len())
+            .any(|x| x.eq_ignore_ascii_case(w.as_bytes()))
+    });
+    if !named {
+        return false;
+    }
+    let words = key_words(key);
+    let Some(last) = words.last() else {
+        return false;
+    };
+    // Flags about a secret (`is_secret`, `has_password`, `use_token`) hold no secret.
+    if words.len() > 1
+        && [
+            "is", "has", "use", "uses", "requires", "require", "needs", "allow", "enable", "show",
+            "hide", "with", "no", "skip",
+        ]
+        .contains(&words[0].as_str())
+    {
+        return false;
+    }
+    if words.len() == 1 && last == "token" {
+        return value.chars().count() >= 8 && !value.contains(char::is_whitespace);
+    }
+    if last.ends_with("token") {
+        let joined = words.join("_");
+        return !PLAIN_TOKENS.iter().any(|t| joined.ends_with(t));
+    }
+    let two = match words.len() {
+        1 => last.clone(),
+        n => format!("{}{last}", words[n - 2]),
+    };
+    SECRET_WORDS.iter().any(|w| last.ends_with(w)) || SECRET_KEYS.iter().any(|k| two.ends_with(k))
+}
+
+/// `Bearer abc` -> (`Bearer `, `abc`): an auth scheme is kept, the credential masked.
+fn split_scheme(v: &str) -> (&str, &str) {
+    let t = v.trim();
+    if let Some((scheme, rest)) = t.split_once(' ')
+        && ["bearer", "basic", "token", "digest", "bot", "apikey"]
+            .contains(&scheme.to_ascii_lowercase().as_str())
+    {
+        return (&t[..scheme.len() + 1], rest.trim());
+    }
+    ("", t)
+}
+
+/// Replaces what a sensitive key held wherever a text repeats it (a call's key argument, its
+/// free text). Values under 4 characters are not searched for: they would match anywhere.
+fn mask_seen(text: &mut String, seen: &[String], counts: &mut Counts) {
+    for v in seen {
+        if v.len() >= 4 && text.contains(v.as_str()) {
+            *counts.entry("sensitive_key".into()).or_default() += text.matches(v.as_str()).count();
+            *text = text.replace(v.as_str(), "[REDACTED:sensitive_key]");
+        }
     }
 }
 
@@ -883,6 +1105,7 @@ fn passes(check: Check, value: &str) -> bool {
     match check {
         Check::None => return true,
         Check::Literal => return !placeholder(value),
+        Check::Key => return !placeholder(split_scheme(value).1),
         Check::Value | Check::HighEntropy => {}
     }
     let v = value.trim_matches(|c| c == '"' || c == '\'');
@@ -986,6 +1209,186 @@ mod tests {
             "postgres://app:[REDACTED:url_credentials]@db.internal:5432/app"
         );
     }
+    #[test]
+    fn sensitive_keys_are_named_precisely() {
+        for k in [
+            "password",
+            "passwd",
+            "db_password",
+            "DB_PASSWORD",
+            "dbPassword",
+            "PGPASSWORD",
+            "passphrase",
+            "secret",
+            "client_secret",
+            "clientSecret",
+            "webhook-secret",
+            "access_token",
+            "accessToken",
+            "refresh_token",
+            "id_token",
+            "GITHUB_TOKEN",
+            "X-Auth-Token",
+            "csrf_token",
+            "api_key",
+            "apiKey",
+            "APIKey",
+            "X-Api-Key",
+            "x-apikey",
+            "private_key",
+            "privateKey",
+            "aws_secret_access_key",
+            "signing_key",
+            "encryption_key",
+            "credentials",
+            "Authorization",
+            "Proxy-Authorization",
+        ] {
+            assert!(
+                key_is_sensitive(k, "v4lue-0f-a-secret"),
+                "{k} should be sensitive"
+            );
+        }
+        for k in [
+            "max_tokens",
+            "tokens_used",
+            "input_tokens",
+            "token_count",
+            "token_type",
+            "tokenizer",
+            "secret_santa",
+            "secret_name",
+            "secrets",
+            "is_secret",
+            "password_hash",
+            "passwordless",
+            "eos_token",
+            "pad_token",
+            "next_page_token",
+            "pageToken",
+            "primary_key",
+            "cache_key",
+            "key",
+            "access_key_id",
+            "private_key_id",
+            "PWD",
+            "OLDPWD",
+            "auth",
+            "author",
+            "has_password",
+            "use_token",
+        ] {
+            assert!(
+                !key_is_sensitive(k, "v4lue-0f-a-secret"),
+                "{k} should not be"
+            );
+        }
+        // A bare `token` is a credential only when its value looks like one.
+        assert!(key_is_sensitive("token", "9f8e7d6c5b4a"));
+        assert!(!key_is_sensitive("token", " Hello"));
+        assert!(!key_is_sensitive("token", "world"));
+    }
+
+    #[test]
+    fn structured_values_of_sensitive_keys_are_masked_whatever_they_look_like() {
+        let r = Redactor::new(&[], &[]).unwrap();
+        let mut v = serde_json::json!({
+            "url": "https://api.example.com/v1/items",
+            "headers": {"Authorization": "Bearer abc.def-ghi", "Accept": "application/json"},
+            "db": {"password": "letmein", "port": 5432, "ssl": true, "user": "app"},
+            "credentials": ["first-key", "second-key"],
+            "nested": [{"refreshToken": "1x-refresh"}],
+            "max_tokens": 4096,
+            "tokens_used": "12",
+            "token_count": {"input": 3, "output": 4},
+            "secret_santa": "Alice",
+            "api_key": "${OPENAI_API_KEY}",
+            "client_secret": "<your-client-secret>",
+            "auth_token": "***",
+            "token": "Hello",
+            "eos_token": "</s>",
+            "pad_token": "[PAD]",
+            "password_confirm": "",
+            "secret": false,
+            "passphrase": null,
+        });
+        let mut counts = Counts::new();
+        let mut seen = Vec::new();
+        r.value(&mut v, &mut counts, &mut seen);
+        assert_eq!(
+            v["headers"]["Authorization"],
+            "Bearer [REDACTED:sensitive_key]"
+        );
+        assert_eq!(v["headers"]["Accept"], "application/json");
+        assert_eq!(v["db"]["password"], "[REDACTED:sensitive_key]");
+        assert_eq!(v["db"]["user"], "app");
+        assert_eq!(v["credentials"][1], "[REDACTED:sensitive_key]");
+        assert_eq!(v["nested"][0]["refreshToken"], "[REDACTED:sensitive_key]");
+        assert_eq!(counts["sensitive_key"], 5, "{v:#}");
+        assert_eq!(counts.len(), 1, "{counts:?}");
+        for (k, kept) in [
+            ("max_tokens", serde_json::json!(4096)),
+            ("tokens_used", serde_json::json!("12")),
+            ("secret_santa", serde_json::json!("Alice")),
+            ("api_key", serde_json::json!("${OPENAI_API_KEY}")),
+            ("client_secret", serde_json::json!("<your-client-secret>")),
+            ("auth_token", serde_json::json!("***")),
+            ("token", serde_json::json!("Hello")),
+            ("eos_token", serde_json::json!("</s>")),
+            ("pad_token", serde_json::json!("[PAD]")),
+            ("password_confirm", serde_json::json!("")),
+            ("secret", serde_json::json!(false)),
+        ] {
+            assert_eq!(v[k], kept, "{k}");
+        }
+        assert_eq!(seen.len(), 5);
+    }
+
+    #[test]
+    fn json_text_pairs_are_judged_by_their_key() {
+        for (text, kind, kept) in [
+            (
+                r#"{"headers": {"Authorization": "Bearer tok_1234567890abcdef"}}"#,
+                "bearer_token",
+                r#"{"headers": {"Authorization": "Bearer [REDACTED:bearer_token]"}}"#,
+            ),
+            (
+                r#"{"Authorization":"Basic ZGVwbG95OnM3Y3JldA=="}"#,
+                "basic_auth",
+                r#"{"Authorization":"Basic [REDACTED:basic_auth]"}"#,
+            ),
+            (
+                r#"{"Authorization": "Bearer short1"}"#,
+                "sensitive_key",
+                r#"{"Authorization": "Bearer [REDACTED:sensitive_key]"}"#,
+            ),
+            (
+                r#"{\"db\": {\"password\": \"letmein\"}}"#,
+                "sensitive_key",
+                r#"{\"db\": {\"password\": \"[REDACTED:sensitive_key]\"}}"#,
+            ),
+            (
+                r#""clientSecret": "two words""#,
+                "sensitive_key",
+                r#""clientSecret": "[REDACTED:sensitive_key]""#,
+            ),
+        ] {
+            let (out, c) = red(text);
+            assert_eq!(out, kept);
+            assert_eq!(c.get(kind), Some(&1), "{c:?}");
+        }
+        for t in [
+            r#"{"token": " Hello", "logprob": -0.31}"#,
+            r#"{"max_tokens": 4096, "token_count": {"input": 3}}"#,
+            r#"{"eos_token": "</s>", "pad_token": "[PAD]", "next_page_token": "CiAKGjBpNDd2"}"#,
+            r#"{"secret_santa": "Alice", "password": "", "api_key": "${KEY}"}"#,
+            r#"{"Authorization": "Bearer ${TOKEN}"}"#,
+        ] {
+            let (out, c) = red(t);
+            assert_eq!(out, t, "{c:?}");
+        }
+    }
+
     #[test]
     fn command_line_near_misses_are_kept() {
         for t in [

@@ -437,7 +437,42 @@ fn secrets() -> Vec<(&'static str, String, String)> {
             "AdoPassword",
             "Server=tcp:db.example.net,1433;Initial Catalog=app;User ID=app;Password={};Encrypt=True;",
         ),
+        s(
+            "sensitive_key",
+            "lettersonly",
+            r#"{"db": {"host": "db.internal", "password": "{}"}}"#,
+        ),
+        s(
+            "sensitive_key",
+            "two words here",
+            r#"{"clientSecret": "{}"}"#,
+        ),
     ]
+}
+
+/// Secrets that only structured tool input holds, under sensitive keys, with values no text
+/// rule would know (letters only, spaces): (secret, key path).
+fn structured_secrets() -> Value {
+    json!({
+        "url": "https://api.example.com/v1/deploy",
+        "headers": {"Authorization": "Bearer Zq8RtY3pLm0vXw", "X-Api-Key": "apikeyvalue-structured", "Accept": "application/json"},
+        "db": {"host": "db.internal", "user": "app", "password": "horsebatterystaple", "port": 5432, "ssl": true},
+        "clientSecret": "structured client secret",
+        "credentials": ["firstcredential", "secondcredential"],
+    })
+}
+
+fn structured_values() -> Vec<String> {
+    [
+        "Zq8RtY3pLm0vXw",
+        "apikeyvalue-structured",
+        "horsebatterystaple",
+        "structured client secret",
+        "firstcredential",
+        "secondcredential",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// Near misses in structured tool input: counts, flags, placeholders, tokenizer and paging
@@ -743,18 +778,8 @@ fn every_planted_secret_is_masked_in_both_directions() {
     let all = texts.join("\n");
     assert!(all.chars().count() < 8000, "tool outputs would be cut");
     let ids = vec![
-        claude_session(
-            &env,
-            &texts,
-            &json!({"url": "https://api.example.com/v1/deploy"}),
-            "01",
-        ),
-        codex_session(
-            &env,
-            &texts,
-            &json!({"url": "https://api.example.com/v1/deploy"}),
-            "02",
-        ),
+        claude_session(&env, &texts, &structured_secrets(), "01"),
+        codex_session(&env, &texts, &structured_secrets(), "02"),
     ];
     let before = env.snapshot_stores();
     let title = format!("deploy {}", all.replace('\n', " "));
@@ -763,6 +788,11 @@ fn every_planted_secret_is_masked_in_both_directions() {
     for (kind, secret, _) in &planted {
         if written.contains(secret.as_str()) {
             leaks.push(format!("{kind}: {secret}"));
+        }
+    }
+    for secret in structured_values() {
+        if written.contains(secret.as_str()) {
+            leaks.push(format!("sensitive_key: {secret}"));
         }
     }
     assert!(leaks.is_empty(), "secrets left:\n{}", leaks.join("\n"));
@@ -783,6 +813,7 @@ fn every_planted_secret_is_masked_in_both_directions() {
         );
     }
     assert!(written.contains("[REDACTED:openai_key]"));
+    assert!(written.contains("Bearer [REDACTED:sensitive_key]"));
     // The sources are untouched and still hold the secrets (nothing is rewritten in place).
     let after = env.snapshot_stores();
     for (path, hash) in &before {
