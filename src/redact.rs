@@ -58,6 +58,8 @@ enum Check {
     /// Group 1 is a key, group 2 its value: the key must be sensitive (`sensitive_key`) and
     /// the value not a placeholder.
     Key,
+    /// A piece of a word cut by a reader: masked when it could be part of a token.
+    Fragment,
 }
 
 pub struct Redactor {
@@ -688,6 +690,23 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         Check::HighEntropy,
         None,
     ),
+    // --- What a reader's cut left of a secret.
+    (
+        // Readers keep a long tool output's head and tail around `[… N chars cut …]`; the word
+        // on each side is a piece, maybe of a secret whose rule can no longer see it whole.
+        "cut_fragment",
+        r"([A-Za-z0-9_+/=.~-]{8,})\n\[… [0-9]+ chars cut …\]\n",
+        1,
+        Check::Fragment,
+        Some(r"\n\[… [0-9]+ chars cut …\]\n"),
+    ),
+    (
+        "cut_fragment",
+        r"\n\[… [0-9]+ chars cut …\]\n([A-Za-z0-9_+/=.~-]{8,})",
+        1,
+        Check::Fragment,
+        Some(r"\n\[… [0-9]+ chars cut …\]\n"),
+    ),
 ];
 
 impl Redactor {
@@ -1106,6 +1125,7 @@ fn passes(check: Check, value: &str) -> bool {
         Check::None => return true,
         Check::Literal => return !placeholder(value),
         Check::Key => return !placeholder(split_scheme(value).1),
+        Check::Fragment => return fragment(value),
         Check::Value | Check::HighEntropy => {}
     }
     let v = value.trim_matches(|c| c == '"' || c == '\'');
@@ -1129,6 +1149,57 @@ fn passes(check: Check, value: &str) -> bool {
         Check::HighEntropy => looks_random(v),
         _ => true,
     }
+}
+
+/// A piece of a cut word that could belong to a token: letters mixed with digits or with
+/// both cases, or a known token prefix. A plain word (`compiling`) or a path of words
+/// (`/home/dev/projects`) is kept.
+fn fragment(v: &str) -> bool {
+    let lower = v.chars().any(|c| c.is_ascii_lowercase());
+    let upper = v.chars().any(|c| c.is_ascii_uppercase());
+    let digit = v.chars().any(|c| c.is_ascii_digit());
+    let prefixed = [
+        "npm_",
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+        "glpat-",
+        "sk-",
+        "sk_",
+        "rk_",
+        "xox",
+        "xapp-",
+        "hf_",
+        "SG.",
+        "AKIA",
+        "ASIA",
+        "AIza",
+        "eyJ",
+        "dckr_",
+        "pypi-",
+        "hvs.",
+        "hvb.",
+        "ops_",
+        "dp.",
+        "shpat_",
+        "lin_api_",
+        "sntry",
+        "dop_v1_",
+        "NRAK-",
+        "gsk_",
+        "r8_",
+        "xai-",
+        "pplx-",
+        "whsec_",
+        "rubygems_",
+        "AGE-SECRET-",
+    ]
+    .iter()
+    .any(|p| v.starts_with(p));
+    (prefixed && v.len() >= 8) || [lower, upper, digit].iter().filter(|b| **b).count() >= 2
 }
 
 /// Random-looking: long, mixed character classes, high Shannon entropy; and not a hex digest
@@ -1387,6 +1458,19 @@ mod tests {
             let (out, c) = red(t);
             assert_eq!(out, t, "{c:?}");
         }
+    }
+
+    #[test]
+    fn a_cut_leaves_no_piece_of_a_token() {
+        let (out, c) =
+            red("log npm_u8jzPde0Ig\n[… 1234 chars cut …]\nxLd6GncfBAepfJBd0Kh8oOOL8d tail");
+        assert_eq!(
+            out,
+            "log [REDACTED:cut_fragment]\n[… 1234 chars cut …]\n[REDACTED:cut_fragment] tail"
+        );
+        assert_eq!(c["cut_fragment"], 2);
+        let t = "compiling\n[… 5 chars cut …]\n/home/dev/projects/relay";
+        assert_eq!(red(t).0, t);
     }
 
     #[test]

@@ -855,6 +855,160 @@ fn what_sessions_are_full_of_is_not_masked() {
     }
 }
 
+/// Secrets that a reader's cut (long tool outputs keep their head and tail) splits: `k`
+/// characters before the head's end, `k` after the tail's start.
+fn cut_outputs() -> (Vec<String>, Vec<String>) {
+    let secrets: Vec<String> = [
+        "npm_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d",
+        "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R",
+        "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",
+        "sk-ant-api03-AbCdEf0123456789_GhIjKlMnOpQrStUvWxYz-0123456789AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEf-AA",
+        "xapp-1-A04TFJGVQ4K-8038528084148-b5b7a767c76fb008f86bebb2737f6a6f0fb23c6f5da2cec255404e4fb440034d",
+    ]
+    .map(String::from)
+    .to_vec();
+    // The readers keep 8000 characters: the first 5333 and the last 2667.
+    let (head, tail, n) = (5333, 2667, 12_000);
+    let filler = |len: usize| -> String {
+        let mut f = String::new();
+        let mut i = 0;
+        while f.len() < len {
+            f.push_str(&format!(
+                "   Compiling crate-{i} v0.1.{i} (/home/dev/src)\n"
+            ));
+            i += 1;
+        }
+        f.truncate(len);
+        f
+    };
+    let mut outputs = Vec::new();
+    for s in &secrets {
+        for k in [8, 12, 20, 30] {
+            // ... head | cut ... | tail ...
+            let a = head - k;
+            let b = n - tail - (s.len() - k);
+            let mut o = filler(a - 1);
+            o.push(' ');
+            o.push_str(s);
+            o.push(' ');
+            o.push_str(&filler(b - o.len() - 1));
+            o.push(' ');
+            o.push_str(s);
+            o.push(' ');
+            o.push_str(&filler(n - o.len()));
+            assert_eq!(o.len(), n);
+            outputs.push(o);
+        }
+    }
+    (secrets, outputs)
+}
+
+#[test]
+fn a_secret_cut_by_truncation_leaves_no_piece() {
+    let env = TestEnv::empty();
+    let proj = env.project();
+    let (secrets, outputs) = cut_outputs();
+    // Claude: one Bash call per output.
+    let id = "5d0c3a1e-7b2f-4e8a-9c6d-0000000000c1";
+    let dir = env.claude_home().join("projects/-home-dev-projects-redact");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut lines = Vec::new();
+    let mut parent = Value::Null;
+    let mut push = |n: usize, typ: &str, message: Value| {
+        let uuid = format!("u{n}");
+        lines.push(
+            json!({"parentUuid": parent, "isSidechain": false, "type": typ, "message": message,
+            "uuid": uuid, "timestamp": format!("2026-11-29T12:{:02}:{:02}.000Z", n / 60, n % 60),
+            "cwd": "/home/dev/projects/redact", "sessionId": id, "version": "2.1.332"})
+            .to_string(),
+        );
+        parent = json!(uuid);
+    };
+    push(
+        0,
+        "user",
+        json!({"role": "user", "content": "Build everything."}),
+    );
+    for (i, o) in outputs.iter().enumerate() {
+        let call = format!("toolu_{i}");
+        push(
+            2 * i + 1,
+            "assistant",
+            json!({"id": format!("m{i}"), "type": "message", "role": "assistant", "model": "x", "content": [
+            {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": format!("make step-{i}")}}]}),
+        );
+        push(
+            2 * i + 2,
+            "user",
+            json!({"role": "user", "content": [{"tool_use_id": call, "type": "tool_result", "content": o}]}),
+        );
+    }
+    push(
+        999,
+        "assistant",
+        json!({"id": "mz", "type": "message", "role": "assistant", "model": "x", "content": [{"type": "text", "text": "Built."}]}),
+    );
+    std::fs::write(dir.join(format!("{id}.jsonl")), lines.join("\n") + "\n").unwrap();
+    // Codex: one shell call per output.
+    let cid = "0199f000-0000-7000-8000-0000000000c2";
+    let cdir = env.codex_home().join("sessions/2026/11/29");
+    std::fs::create_dir_all(&cdir).unwrap();
+    let mut c = vec![
+        json!({"timestamp": "2026-11-29T10:00:00.000Z", "type": "session_meta", "payload": {"id": cid, "timestamp": "2026-11-29T10:00:00.000Z", "cwd": "/home/dev/projects/redact", "originator": "codex_cli_rs", "cli_version": "0.60.0", "source": "cli"}}),
+        json!({"timestamp": "2026-11-29T10:00:01.000Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Build everything."}]}}),
+    ];
+    for (i, o) in outputs.iter().enumerate() {
+        c.push(json!({"timestamp": "2026-11-29T10:00:02.000Z", "type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": json!({"command": ["bash", "-lc", format!("make step-{i}")]}).to_string(), "call_id": format!("c{i}")}}));
+        c.push(json!({"timestamp": "2026-11-29T10:00:03.000Z", "type": "response_item", "payload": {"type": "function_call_output", "call_id": format!("c{i}"), "output": json!({"output": o, "metadata": {"exit_code": 0}}).to_string()}}));
+    }
+    c.push(json!({"timestamp": "2026-11-29T10:00:04.000Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Built."}]}}));
+    let text: Vec<String> = c.iter().map(Value::to_string).collect();
+    std::fs::write(
+        cdir.join(format!("rollout-2026-11-29T10-00-00-{cid}.jsonl")),
+        text.join("\n") + "\n",
+    )
+    .unwrap();
+
+    let before = all_files(&env);
+    let mut written = String::new();
+    let mut cut = 0;
+    for src in [id, cid] {
+        for to in ["claude", "codex"] {
+            // The default budget keeps outputs as the reader cut them; a small one trims them
+            // again (after redaction).
+            for budget in [None, Some("5000")] {
+                let mut args = vec![
+                    "relay", src, "--to", to, "--cwd", &proj, "--force", "--json",
+                ];
+                if let Some(b) = budget {
+                    args.extend(["--budget", b]);
+                }
+                let r: Value = serde_json::from_str(&env.ok(&args)).unwrap();
+                cut += r["redactions"]["cut_fragment"].as_u64().unwrap_or(0);
+                if budget.is_some() {
+                    assert!(
+                        r["fit"]["tool_outputs_trimmed"].as_u64().unwrap() > 0,
+                        "{r}"
+                    );
+                }
+            }
+        }
+    }
+    written.push_str(&files_written(&env, &before));
+    let mut leaks = Vec::new();
+    for s in &secrets {
+        let chars: Vec<char> = s.chars().collect();
+        for w in chars.windows(8) {
+            let w: String = w.iter().collect();
+            if written.contains(&w) {
+                leaks.push(format!("{w} (of {s})"));
+            }
+        }
+    }
+    assert!(leaks.is_empty(), "pieces left:\n{}", leaks.join("\n"));
+    assert!(cut > 0, "no cut fragment was masked");
+}
+
 #[test]
 fn a_given_title_is_masked_unless_told_not_to() {
     let env = TestEnv::empty();
