@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use regex::{Captures, Regex, RegexSet};
@@ -34,7 +35,10 @@ pub struct ExtraPattern {
 
 struct Rule {
     kind: String,
-    re: Regex,
+    /// The regex, compiled the first time the prefilter says it may match: most never do, and
+    /// compiling them all took most of the redactor's start.
+    re: OnceLock<Regex>,
+    pattern: Cow<'static, str>,
     /// What the prefilter looks for: the regex itself, or for a rule that starts with a run
     /// of a class (`[a-f0-9]{32}-us…`) a part every match holds (`-us[0-9]`). Runs at the start
     /// of many patterns multiply the prefilter's states, and it then falls off its fast DFA.
@@ -715,7 +719,8 @@ impl Redactor {
             .iter()
             .map(|(kind, re, group, check, hint)| Rule {
                 kind: kind.to_string(),
-                re: Regex::new(re).expect("built-in pattern compiles"),
+                re: OnceLock::new(),
+                pattern: Cow::Borrowed(*re),
                 hint: *hint,
                 group: *group,
                 check: *check,
@@ -734,14 +739,15 @@ impl Redactor {
                 Rule {
                     kind: p.name.clone(),
                     hint: None,
-                    re,
+                    pattern: Cow::Owned(p.regex.clone()),
+                    re: OnceLock::from(re),
                     group,
                     check: Check::None,
                 },
             );
         }
-        let set = RegexSet::new(rules.iter().map(|r| r.hint.unwrap_or(r.re.as_str())))
-            .expect("patterns compiled one by one");
+        let set = RegexSet::new(rules.iter().map(|r| r.hint.unwrap_or(&r.pattern)))
+            .expect("built-in patterns compile, and the user's compiled one by one");
         Ok(Redactor {
             set,
             rules,
@@ -759,7 +765,10 @@ impl Redactor {
         for i in hits.iter() {
             let rule = &self.rules[i];
             let mut n = 0;
-            let replaced = rule.re.replace_all(&out, |c: &Captures| {
+            let re = rule
+                .re
+                .get_or_init(|| Regex::new(&rule.pattern).expect("built-in pattern compiles"));
+            let replaced = re.replace_all(&out, |c: &Captures| {
                 let whole = c.get(0).unwrap();
                 let Some(secret) = c.get(rule.group) else {
                     return whole.as_str().to_string();
