@@ -127,7 +127,7 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
     let now = Utc::now();
     let id = target.new_id();
     let stamp = now.format("%Y%m%d_%H%M%S").to_string();
-    // A given title is written to the session, the store's index and the ledger's report:
+    // A given title is written to the session, the store's index and the report:
     // masked like the session (a derived one comes from the already masked prompt).
     let given = match (&opts.title, &mut redactions.0) {
         (Some(t), Some(counts)) => Some(cfg.redactor()?.text(t, counts).into_owned()),
