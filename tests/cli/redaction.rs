@@ -381,6 +381,11 @@ fn secrets() -> Vec<(&'static str, String, String)> {
             "ntn_RZQSw5AbQTSDp2zw5Oglshr6MUoTRczcMkBmWtjyVcJtOO",
             "notion {}",
         ),
+        s(
+            "mapbox_token",
+            "sk.eyJ1IjoiZGV2cmVsYXkiLCJhIjoiY2x4N2s5MDAwMDJxbzZ0In0.Rk3vQ9xZp2LmW8tYb5NcJg",
+            "MAPBOX_ACCESS_TOKEN={}",
+        ),
         // Credentials by their place.
         s(
             "basic_auth",
