@@ -3,14 +3,17 @@
 //! A `RegexSet` answers "could any rule match this text" in one pass, so the common case (no
 //! secret) costs one scan; only texts that match are rewritten, rule by rule. Each match is
 //! replaced by `[REDACTED:<kind>]`. Rules are anchored on the shapes secrets have (vendor prefixes,
-//! key blocks, credentials in URLs) or on the name they are assigned to, never on length or
-//! randomness alone, so that git SHAs, UUIDs, base64 images and lock-file hashes are left alone.
+//! key blocks, credentials in URLs and command lines) or on the name they are assigned to, never
+//! on length or randomness alone, so that git SHAs, UUIDs, base64 images and lock-file hashes are
+//! left alone. Structured JSON is also judged by its keys: the value of a `password`, `token`,
+//! `Authorization`... key is masked whatever it looks like (`key_is_sensitive`).
 //!
 //! Word boundaries are ASCII (`(?-u:\b)`): with Unicode ones the regex engine leaves its fast
 //! DFA on any non-ASCII text (an emoji, a "…"), which made redaction 15 times slower.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use regex::{Captures, Regex, RegexSet};
@@ -32,7 +35,14 @@ pub struct ExtraPattern {
 
 struct Rule {
     kind: String,
-    re: Regex,
+    /// The regex, compiled the first time the prefilter says it may match: most never do, and
+    /// compiling them all took most of the redactor's start.
+    re: OnceLock<Regex>,
+    pattern: Cow<'static, str>,
+    /// What the prefilter looks for: the regex itself, or for a rule that starts with a run
+    /// of a class (`[a-f0-9]{32}-us…`) a part every match holds (`-us[0-9]`). Runs at the start
+    /// of many patterns multiply the prefilter's states, and it then falls off its fast DFA.
+    hint: Option<&'static str>,
     /// Which capture group holds the secret (0 = the whole match).
     group: usize,
     /// Assignments: mask only values that look like real secrets.
@@ -42,10 +52,18 @@ struct Rule {
 #[derive(Clone, Copy, PartialEq)]
 enum Check {
     None,
-    /// Not a placeholder, not purely numeric or boolean.
+    /// Not a placeholder, not purely numeric or boolean, not a name from code.
     Value,
     /// As `Value`, and random-looking (a generic env line's value).
     HighEntropy,
+    /// Not a placeholder: where a value can only be a password (a URL's, a client's flag), a
+    /// word or a number is one too.
+    Literal,
+    /// Group 1 is a key, group 2 its value: the key must be sensitive (`sensitive_key`) and
+    /// the value not a placeholder.
+    Key,
+    /// A piece of a word cut by a reader: masked when it could be part of a token.
+    Fragment,
 }
 
 pub struct Redactor {
@@ -57,112 +75,641 @@ pub struct Redactor {
 /// Counts of what was masked, by kind.
 pub type Counts = BTreeMap<String, usize>;
 
-const BUILTIN: &[(&str, &str, usize, u8)] = &[
-    // (kind, regex, group, check: 0 none, 1 value, 2 entropy)
+/// `(kind, regex, group, check, hint)`. Each rule is anchored on a fixed prefix or shape of the
+/// format it names (or on the label a value is assigned to), so that hashes, ids and base64 stay
+/// clean. Rules that end in a class holding `-` have no trailing `\b` (a `-` is no word
+/// character). `hint`, when given, is what the prefilter looks for instead (see `Rule::hint`).
+const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
+    // --- Key files.
     (
+        // PEM blocks (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... BLOCK), to the end or the text's end.
         "private_key",
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // age (age-encryption.org): `AGE-SECRET-KEY-1` + 58 upper-case bech32 characters.
+        "age_secret_key",
+        r"(?-u:\b)AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- AI providers.
+    (
+        // Anthropic: API and admin keys, Claude Code's OAuth access and refresh tokens.
         "anthropic_key",
-        r"(?-u:\b)sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_-]{20,}",
+        r"(?-u:\b)sk-ant-(?:api|admin|oat|ort|sid)[0-9]{2}-[A-Za-z0-9_-]{20,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // OpenAI: keys holding `T3BlbkFJ` ("OpenAI" in base64), project/service/admin keys,
+        // legacy `sk-` + 48 alphanumerics.
         "openai_key",
         r"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}|(?-u:\b)sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{40,}|(?-u:\b)sk-[A-Za-z0-9]{48}(?-u:\b)",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // Hugging Face: user tokens `hf_` + 34 letters and digits, org tokens `api_org_` + 34.
+        "huggingface_token",
+        r"(?-u:\b)(?:hf|api_org)_[A-Za-z0-9]{34}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Groq: `gsk_` + 52.
+        "groq_key",
+        r"(?-u:\b)gsk_[A-Za-z0-9]{52}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Replicate: `r8_` + 37.
+        "replicate_token",
+        r"(?-u:\b)r8_[A-Za-z0-9]{37}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // xAI: `xai-` + 80.
+        "xai_key",
+        r"(?-u:\b)xai-[A-Za-z0-9]{80}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Perplexity: `pplx-` + 48.
+        "perplexity_key",
+        r"(?-u:\b)pplx-[A-Za-z0-9]{48}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Cloud providers.
+    (
+        // AWS access key ids by their four-letter type prefix.
         "aws_access_key",
         r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA|ASCA)[A-Z0-9]{16}(?-u:\b)",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // AWS secret keys (40 base64 characters) where they are assigned.
         "aws_secret_key",
         r#"(?i)(?-u:\b)aws_?secret_?(?:access_?)?key(?:_id)?["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})(?-u:\b)"#,
         1,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // Google: API keys `AIza` + 35.
+        "google_api_key",
+        r"(?-u:\b)AIza[0-9A-Za-z_-]{35}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Google OAuth: client secrets `GOCSPX-` + 28, access tokens `ya29.`, refresh tokens `1//0`.
+        "google_oauth",
+        r"(?-u:\b)GOCSPX-[A-Za-z0-9_-]{28}|(?-u:\b)ya29\.[A-Za-z0-9_-]{30,}|(?-u:\b)1//0[A-Za-z0-9_-]{40,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Azure storage, Service Bus and Event Hubs connection strings: `AccountKey=<base64>`,
+        // `SharedAccessKey=<base64>`.
+        "azure_storage_key",
+        r"(?i)(?-u:\b)(?:AccountKey|SharedAccessKey)\s*=\s*([A-Za-z0-9+/]{40,}={0,2})",
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Azure SAS tokens: `sig=` + a base64 (often %-encoded) HMAC-SHA256, which ends in
+        // padding. A `sig=` with a short, hex or unpadded value is not one.
+        "azure_sas",
+        r"(?i)[?&;]sig=([A-Za-z0-9%+/]{40,}(?:%3D|=))",
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Azure AD (Entra) client secrets: 3 characters, a digit, `Q~`, 31 to 34 more.
+        "azure_client_secret",
+        r"(?:^|\n[+-]|[^A-Za-z0-9_~.-])([A-Za-z0-9_~.-]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34})(?:[^A-Za-z0-9_~.-]|$)",
+        1,
+        Check::None,
+        Some(r"[0-9]Q~"),
+    ),
+    (
+        // DigitalOcean: `dop_v1_`, `doo_v1_`, `dor_v1_` + 64 hex.
+        "digitalocean_token",
+        r"(?-u:\b)do[opr]_v1_[a-f0-9]{64}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Heroku: `HRKU-` platform keys (older keys are UUIDs: caught by their label only).
+        "heroku_key",
+        r"(?-u:\b)HRKU-[A-Za-z0-9_-]{20,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Terraform Cloud / Enterprise: `<14>.atlasv1.<60+>`.
+        "terraform_token",
+        r"(?-u:\b)[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}",
+        0,
+        Check::None,
+        Some(r"\.atlasv1\."),
+    ),
+    (
+        // Databricks: `dapi` + 32 hex (optionally `-2`).
+        "databricks_token",
+        r"(?-u:\b)dapi[a-f0-9]{32}(?:-[0-9]+)?(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Code hosts and CI.
+    (
+        // GitHub: `ghp_ gho_ ghu_ ghs_ ghr_` + 36, fine-grained `github_pat_`.
         "github_token",
         r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})(?-u:\b)",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // GitLab: personal, deploy, runner, trigger, OAuth, feed, CI-job ... tokens; runner
+        // registration tokens `GR1348941`.
         "gitlab_token",
-        r"(?-u:\b)glpat-[A-Za-z0-9_-]{20,}(?-u:\b)",
+        r"(?-u:\b)gl(?:pat|dt|rt|ptt|soat|cbt|ffct|oas|imt|agent|ft)-[A-Za-z0-9_-]{20,}|(?-u:\b)GR1348941[A-Za-z0-9_-]{20,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // Atlassian (Jira, Confluence, Bitbucket): API tokens `ATATT3…`, `ATCTT3…`; Bitbucket
+        // app passwords `ATBB…`.
+        "atlassian_token",
+        r"(?-u:\b)AT[AC]TT3[A-Za-z0-9_=-]{50,}|(?-u:\b)ATBB[A-Za-z0-9]{28,}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Buildkite `bkua_` + 40 hex; CircleCI `CCIPAT_`; SonarQube `sqp_ sqa_ squ_` + 40 hex.
+        "ci_token",
+        r"(?-u:\b)(?:bkua_[a-f0-9]{40}|CCIPAT_[A-Za-z0-9]{20,}_[a-f0-9]{40}|sq[pau]_[a-f0-9]{40})(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Package registries.
+    (
+        // npm: `npm_` + 36 (30 random and a 6-character checksum).
+        "npm_token",
+        r"(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // PyPI / TestPyPI: macaroons whose base64 starts with the index's name.
+        "pypi_token",
+        r"(?-u:\b)pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{50,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // RubyGems: `rubygems_` + 48 hex.
+        "rubygems_key",
+        r"(?-u:\b)rubygems_[a-f0-9]{48}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // NuGet: `oy2` + 43 lower-case letters and digits.
+        "nuget_key",
+        r"(?-u:\b)oy2[a-z0-9]{43}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // crates.io: `cio` + 32; not preceded by a base64 character (`cio` is a short prefix).
+        "crates_io_token",
+        r"(?:^|\n[+-]|[^A-Za-z0-9+/=_-])(cio[A-Za-z0-9]{32})(?-u:\b)",
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Docker Hub: personal and organisation access tokens.
+        "dockerhub_token",
+        r"(?-u:\b)dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // JFrog Artifactory: API keys `AKCp` + 69, reference tokens (base64 of `reftkn:01:`).
+        "jfrog_token",
+        r"(?-u:\b)AKCp[A-Za-z0-9]{69}(?-u:\b)|(?-u:\b)cmVmdGtuOjAxOj[A-Za-z0-9]{40,}",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Chat.
+    (
+        // Slack: bot, user, app-level (`xapp-`), refresh (`xoxe-`) ... tokens.
         "slack_token",
-        r"(?-u:\b)xox[abposr]-[A-Za-z0-9-]{10,}(?-u:\b)",
+        r"(?-u:\b)(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
         "slack_webhook",
-        r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}",
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
-        "google_api_key",
-        r"(?-u:\b)AIza[0-9A-Za-z_-]{35}(?-u:\b)",
+        "discord_webhook",
+        r"https://(?:(?:ptb|canary)\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/[A-Za-z0-9_-]{60,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
     (
+        // Discord bot tokens: the bot's id in base64 (a digit string, so `MT`, `Mj`, `Mz`, `ND`,
+        // `NT`, `Nj`, `Nz`, `OD` or `OT` first), a 6-character timestamp, an HMAC.
+        "discord_token",
+        r"(?-u:\b)(?:M[Tjz]|N[DTjz]|O[DT])[A-Za-z0-9]{22,26}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}",
+        0,
+        Check::None,
+        Some(r"[A-Za-z0-9]\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}"),
+    ),
+    (
+        // Telegram bots: `<bot id>:AA` + 33, alone or in an API URL's `/bot<token>/`.
+        "telegram_bot_token",
+        r"(?-u:\b)(?:bot)?([0-9]{8,10}:AA[A-Za-z0-9_-]{33})",
+        1,
+        Check::None,
+        Some(r"[0-9]:AA[A-Za-z0-9_-]{33}"),
+    ),
+    // --- Payments.
+    (
+        // Stripe: secret and restricted keys, webhook signing secrets.
         "stripe_key",
-        r"(?-u:\b)(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}(?-u:\b)",
+        r"(?-u:\b)(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}|whsec_[A-Za-z0-9]{32,})(?-u:\b)",
         0,
+        Check::None,
+        None,
+    ),
+    (
+        // Square: access tokens `EAAA` + 60, alone (zeros in base64 data read `EAAA` too).
+        "square_token",
+        r"(?:^|\n[+-]|[^A-Za-z0-9+/=_-])(EAAA[A-Za-z0-9_-]{60})(?:[^A-Za-z0-9+/=_-]|$)",
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Square: `sq0atp-` access tokens, `sq0csp-` OAuth secrets.
+        "square_token",
+        r"(?-u:\b)sq0(?:atp|csp)-[A-Za-z0-9_-]{22,43}",
         0,
+        Check::None,
+        None,
+    ),
+    (
+        // PayPal via Braintree: `access_token$production$<16>$<32 hex>`.
+        "braintree_token",
+        r"(?-u:\b)access_token\$(?:production|sandbox)\$[a-z0-9]{16}\$[a-f0-9]{32}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Mail.
+    (
+        // SendGrid: `SG.` + 22 + `.` + 43.
+        "sendgrid_key",
+        r"(?-u:\b)SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Mailgun: `key-` + 32 hex, not the tail of a longer name (`cache-key-<md5>`).
+        "mailgun_key",
+        r"(?:^|[^A-Za-z0-9_-])(key-[a-f0-9]{32})(?-u:\b)",
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Mailchimp: 32 hex + the data centre, `-us12`.
+        "mailchimp_key",
+        r"(?-u:\b)[a-f0-9]{32}-us[0-9]{1,2}(?-u:\b)",
+        0,
+        Check::None,
+        Some(r"-us[0-9]"),
+    ),
+    (
+        // Postmark: server and account tokens are UUIDs, so only where they are labelled.
+        "postmark_token",
+        r#"(?i)(?-u:\b)(?:x-)?postmark[_-]?(?:server|account)[_-]?(?:api[_-]?)?token\\?["']?\s*[:=]\s*\\?["']?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#,
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Twilio: API key secrets' ids `SK` + 32 hex.
+        "twilio_key",
+        r"(?-u:\b)SK[a-fA-F0-9]{32}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Secret stores.
+    (
+        // HashiCorp Vault: service `hvs.`, batch `hvb.`, recovery `hvr.` tokens.
+        "vault_token",
+        r"(?-u:\b)hv[sbr]\.[A-Za-z0-9_-]{24,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // 1Password service accounts: `ops_` + base64 JSON.
+        "onepassword_token",
+        r"(?-u:\b)ops_eyJ[A-Za-z0-9+/_=-]{50,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Doppler: personal, service, service-account, CLI, SCIM, audit tokens.
+        "doppler_token",
+        r"(?-u:\b)dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[a-z0-9_-]{1,40}\.)?[A-Za-z0-9]{40,44}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    // --- Other services.
+    (
+        // Shopify: admin, custom-app, private-app tokens, shared secrets: prefix + 32 hex.
+        "shopify_token",
+        r"(?-u:\b)shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Linear: `lin_api_` and `lin_oauth_`.
+        "linear_key",
+        r"(?-u:\b)lin_(?:api|oauth)_[A-Za-z0-9]{40,}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Sentry: organisation tokens `sntrys_` (base64 + secret), user tokens `sntryu_` + 64 hex.
+        "sentry_token",
+        r"(?-u:\b)sntry[su]_[A-Za-z0-9+/=_-]{40,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // New Relic: user `NRAK-`, ingest `NRII-`, browser `NRJS-`, admin `NRAA-`, REST `NRRA-`.
+        "newrelic_key",
+        r"(?-u:\b)NR(?:AK|AA|II|JS|RA)-[A-Za-z0-9]{19,}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Datadog: API (32 hex) and application keys (40 hex) have no prefix: where labelled.
+        "datadog_key",
+        r#"(?i)(?-u:\b)(?:dd|datadog)[_-]?(?:api|app|application)[_-]?key\\?["']?\s*[:=]\s*\\?["']?([a-f0-9]{32,40})(?-u:\b)"#,
+        1,
+        Check::None,
+        None,
+    ),
+    (
+        // Grafana: Cloud API tokens `glc_`, service-account tokens `glsa_`.
+        "grafana_token",
+        r"(?-u:\b)glc_[A-Za-z0-9+/]{32,}={0,2}|(?-u:\b)glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // PlanetScale: service tokens, passwords, OAuth tokens.
+        "planetscale_token",
+        r"(?-u:\b)pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_.-]{32,}",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Postman `PMAK-`, Pulumi `pul-`, Supabase `sbp_`/`sb_secret_`, Figma `figd_`,
+        // Contentful `CFPAT-`, Prefect `pnu_`, Airtable `pat<14>.<64 hex>`, Dynatrace `dt0c01.`.
+        "saas_token",
+        r"(?-u:\b)(?:PMAK-[a-f0-9]{24}-[a-f0-9]{34}|pul-[a-f0-9]{40}|sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{30,}|figd_[A-Za-z0-9_-]{40,}|CFPAT-[A-Za-z0-9_-]{43}|pnu_[A-Za-z0-9]{36}|pat[A-Za-z0-9]{14}\.[a-f0-9]{64}|dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64})",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Notion: internal integration tokens `secret_` + 43, `ntn_`.
+        "notion_token",
+        r"(?-u:\b)(?:secret_[A-Za-z0-9]{43}|ntn_[A-Za-z0-9]{40,50})(?-u:\b)",
+        0,
+        Check::None,
+        None,
+    ),
+    (
+        // Mapbox secret tokens `sk.eyJ…`.
+        "mapbox_token",
+        r"(?-u:\b)sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}",
+        0,
+        Check::None,
+        None,
     ),
     (
         "jwt",
         r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
         0,
-        0,
+        Check::None,
+        None,
     ),
+    // --- Credentials by their place: headers, URLs, command lines, connection strings.
     (
+        // `Authorization: Bearer …` / `token …`, as a header or a JSON pair (escaped or not).
         "bearer_token",
-        r"(?i)(?-u:\b)authorization:\s*bearer\s+([A-Za-z0-9._~+/=-]{16,})",
+        r#"(?i)(?-u:\b)(?:proxy-)?authorization\\?["']?\s*[:=]\s*\\?["']?\s*(?:bearer|token)\s+([A-Za-z0-9._~+/=-]{12,})"#,
         1,
-        1,
+        Check::Value,
+        None,
     ),
     (
+        // `Authorization: Basic <base64 of user:password>`.
+        "basic_auth",
+        r#"(?i)(?-u:\b)(?:proxy-)?authorization\\?["']?\s*[:=]\s*\\?["']?\s*basic\s+([A-Za-z0-9+/]{6,}={0,2})"#,
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // The password in `scheme://user:password@host`, also with no user (`redis://:pw@host`).
         "url_credentials",
-        r"(?-u:\b)[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@'\x22]+:([^\s@/'\x22]+)@[^\s/'\x22]+",
+        r"(?-u:\b)[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@'\x22]*:([^\s@/'\x22]+)@[^\s/'\x22]+",
         1,
+        Check::Literal,
+        Some(r"://[^\s/@'\x22]*@"),
+    ),
+    (
+        // MySQL / MariaDB clients: `-pPASSWORD` (attached; a bare `-p` prompts).
+        "cli_password",
+        r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump|mariadb-admin)(?-u:\b)[^\n|;&]*?\s-p('[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]*)"#,
         1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // `sshpass -p PW`, `docker login -p PW`, `redis-cli -a PW`.
+        "cli_password",
+        r#"(?-u:\b)(?:sshpass|(?:docker|podman|buildah|nerdctl|helm|oras)\s+(?:registry\s+)?login|redis-cli)(?-u:\b)[^\n|;&]*?\s-[pa]\s*('[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]*)"#,
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // `--password PW`, `--password=PW`, `--db-password PW`, `--pass PW`; not `--password-stdin`.
+        "cli_password",
+        r#"(?:^|\s)--(?:[a-z0-9]+-)*(?:password|passwd|pass)(?:=|\s+)('[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]*)"#,
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // OpenSSL `-pass pass:PW`, `-passin pass:PW`, `-passout pass:PW`.
+        "cli_password",
+        r"(?:^|\s)-pass(?:in|out)?\s+pass:(\S+)",
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // `curl -u user:PW`, `curl --user user:PW`.
+        "cli_password",
+        r#"(?-u:\b)curl(?-u:\b)[^\n|;&]*?\s(?:-u\s*|--user[=\s]+)['"]?[^\s:'"]*:([^\s'"]+)"#,
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // Clients' password variables: `PGPASSWORD=`, `MYSQL_PWD=`, `REDISCLI_AUTH=`, `SSHPASS=`.
+        "cli_password",
+        r#"(?:^|[\s;&(+-])(?:export\s+)?(?:PGPASSWORD|MYSQL_PWD|REDISCLI_AUTH|SSHPASS)=('[^'\n]+'|"[^"\n]+"|[^\s'";&)]+)"#,
+        1,
+        Check::Literal,
+        None,
+    ),
+    (
+        // ADO.NET / ODBC / JDBC-style connection strings: `Server=…;User Id=…;Password=…`.
+        "connection_string",
+        r"(?i)(?-u:\b)(?:server|data source|host|address|addr|user id|uid|user|username|database|initial catalog|dsn|endpoint)\s*=[^;\r\n]*;(?:[^;\r\n]*;)*?\s*(?:password|pwd)\s*=\s*([^;\x22'\r\n]+)",
+        1,
+        Check::Literal,
+        Some(r"(?i);\s*(?:password|pwd)\s*="),
+    ),
+    (
+        // The same with the password first: `Password=…;Server=…`.
+        "connection_string",
+        r"(?i)(?:^|[\s\x22'+-])(?:password|pwd)\s*=\s*([^;\x22'\r\n]+);\s*(?:server|data source|host|address|user id|uid|user|username|database|initial catalog)\s*=",
+        1,
+        Check::Literal,
+        None,
+    ),
+    // --- Credentials by their name.
+    (
+        // JSON text (a tool's output, a JSON string inside a JSON value, escaped or not):
+        // `"password": "…"`, `"Authorization": "…"`, `"clientSecret": "…"`; the key is then
+        // judged like a structured key (see `sensitive_key`).
+        "sensitive_key",
+        r#"(?i)\\?"([A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|credentials?|authorization|(?:access|secret|private|signing|encryption|master|account)[_-]?key))\\?"\s*:\s*\\?"((?:[^"\\\r\n]|\\[^"\r\n])+)\\?""#,
+        2,
+        Check::Key,
+        Some(
+            r#"(?i)(?:password|passwd|passphrase|secret|token|key|credentials?|authorization)\\?"\s*:\s*\\?""#,
+        ),
     ),
     (
         // password=..., "api_key": "...", SECRET_TOKEN=..., client_secret: ...
         "assignment",
-        r#"(?i)(?-u:\b)[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|private[_-]?key|client[_-]?secret|credentials?)["']?\s*(?:=|:)\s*["']?([^\s"'`,;{}()<>\[\]]{4,})"#,
+        r#"(?i)(?-u:\b)[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|private[_-]?key|client[_-]?secret|credentials?)["']?\s*(?:=|:)\s*["']?([^\s"'`,;{}()<>\[\]]{4,})"#,
         1,
-        1,
+        Check::Value,
+        Some(
+            r#"(?i)(?:password|passwd|passphrase|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|session[_-]?token|private[_-]?key|client[_-]?secret|credentials?)["']?\s*[:=]"#,
+        ),
     ),
     (
         // TOKEN=... and GITHUB_TOKEN=... env lines, but not max_tokens=4096 or "tokens_used": 5.
         "assignment",
         r#"(?m)(?:^|[\s;])(?:export\s+)?[A-Z0-9_]*TOKEN["']?\s*[:=]\s*["']?([^\s"'`,;]{8,})"#,
         1,
-        1,
+        Check::Value,
+        Some(r#"TOKEN["']?\s*[:=]"#),
     ),
     (
         // Any other KEY=value env line whose value looks random.
         "high_entropy_value",
         r#"(?m)(?:^|[\s+>])(?:export\s+)?[A-Z][A-Z0-9_]{2,}\s*=\s*["']?([A-Za-z0-9+/_=.-]{20,})["']?(?:\s|$)"#,
         1,
-        2,
+        Check::HighEntropy,
+        None,
+    ),
+    // --- What a reader's cut left of a secret.
+    (
+        // Readers keep a long tool output's head and tail around `[… N chars cut …]`; the word
+        // on each side is a piece, maybe of a secret whose rule can no longer see it whole.
+        "cut_fragment",
+        r"([A-Za-z0-9_+/=.~-]{8,})\n\[… [0-9]+ chars cut …\]\n",
+        1,
+        Check::Fragment,
+        Some(r"\n\[… [0-9]+ chars cut …\]\n"),
+    ),
+    (
+        "cut_fragment",
+        r"\n\[… [0-9]+ chars cut …\]\n([A-Za-z0-9_+/=.~-]{8,})",
+        1,
+        Check::Fragment,
+        Some(r"\n\[… [0-9]+ chars cut …\]\n"),
     ),
 ];
 
@@ -170,15 +717,13 @@ impl Redactor {
     pub fn new(extra: &[ExtraPattern], allow: &[String]) -> Result<Redactor> {
         let mut rules: Vec<Rule> = BUILTIN
             .iter()
-            .map(|(kind, re, group, check)| Rule {
+            .map(|(kind, re, group, check, hint)| Rule {
                 kind: kind.to_string(),
-                re: Regex::new(re).expect("built-in pattern compiles"),
+                re: OnceLock::new(),
+                pattern: Cow::Borrowed(*re),
+                hint: *hint,
                 group: *group,
-                check: match check {
-                    1 => Check::Value,
-                    2 => Check::HighEntropy,
-                    _ => Check::None,
-                },
+                check: *check,
             })
             .collect();
         for p in extra {
@@ -193,14 +738,16 @@ impl Redactor {
                 0,
                 Rule {
                     kind: p.name.clone(),
-                    re,
+                    hint: None,
+                    pattern: Cow::Owned(p.regex.clone()),
+                    re: OnceLock::from(re),
                     group,
                     check: Check::None,
                 },
             );
         }
-        let set = RegexSet::new(rules.iter().map(|r| r.re.as_str()))
-            .expect("patterns compiled one by one");
+        let set = RegexSet::new(rules.iter().map(|r| r.hint.unwrap_or(&r.pattern)))
+            .expect("built-in patterns compile, and the user's compiled one by one");
         Ok(Redactor {
             set,
             rules,
@@ -218,7 +765,10 @@ impl Redactor {
         for i in hits.iter() {
             let rule = &self.rules[i];
             let mut n = 0;
-            let replaced = rule.re.replace_all(&out, |c: &Captures| {
+            let re = rule
+                .re
+                .get_or_init(|| Regex::new(&rule.pattern).expect("built-in pattern compiles"));
+            let replaced = re.replace_all(&out, |c: &Captures| {
                 let whole = c.get(0).unwrap();
                 let Some(secret) = c.get(rule.group) else {
                     return whole.as_str().to_string();
@@ -228,15 +778,25 @@ impl Redactor {
                 let called = rule.check != Check::None
                     && c.get(0).is_some_and(|w| w.end() == secret.end())
                     && out[secret.end()..].starts_with('(');
+                let keyed = rule.check != Check::Key
+                    || c.get(1)
+                        .is_some_and(|k| key_is_sensitive(k.as_str(), value));
                 if self.allow.contains(value)
-                    || value.starts_with("[REDACTED:")
+                    || value.contains("[REDACTED:")
                     || called
+                    || !keyed
                     || !passes(rule.check, value)
                 {
                     return whole.as_str().to_string();
                 }
                 n += 1;
-                let start = secret.start() - whole.start();
+                // A sensitive key's `Bearer x` keeps its scheme.
+                let scheme = if rule.check == Check::Key {
+                    split_scheme(value).0.len() + (value.len() - value.trim_start().len())
+                } else {
+                    0
+                };
+                let start = secret.start() + scheme - whole.start();
                 let end = secret.end() - whole.start();
                 let w = whole.as_str();
                 format!("{}[REDACTED:{}]{}", &w[..start], rule.kind, &w[end..])
@@ -253,16 +813,52 @@ impl Redactor {
         }
     }
 
-    fn value(&self, v: &mut Value, counts: &mut Counts) {
+    /// Masks a JSON value: every string by the text rules, and the values of sensitive keys
+    /// (`password`, `Authorization`, `clientSecret`, ...) whatever they look like. The values
+    /// masked by key are added to `seen`, for the texts that repeat the input.
+    fn value(&self, v: &mut Value, counts: &mut Counts, seen: &mut Vec<String>) {
         match v {
             Value::String(s) => {
                 if let Cow::Owned(r) = self.text(s, counts) {
                     *s = r;
                 }
             }
-            Value::Array(a) => a.iter_mut().for_each(|x| self.value(x, counts)),
-            Value::Object(o) => o.values_mut().for_each(|x| self.value(x, counts)),
+            Value::Array(a) => a.iter_mut().for_each(|x| self.value(x, counts, seen)),
+            Value::Object(o) => {
+                for (k, x) in o.iter_mut() {
+                    if (x.is_string() || x.is_array())
+                        && key_is_sensitive(k, x.as_str().unwrap_or(""))
+                    {
+                        self.sensitive(x, counts, seen);
+                        continue;
+                    }
+                    self.value(x, counts, seen);
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// The value of a sensitive key: a string is masked whole (keeping an auth scheme such as
+    /// `Bearer `) unless it is a placeholder; an array's strings likewise.
+    fn sensitive(&self, v: &mut Value, counts: &mut Counts, seen: &mut Vec<String>) {
+        match v {
+            Value::String(s) => {
+                // A rule that knows the format names it better.
+                if let Cow::Owned(r) = self.text(s, counts) {
+                    *s = r;
+                    return;
+                }
+                let (scheme, secret) = split_scheme(s);
+                if secret.is_empty() || self.allow.contains(secret) || placeholder(secret) {
+                    return;
+                }
+                seen.push(secret.to_string());
+                *s = format!("{scheme}[REDACTED:sensitive_key]");
+                *counts.entry("sensitive_key".into()).or_default() += 1;
+            }
+            Value::Array(a) => a.iter_mut().for_each(|x| self.sensitive(x, counts, seen)),
+            other => self.value(other, counts, seen),
         }
     }
 
@@ -279,18 +875,22 @@ impl Redactor {
                 if let Cow::Owned(r) = self.text(&m.content, &mut counts) {
                     m.content = r;
                 }
+                let mut seen = Vec::new();
                 if let Some(input) = &mut m.tool_input {
-                    self.value(input, &mut counts);
+                    self.value(input, &mut counts, &mut seen);
                 }
                 // The key argument repeats part of the input: masked, but not counted twice.
-                if let Some(key) = &mut m.key_arg
-                    && let Cow::Owned(r) = self.text(key, &mut Counts::new())
-                {
-                    *key = r;
+                if let Some(key) = &mut m.key_arg {
+                    if let Cow::Owned(r) = self.text(key, &mut Counts::new()) {
+                        *key = r;
+                    }
+                    mask_seen(key, &seen, &mut Counts::new());
                 }
+                // A call's free text may repeat what a sensitive key held.
+                mask_seen(&mut m.content, &seen, &mut counts);
                 for (k, v) in m.metadata.iter_mut() {
                     if k != "images" && k != "image" {
-                        self.value(v, &mut counts);
+                        self.value(v, &mut counts, &mut Vec::new());
                     }
                 }
                 counts
@@ -312,25 +912,182 @@ impl Redactor {
             }
         }
         for v in s.extra.values_mut() {
-            self.value(v, &mut counts);
+            self.value(v, &mut counts, &mut Vec::new());
         }
         counts
     }
 }
 
-/// Whether an assigned value is a secret rather than a placeholder, a number or a reference.
-fn passes(check: Check, value: &str) -> bool {
-    if check == Check::None {
-        return true;
+/// A key's words, lower-case: `clientSecret`, `client-secret`, `CLIENT_SECRET` and
+/// `X-Api-Key` give `client secret` and `x api key`; `APIKey` gives `api key`.
+fn key_words(key: &str) -> Vec<String> {
+    let chars: Vec<char> = key.chars().collect();
+    let mut words = Vec::new();
+    let mut word = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_ascii_alphanumeric() {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            continue;
+        }
+        if c.is_ascii_uppercase() && !word.is_empty() {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(char::is_ascii_lowercase);
+            if prev.is_ascii_lowercase()
+                || prev.is_ascii_digit()
+                || (prev.is_ascii_uppercase() && next_lower)
+            {
+                words.push(std::mem::take(&mut word));
+            }
+        }
+        word.push(c.to_ascii_lowercase());
     }
-    let v = value.trim_matches(|c| c == '"' || c == '\'');
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// Last words that name a secret (`db_password`, `clientSecret`, `PGPASSWORD`, `X-Api-Key`).
+const SECRET_WORDS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "apikey",
+    "credential",
+    "credentials",
+    "authorization",
+];
+
+/// Last two words that name a secret key (but not `primary_key`, `cache_key`, `sort_key`).
+const SECRET_KEYS: &[&str] = &[
+    "apikey",
+    "accesskey",
+    "secretkey",
+    "privatekey",
+    "signingkey",
+    "encryptionkey",
+    "masterkey",
+    "accountkey",
+];
+
+/// `*_token` keys that hold no credential: tokenizers' special tokens, pagination cursors.
+const PLAIN_TOKENS: &[&str] = &[
+    "eos_token",
+    "bos_token",
+    "pad_token",
+    "unk_token",
+    "cls_token",
+    "sep_token",
+    "mask_token",
+    "sos_token",
+    "start_token",
+    "end_token",
+    "stop_token",
+    "special_token",
+    "added_token",
+    "page_token",
+    "next_token",
+    "continuation_token",
+    "pagination_token",
+    "sync_token",
+    "cancel_token",
+    "cancellation_token",
+];
+
+/// Whether a JSON key names a secret. Case and separators are normalised (`key_words`); the
+/// last word must be a secret's name (`password`, `secret`, `token`, `apikey`, `credentials`,
+/// `authorization`, or a word ending so: `PGPASSWORD`, `accessToken`) or the last two a secret
+/// key's (`api_key`, `private_key`, `secret_access_key`). Plurals and counts never are
+/// (`max_tokens`, `tokens_used`, `token_count`, `secret_santa`), nor special and paging tokens
+/// (`eos_token`, `next_page_token`), nor flags (`is_secret`, `has_password`). A bare `token` is also a tokenizer's piece of text
+/// (`{"token": " Hello", "logprob": -0.2}`): its value must be 8 or more characters, no spaces.
+fn key_is_sensitive(key: &str, value: &str) -> bool {
+    // Most keys (`command`, `file_path`, `kind`) name none of these: no need to split them.
+    let named = [
+        "pass",
+        "secret",
+        "token",
+        "key",
+        "credential",
+        "authorization",
+    ]
+    .iter()
+    .any(|w| {
+        key.as_bytes()
+            .windows(w.len())
+            .any(|x| x.eq_ignore_ascii_case(w.as_bytes()))
+    });
+    if !named {
+        return false;
+    }
+    let words = key_words(key);
+    let Some(last) = words.last() else {
+        return false;
+    };
+    // Flags about a secret (`is_secret`, `has_password`, `use_token`) hold no secret.
+    if words.len() > 1
+        && [
+            "is", "has", "use", "uses", "requires", "require", "needs", "allow", "enable", "show",
+            "hide", "with", "no", "skip",
+        ]
+        .contains(&words[0].as_str())
+    {
+        return false;
+    }
+    if words.len() == 1 && last == "token" {
+        return value.chars().count() >= 8 && !value.contains(char::is_whitespace);
+    }
+    if last.ends_with("token") {
+        let joined = words.join("_");
+        return !PLAIN_TOKENS.iter().any(|t| joined.ends_with(t));
+    }
+    let two = match words.len() {
+        1 => last.clone(),
+        n => format!("{}{last}", words[n - 2]),
+    };
+    SECRET_WORDS.iter().any(|w| last.ends_with(w)) || SECRET_KEYS.iter().any(|k| two.ends_with(k))
+}
+
+/// `Bearer abc` -> (`Bearer `, `abc`): an auth scheme is kept, the credential masked.
+fn split_scheme(v: &str) -> (&str, &str) {
+    let t = v.trim();
+    if let Some((scheme, rest)) = t.split_once(' ')
+        && ["bearer", "basic", "token", "digest", "bot", "apikey"]
+            .contains(&scheme.to_ascii_lowercase().as_str())
+    {
+        return (&t[..scheme.len() + 1], rest.trim());
+    }
+    ("", t)
+}
+
+/// Replaces what a sensitive key held wherever a text repeats it (a call's key argument, its
+/// free text). Values under 4 characters are not searched for: they would match anywhere.
+fn mask_seen(text: &mut String, seen: &[String], counts: &mut Counts) {
+    for v in seen {
+        if v.len() >= 4 && text.contains(v.as_str()) {
+            *counts.entry("sensitive_key".into()).or_default() += text.matches(v.as_str()).count();
+            *text = text.replace(v.as_str(), "[REDACTED:sensitive_key]");
+        }
+    }
+}
+
+/// A value that stands for a secret instead of being one: a reference (`${VAR}`, `$(cmd)`,
+/// `{{ var }}`, `%VAR%`, `<your-key>`, `process.env.X`), a mask (`****`, `xxxx`, `...`), a
+/// literal or a word such as `true`, `null`, `changeme`, `password`, `your_api_key`.
+fn placeholder(value: &str) -> bool {
+    let v = value.trim_matches(|c| c == '"' || c == '\'' || c == '\\');
     let lower = v.to_ascii_lowercase();
-    let placeholder = v.starts_with('$')
+    v.is_empty()
+        || v.starts_with('$')
         || v.starts_with('<')
         || v.starts_with('{')
         || v.starts_with('%')
+        || v.starts_with("[REDACTED")
         || v.chars()
-            .all(|c| c == '*' || c == 'x' || c == 'X' || c == '.' || c == '-' || c == '_')
+            .all(|c| matches!(c, '*' | 'x' | 'X' | '.' | '-' | '_' | '•' | '#'))
         || [
             "true",
             "false",
@@ -339,13 +1096,27 @@ fn passes(check: Check, value: &str) -> bool {
             "nil",
             "undefined",
             "changeme",
+            "change_me",
             "example",
             "password",
+            "passwd",
+            "pass",
             "secret",
+            "token",
             "redacted",
+            "hidden",
+            "masked",
             "required",
             "optional",
             "string",
+            "placeholder",
+            "dummy",
+            "todo",
+            "tbd",
+            "n/a",
+            "include",
+            "omit",
+            "same-origin",
         ]
         .contains(&lower.as_str())
         || lower.starts_with("your")
@@ -355,7 +1126,21 @@ fn passes(check: Check, value: &str) -> bool {
         || lower.starts_with("self.")
         || lower.starts_with("config.")
         || lower.starts_with("settings.")
-        || v.chars().all(|c| c.is_ascii_digit() || c == '.');
+}
+
+/// Whether an assigned value is a secret rather than a placeholder, a number or a reference.
+fn passes(check: Check, value: &str) -> bool {
+    match check {
+        Check::None => return true,
+        Check::Literal => return !placeholder(value),
+        Check::Key => return !placeholder(split_scheme(value).1),
+        Check::Fragment => return fragment(value),
+        Check::Value | Check::HighEntropy => {}
+    }
+    let v = value.trim_matches(|c| c == '"' || c == '\'');
+    if placeholder(v) || v.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return false;
+    }
     // Code assigns names and attribute paths (`password = user_input`, `token = args.token`);
     // a secret has digits or symbols in it.
     let identifier = v.split('.').all(|part| {
@@ -366,13 +1151,64 @@ fn passes(check: Check, value: &str) -> bool {
                 .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     }) && !v.chars().any(|c| c.is_ascii_digit());
-    if placeholder || identifier {
+    if identifier {
         return false;
     }
     match check {
         Check::HighEntropy => looks_random(v),
         _ => true,
     }
+}
+
+/// A piece of a cut word that could belong to a token: letters mixed with digits or with
+/// both cases, or a known token prefix. A plain word (`compiling`) or a path of words
+/// (`/home/dev/projects`) is kept.
+fn fragment(v: &str) -> bool {
+    let lower = v.chars().any(|c| c.is_ascii_lowercase());
+    let upper = v.chars().any(|c| c.is_ascii_uppercase());
+    let digit = v.chars().any(|c| c.is_ascii_digit());
+    let prefixed = [
+        "npm_",
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+        "glpat-",
+        "sk-",
+        "sk_",
+        "rk_",
+        "xox",
+        "xapp-",
+        "hf_",
+        "SG.",
+        "AKIA",
+        "ASIA",
+        "AIza",
+        "eyJ",
+        "dckr_",
+        "pypi-",
+        "hvs.",
+        "hvb.",
+        "ops_",
+        "dp.",
+        "shpat_",
+        "lin_api_",
+        "sntry",
+        "dop_v1_",
+        "NRAK-",
+        "gsk_",
+        "r8_",
+        "xai-",
+        "pplx-",
+        "whsec_",
+        "rubygems_",
+        "AGE-SECRET-",
+    ]
+    .iter()
+    .any(|p| v.starts_with(p));
+    (prefixed && v.len() >= 8) || [lower, upper, digit].iter().filter(|b| **b).count() >= 2
 }
 
 /// Random-looking: long, mixed character classes, high Shannon entropy; and not a hex digest
@@ -452,5 +1288,217 @@ mod tests {
             out,
             "postgres://app:[REDACTED:url_credentials]@db.internal:5432/app"
         );
+    }
+    #[test]
+    fn sensitive_keys_are_named_precisely() {
+        for k in [
+            "password",
+            "passwd",
+            "db_password",
+            "DB_PASSWORD",
+            "dbPassword",
+            "PGPASSWORD",
+            "passphrase",
+            "secret",
+            "client_secret",
+            "clientSecret",
+            "webhook-secret",
+            "access_token",
+            "accessToken",
+            "refresh_token",
+            "id_token",
+            "GITHUB_TOKEN",
+            "X-Auth-Token",
+            "csrf_token",
+            "api_key",
+            "apiKey",
+            "APIKey",
+            "X-Api-Key",
+            "x-apikey",
+            "private_key",
+            "privateKey",
+            "aws_secret_access_key",
+            "signing_key",
+            "encryption_key",
+            "credentials",
+            "Authorization",
+            "Proxy-Authorization",
+        ] {
+            assert!(
+                key_is_sensitive(k, "v4lue-0f-a-secret"),
+                "{k} should be sensitive"
+            );
+        }
+        for k in [
+            "max_tokens",
+            "tokens_used",
+            "input_tokens",
+            "token_count",
+            "token_type",
+            "tokenizer",
+            "secret_santa",
+            "secret_name",
+            "secrets",
+            "is_secret",
+            "password_hash",
+            "passwordless",
+            "eos_token",
+            "pad_token",
+            "next_page_token",
+            "pageToken",
+            "primary_key",
+            "cache_key",
+            "key",
+            "access_key_id",
+            "private_key_id",
+            "PWD",
+            "OLDPWD",
+            "auth",
+            "author",
+            "has_password",
+            "use_token",
+        ] {
+            assert!(
+                !key_is_sensitive(k, "v4lue-0f-a-secret"),
+                "{k} should not be"
+            );
+        }
+        // A bare `token` is a credential only when its value looks like one.
+        assert!(key_is_sensitive("token", "9f8e7d6c5b4a"));
+        assert!(!key_is_sensitive("token", " Hello"));
+        assert!(!key_is_sensitive("token", "world"));
+    }
+
+    #[test]
+    fn structured_values_of_sensitive_keys_are_masked_whatever_they_look_like() {
+        let r = Redactor::new(&[], &[]).unwrap();
+        let mut v = serde_json::json!({
+            "url": "https://api.example.com/v1/items",
+            "headers": {"Authorization": "Bearer abc.def-ghi", "Accept": "application/json"},
+            "db": {"password": "letmein", "port": 5432, "ssl": true, "user": "app"},
+            "credentials": ["first-key", "second-key"],
+            "nested": [{"refreshToken": "1x-refresh"}],
+            "max_tokens": 4096,
+            "tokens_used": "12",
+            "token_count": {"input": 3, "output": 4},
+            "secret_santa": "Alice",
+            "api_key": "${OPENAI_API_KEY}",
+            "client_secret": "<your-client-secret>",
+            "auth_token": "***",
+            "token": "Hello",
+            "eos_token": "</s>",
+            "pad_token": "[PAD]",
+            "password_confirm": "",
+            "secret": false,
+            "passphrase": null,
+        });
+        let mut counts = Counts::new();
+        let mut seen = Vec::new();
+        r.value(&mut v, &mut counts, &mut seen);
+        assert_eq!(
+            v["headers"]["Authorization"],
+            "Bearer [REDACTED:sensitive_key]"
+        );
+        assert_eq!(v["headers"]["Accept"], "application/json");
+        assert_eq!(v["db"]["password"], "[REDACTED:sensitive_key]");
+        assert_eq!(v["db"]["user"], "app");
+        assert_eq!(v["credentials"][1], "[REDACTED:sensitive_key]");
+        assert_eq!(v["nested"][0]["refreshToken"], "[REDACTED:sensitive_key]");
+        assert_eq!(counts["sensitive_key"], 5, "{v:#}");
+        assert_eq!(counts.len(), 1, "{counts:?}");
+        for (k, kept) in [
+            ("max_tokens", serde_json::json!(4096)),
+            ("tokens_used", serde_json::json!("12")),
+            ("secret_santa", serde_json::json!("Alice")),
+            ("api_key", serde_json::json!("${OPENAI_API_KEY}")),
+            ("client_secret", serde_json::json!("<your-client-secret>")),
+            ("auth_token", serde_json::json!("***")),
+            ("token", serde_json::json!("Hello")),
+            ("eos_token", serde_json::json!("</s>")),
+            ("pad_token", serde_json::json!("[PAD]")),
+            ("password_confirm", serde_json::json!("")),
+            ("secret", serde_json::json!(false)),
+        ] {
+            assert_eq!(v[k], kept, "{k}");
+        }
+        assert_eq!(seen.len(), 5);
+    }
+
+    #[test]
+    fn json_text_pairs_are_judged_by_their_key() {
+        for (text, kind, kept) in [
+            (
+                r#"{"headers": {"Authorization": "Bearer tok_1234567890abcdef"}}"#,
+                "bearer_token",
+                r#"{"headers": {"Authorization": "Bearer [REDACTED:bearer_token]"}}"#,
+            ),
+            (
+                r#"{"Authorization":"Basic ZGVwbG95OnM3Y3JldA=="}"#,
+                "basic_auth",
+                r#"{"Authorization":"Basic [REDACTED:basic_auth]"}"#,
+            ),
+            (
+                r#"{"Authorization": "Bearer short1"}"#,
+                "sensitive_key",
+                r#"{"Authorization": "Bearer [REDACTED:sensitive_key]"}"#,
+            ),
+            (
+                r#"{\"db\": {\"password\": \"letmein\"}}"#,
+                "sensitive_key",
+                r#"{\"db\": {\"password\": \"[REDACTED:sensitive_key]\"}}"#,
+            ),
+            (
+                r#""clientSecret": "two words""#,
+                "sensitive_key",
+                r#""clientSecret": "[REDACTED:sensitive_key]""#,
+            ),
+        ] {
+            let (out, c) = red(text);
+            assert_eq!(out, kept);
+            assert_eq!(c.get(kind), Some(&1), "{c:?}");
+        }
+        for t in [
+            r#"{"token": " Hello", "logprob": -0.31}"#,
+            r#"{"max_tokens": 4096, "token_count": {"input": 3}}"#,
+            r#"{"eos_token": "</s>", "pad_token": "[PAD]", "next_page_token": "CiAKGjBpNDd2"}"#,
+            r#"{"secret_santa": "Alice", "password": "", "api_key": "${KEY}"}"#,
+            r#"{"Authorization": "Bearer ${TOKEN}"}"#,
+        ] {
+            let (out, c) = red(t);
+            assert_eq!(out, t, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn a_cut_leaves_no_piece_of_a_token() {
+        let (out, c) =
+            red("log npm_u8jzPde0Ig\n[… 1234 chars cut …]\nxLd6GncfBAepfJBd0Kh8oOOL8d tail");
+        assert_eq!(
+            out,
+            "log [REDACTED:cut_fragment]\n[… 1234 chars cut …]\n[REDACTED:cut_fragment] tail"
+        );
+        assert_eq!(c["cut_fragment"], 2);
+        let t = "compiling\n[… 5 chars cut …]\n/home/dev/projects/relay";
+        assert_eq!(red(t).0, t);
+    }
+
+    #[test]
+    fn command_line_near_misses_are_kept() {
+        for t in [
+            "mysql -u root -p app",
+            "mysql -h db -P 3306 -u root -p",
+            "echo $TOKEN | docker login --password-stdin -u me",
+            "psql --password --host db",
+            "mysqldump --password=$DB_PASS app",
+            "curl -u \"$USER:$TOKEN\" https://api.example.com",
+            "sshpass -p \"$SSHPASS\" ssh deploy@host",
+            "postgres://user:password@localhost:5432/db",
+            "redis://localhost:6379/0",
+            "https://example.com/avatar.png?size=64&sig=1a2b3c4d5e6f",
+            "Server=localhost;Database=app;Trusted_Connection=True;",
+        ] {
+            let (out, c) = red(t);
+            assert_eq!(out, t, "{c:?}");
+        }
     }
 }

@@ -139,7 +139,15 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
     let now = Utc::now();
     let id = target.new_id();
     let stamp = now.format("%Y%m%d_%H%M%S").to_string();
-    let title = opts.title.clone().unwrap_or_else(|| {
+    // A given title is written to the session, the store's index and the report:
+    // masked like the session (a derived one comes from the already masked prompt).
+    // Counted apart, then added: a second, full read of the source replaces its counts.
+    let mut title_counts = crate::redact::Counts::new();
+    let given = match (&opts.title, redactions.0.is_some()) {
+        (Some(t), true) => Some(cfg.redactor()?.text(t, &mut title_counts).into_owned()),
+        (t, _) => t.clone(),
+    };
+    let title = given.unwrap_or_else(|| {
         format!(
             "relay_{stamp} from {}: {}",
             source.agent,
@@ -167,6 +175,11 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
             budget: opts.budget,
         },
     )?;
+    if let Some(counts) = redactions.0.as_mut() {
+        for (kind, n) in title_counts {
+            *counts.entry(kind).or_default() += n;
+        }
+    }
     let req = WriteRequest {
         home: home.clone(),
         id: id.clone(),
