@@ -91,8 +91,6 @@ pub trait Adapter: Sync {
     fn index_titles(&self, _home: &Path) -> HashMap<String, String> {
         HashMap::new()
     }
-    /// Session ids and their files, from file names alone (for selecting by id or prefix).
-    fn ids(&self, home: &Path) -> Vec<(String, PathBuf)>;
     /// Reads one session file into the neutral model. `home` lets an adapter consult its
     /// store's indexes (titles); it may be absent for a file outside any store.
     fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session> {

@@ -93,6 +93,16 @@ pub struct PassStats {
     pub invalid_utf8_lines: Vec<usize>,
     /// The last line had no newline and did not parse: an agent cut off mid-write.
     pub truncated_tail: bool,
+    /// The file started with a UTF-8 byte order mark, which was ignored.
+    pub bom: bool,
+}
+
+/// The UTF-8 byte order mark some editors and tools put at the start of a file.
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// A line without the byte order mark a file's first line may start with.
+pub fn strip_bom(line: &[u8]) -> &[u8] {
+    line.strip_prefix(BOM).unwrap_or(line)
 }
 
 /// Calls `f(line_number, line)` for every non-blank line. Line numbers start at 1.
@@ -152,6 +162,10 @@ pub fn for_each_line_with(
                 stats.lines += 1;
                 stats.oversized.push((no, n));
                 continue;
+            }
+            if no == 1 && buf.starts_with(BOM) {
+                stats.bom = true;
+                buf.drain(..BOM.len());
             }
             let line = trim_ascii(&buf);
             if line.is_empty() {
@@ -300,6 +314,7 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &str) -> bool) -> Result
 /// One line for `scan_lines`: `bytes` is the line as kept (with its newline), `len` its full
 /// length. Returns what `f` returns (true for a line `f` does not see).
 fn scan_line(no: usize, bytes: &[u8], len: usize, f: &mut impl FnMut(usize, &str) -> bool) -> bool {
+    let bytes = if no == 1 { strip_bom(bytes) } else { bytes };
     // As `for_each_line_prepared`: a line over MAX_LINE is skipped whole.
     if len > MAX_LINE || trim_ascii(bytes).is_empty() {
         return true;

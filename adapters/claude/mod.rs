@@ -66,21 +66,6 @@ impl Adapter for Claude {
         scan::summarize(path)
     }
 
-    fn ids(&self, home: &Path) -> Vec<(String, PathBuf)> {
-        scan::session_files(home)
-            .into_iter()
-            .map(|p| {
-                (
-                    p.file_stem()
-                        .unwrap_or_default()
-                        .to_string_lossy()
-                        .into_owned(),
-                    p,
-                )
-            })
-            .collect()
-    }
-
     fn read_with(&self, path: &Path, _home: Option<&Path>, opts: ReadOptions) -> Result<Session> {
         read::read(path, opts)
     }

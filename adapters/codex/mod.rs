@@ -75,21 +75,6 @@ impl Adapter for Codex {
         crate::tokens::Tokenizer::O200k
     }
 
-    fn ids(&self, home: &Path) -> Vec<(String, PathBuf)> {
-        scan::session_files(home)
-            .into_iter()
-            .map(|p| {
-                let id = id_from_file_name(&p).unwrap_or_else(|| {
-                    p.file_stem()
-                        .unwrap_or_default()
-                        .to_string_lossy()
-                        .into_owned()
-                });
-                (id, p)
-            })
-            .collect()
-    }
-
     fn store_dirs(&self, home: &Path) -> Vec<PathBuf> {
         vec![home.join("sessions"), home.join("archived_sessions")]
     }

@@ -119,7 +119,7 @@ pub(super) fn is_single_document(path: &Path) -> Result<bool> {
         return Ok(true);
     }
     let head = jsonl::head(path, 4096)?;
-    let first_line = head
+    let first_line = jsonl::strip_bom(&head)
         .split(|&b| b == b'\n')
         .map(|l| l.trim_ascii())
         .find(|l| !l.is_empty())
@@ -152,6 +152,20 @@ pub fn read(
     };
     session.archived = archived;
     session.source_path = Some(path.display().to_string());
+    if let Some(named) = super::id_from_file_name(path)
+        && !named.eq_ignore_ascii_case(&session.id)
+    {
+        // Codex 0.171 lists the thread under its session_meta id and resumes it only by that
+        // id (by the file's it refuses: "thread source changed during resume").
+        session.warn(
+            Some(1),
+            format!(
+                "the file name says session {named}, its session_meta says {}: Codex lists and \
+                 resumes it as {}, and so does session-relay",
+                session.id, session.id
+            ),
+        );
+    }
 
     if let Some(home) = home
         && let Some(title) = super::session_index(home).remove(&session.id)
@@ -374,6 +388,13 @@ fn read_typescript_document(
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(&mut jsonl::open(path)?, &mut bytes)
         .with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.starts_with(jsonl::BOM) {
+        bytes.drain(..jsonl::BOM.len());
+        session.warn(
+            Some(1),
+            "the file starts with a UTF-8 byte order mark; it was ignored",
+        );
+    }
     let text = String::from_utf8_lossy(&bytes);
     let doc: Value = match serde_json::from_str(&text) {
         Ok(v) => v,

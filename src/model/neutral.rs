@@ -34,7 +34,10 @@ pub fn write(session: &Session, out: &mut dyn Write) -> Result<()> {
 }
 
 pub fn claims(head: &[u8]) -> bool {
-    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let first = crate::jsonl::strip_bom(head)
+        .split(|&b| b == b'\n')
+        .next()
+        .unwrap_or_default();
     crate::jsonl::contains(first, format!("\"record\":\"{RECORD}\"").as_bytes())
 }
 
@@ -54,7 +57,12 @@ pub fn read(path: &Path) -> Result<Session> {
                 crate::jsonl::MAX_LINE >> 20
             );
         }
-        Ok(Some(String::from_utf8_lossy(&buf).trim_end().to_string()))
+        let line = if n == 1 {
+            crate::jsonl::strip_bom(&buf)
+        } else {
+            &buf
+        };
+        Ok(Some(String::from_utf8_lossy(line).trim_end().to_string()))
     };
     let header = next_line(1)?.with_context(|| format!("{} is empty", path.display()))?;
     let mut header: Value = serde_json::from_str(&header)

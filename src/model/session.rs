@@ -545,6 +545,12 @@ impl Session {
                 ),
             );
         }
+        if pass.bom {
+            self.warn(
+                Some(1),
+                "the file starts with a UTF-8 byte order mark; it was ignored",
+            );
+        }
         if pass.truncated_tail {
             self.extra
                 .insert("truncated_last_line".into(), Value::Bool(true));

@@ -202,12 +202,15 @@ pub fn select(cfg: &Config, selector: &str, scope: &SelectScope) -> Result<Locat
     if looks_like_path || (as_path.exists() && as_path.is_file()) {
         return locate_file(cfg, as_path);
     }
+    // Ids as the listing shows them, which are the ids the agents themselves list and resume
+    // (a Codex rollout's `session_meta` id, even when its file name says otherwise).
     let mut matches: Vec<(String, &'static dyn Adapter, PathBuf, PathBuf)> = Vec::new();
-    for s in existing_stores(cfg, scope.agent)? {
-        for (id, path) in s.adapter.ids(&s.home) {
-            if id.starts_with(selector) {
-                matches.push((id, s.adapter, path, s.home.clone()));
-            }
+    for s in list_all(cfg, scope.agent)?.sessions {
+        if s.id.starts_with(selector)
+            && let Some(adapter) = adapters::by_name(&s.agent)
+        {
+            let home = cfg.agent(adapter.name()).session_root.clone();
+            matches.push((s.id, adapter, s.path, home));
         }
     }
     // A full id wins over longer ids it is a prefix of.
@@ -317,7 +320,8 @@ pub fn locate_file(cfg: &Config, path: &Path) -> Result<Located> {
         }
     }
     let head = crate::jsonl::head(path, 64 * 1024)?;
-    if neutral::claims(&head) {
+    let head = crate::jsonl::strip_bom(&head);
+    if neutral::claims(head) {
         return Ok(Located {
             path: path.to_path_buf(),
             adapter: None,
@@ -325,7 +329,7 @@ pub fn locate_file(cfg: &Config, path: &Path) -> Result<Located> {
         });
     }
     for a in adapters::registry() {
-        if a.claims(path, &head) {
+        if a.claims(path, head) {
             return Ok(Located {
                 path: path.to_path_buf(),
                 adapter: Some(*a),

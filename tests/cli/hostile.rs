@@ -212,3 +212,121 @@ fn escape_sequences_from_a_session_are_printed_escaped_and_json_stays_exact() {
         evil_prompt.split_whitespace().collect::<Vec<_>>().join(" ")
     );
 }
+
+#[test]
+fn a_codex_file_whose_name_and_session_meta_disagree_is_known_by_its_session_meta_id() {
+    let env = TestEnv::empty();
+    let named = "0199aaaa-0000-7000-8000-00000000aaaa";
+    let meta = "0199aaaa-0000-7000-8000-00000000bbbb";
+    let path = codex_file(&env, &format!("rollout-2026-11-20T10-00-00-{named}.jsonl"));
+    std::fs::write(
+        &path,
+        format!("{}\n{}\n", meta_line(meta), user_line("which id am I")),
+    )
+    .unwrap();
+    // Another session really named after the meta id: selecting must not reach it by mistake.
+    let other = codex_file(&env, &format!("rollout-2026-11-20T11-00-00-{meta}.jsonl"));
+    let third = "0199aaaa-0000-7000-8000-00000000cccc";
+    std::fs::write(
+        &other,
+        format!("{}\n{}\n", meta_line(third), user_line("the other one")),
+    )
+    .unwrap();
+
+    let rows = env.list_json(&["list", "--all", "--json"]);
+    let ids: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&meta) && ids.contains(&third) && !ids.contains(&named),
+        "{ids:?}"
+    );
+    // show, by the id list gives, finds that file and says why its name differs.
+    let v = env.json(&["show", meta, "--json"]);
+    assert_eq!(v["session"]["id"], meta);
+    assert_eq!(v["session"]["source_path"], path.display().to_string());
+    assert!(
+        v["session"]["warnings"]
+            .to_string()
+            .contains("Codex lists and resumes it as")
+    );
+    // The file name's id is not an id Codex knows the session by.
+    let (code, _) = env.fails(&["show", named]);
+    assert_eq!(code, 3);
+    // The relay carries the session the id names, from the file the listing gave.
+    let proj = env.project();
+    let r = env.json(&[
+        "relay",
+        meta,
+        "--to",
+        "claude",
+        "--cwd",
+        &proj,
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(r["source"]["id"], meta);
+    assert_eq!(r["source"]["path"], path.display().to_string());
+    assert!(
+        r["warnings"]
+            .to_string()
+            .contains("Codex lists and resumes it as")
+    );
+}
+
+#[test]
+fn a_byte_order_mark_is_ignored_with_a_warning_and_nothing_is_lost() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    for (agent, id) in [
+        ("codex", "0199b111-2222-7333-8444-555566667777"),
+        ("claude", "5d0c3a1e-7b2f-4e8a-9c6d-1f2e3a4b5c6d"),
+    ] {
+        let plain = env.json(&["show", id, "--json"]);
+        let path = std::path::PathBuf::from(plain["session"]["source_path"].as_str().unwrap());
+        // A copy with a BOM, outside the store: found by its content, read alike.
+        let copy = env.work().join(format!("bom-{agent}.jsonl"));
+        let mut bytes = b"\xEF\xBB\xBF".to_vec();
+        bytes.extend(std::fs::read(&path).unwrap());
+        std::fs::write(&copy, bytes).unwrap();
+        let bom = env.json(&["show", copy.to_str().unwrap(), "--json"]);
+        // (Not the title: a file outside the store has no index to take one from.)
+        for key in [
+            "id",
+            "cwd",
+            "git",
+            "created",
+            "updated",
+            "todos",
+            "files_touched",
+        ] {
+            assert_eq!(bom["session"][key], plain["session"][key], "{agent}: {key}");
+        }
+        assert_eq!(bom["messages"], plain["messages"], "{agent}");
+        assert!(
+            bom["session"]["warnings"]
+                .to_string()
+                .contains("byte order mark"),
+            "{agent}: {}",
+            bom["session"]["warnings"]
+        );
+        // The warning reaches the relay's report too.
+        let r = env.json(&[
+            "relay",
+            copy.to_str().unwrap(),
+            "--to",
+            "claude",
+            "--cwd",
+            &proj,
+            "--dry-run",
+            "--json",
+        ]);
+        assert!(
+            r["warnings"].to_string().contains("byte order mark"),
+            "{agent}"
+        );
+    }
+}
