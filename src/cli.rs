@@ -77,6 +77,9 @@ pub struct ListArgs {
     /// At most N sessions.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+    /// Show titles as they are, secrets included (by default they are masked).
+    #[arg(long)]
+    pub no_redact: bool,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -95,6 +98,9 @@ pub struct ShowArgs {
     /// With --to: the budget to fit (default: from the target's config).
     #[arg(long, value_name = "N", requires = "to")]
     pub budget: Option<usize>,
+    /// Show titles, todos and files as they are, secrets included (by default they are masked).
+    #[arg(long, conflicts_with = "to")]
+    pub no_redact: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -122,6 +128,7 @@ impl ListArgs {
             scope: self.scope.options(),
             all: self.all,
             limit: self.limit,
+            no_redact: self.no_redact,
         }
     }
 }
@@ -133,6 +140,7 @@ impl ShowArgs {
             scope: self.scope.options(),
             to: self.to.clone(),
             budget: self.budget,
+            no_redact: self.no_redact,
         }
     }
 }

@@ -901,10 +901,21 @@ impl Redactor {
                 }
                 a
             });
-        if let Some(t) = &mut s.title
-            && let Cow::Owned(r) = self.text(t, &mut counts)
-        {
-            *t = r;
+        let header = self.header(s);
+        for (k, n) in header {
+            *counts.entry(k).or_default() += n;
+        }
+        counts
+    }
+
+    /// Masks what `show` prints of a session besides its messages: title, todos, files touched
+    /// and the free-form facts kept in `extra`.
+    pub fn header(&self, s: &mut Session) -> Counts {
+        let mut counts = Counts::new();
+        for t in s.title.iter_mut().chain(s.files_touched.iter_mut()) {
+            if let Cow::Owned(r) = self.text(t, &mut counts) {
+                *t = r;
+            }
         }
         for t in &mut s.todos {
             if let Cow::Owned(r) = self.text(&t.text, &mut counts) {
@@ -915,6 +926,15 @@ impl Redactor {
             self.value(v, &mut counts, &mut Vec::new());
         }
         counts
+    }
+
+    /// Masks a listing's title.
+    pub fn title(&self, t: &mut Option<String>) {
+        if let Some(text) = t
+            && let Cow::Owned(r) = self.text(text, &mut Counts::new())
+        {
+            *text = r;
+        }
     }
 }
 

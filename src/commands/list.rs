@@ -13,6 +13,8 @@ pub struct Options {
     /// Every directory's sessions, not only the scope's.
     pub all: bool,
     pub limit: Option<usize>,
+    /// Titles as they are (by default secrets in them are masked, in the cache too).
+    pub no_redact: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -25,7 +27,19 @@ pub struct Report {
 }
 
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
-    let listing = select::list_all(cfg, opts.scope.agent.as_deref())?;
+    let redactor = if opts.no_redact {
+        None
+    } else {
+        Some(cfg.redactor()?)
+    };
+    let listing = select::list_with(
+        cfg,
+        opts.scope.agent.as_deref(),
+        &select::ListOptions {
+            redactor: redactor.as_ref(),
+            save_cache: redactor.is_some(),
+        },
+    )?;
     let dir = opts.scope.dir()?;
     let mut sessions: Vec<Summary> = listing
         .sessions

@@ -19,6 +19,8 @@ pub struct Options {
     /// Preview a relay to this agent instead.
     pub to: Option<String>,
     pub budget: Option<usize>,
+    /// Print the header as it is (by default secrets in it are masked).
+    pub no_redact: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -84,7 +86,10 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
     match &opts.to {
         Some(to) => Ok(Report::Fit(Box::new(preview(cfg, opts, to)?))),
         None => {
-            let (_, s) = load(cfg, &opts.session, &opts.scope, Default::default())?;
+            let (_, mut s) = load(cfg, &opts.session, &opts.scope, Default::default())?;
+            if !opts.no_redact {
+                cfg.redactor()?.header(&mut s);
+            }
             Ok(Report::Session(Box::new(session_report(&s))))
         }
     }

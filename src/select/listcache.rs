@@ -32,7 +32,7 @@ pub struct ListCache {
 /// Bumped when the scanners' answers change, so that summaries cached by an older build of the
 /// same version are scanned again. 2: the scanners read fields instead of matching bytes, and
 /// created/updated have one definition.
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 
 #[derive(Serialize, Deserialize)]
 struct OnDisk {

@@ -88,8 +88,37 @@ pub struct Listing {
 }
 
 pub fn list_all(cfg: &Config, agent: Option<&str>) -> Result<Listing> {
+    let redactor = cfg.redactor()?;
+    list_with(
+        cfg,
+        agent,
+        &ListOptions {
+            redactor: Some(&redactor),
+            save_cache: true,
+        },
+    )
+}
+
+/// How a listing is made.
+pub struct ListOptions<'a> {
+    /// Masks secrets in titles (and so in the cache, which then holds no secret). `None`
+    /// shows titles as they are and neither reads nor writes the cache.
+    pub redactor: Option<&'a crate::redact::Redactor>,
+    /// Remember what was scanned for the next listing.
+    pub save_cache: bool,
+}
+
+pub fn list_with(cfg: &Config, agent: Option<&str>, opts: &ListOptions) -> Result<Listing> {
     use rayon::prelude::*;
-    let cache = listcache::ListCache::load();
+    let cache = match opts.redactor {
+        Some(_) => listcache::ListCache::load(),
+        None => listcache::ListCache::none(),
+    };
+    let mask = |t: &mut Option<String>| {
+        if let Some(r) = opts.redactor {
+            r.title(t);
+        }
+    };
     let mut sessions = Vec::new();
     let mut warnings = Vec::new();
     for s in existing_stores(cfg, agent)? {
@@ -102,7 +131,11 @@ pub fn list_all(cfg: &Config, agent: Option<&str>) -> Result<Listing> {
             .par_iter()
             .map(|path| {
                 cache
-                    .summarize(path, |p| s.adapter.scan(p))
+                    .summarize(path, |p| {
+                        let mut summary = s.adapter.scan(p)?;
+                        mask(&mut summary.title);
+                        Ok(summary)
+                    })
                     .map_err(|e| format!("{}: {e:#}", path.display()))
             })
             .collect();
@@ -112,6 +145,7 @@ pub fn list_all(cfg: &Config, agent: Option<&str>) -> Result<Listing> {
                 Ok(mut summary) => {
                     if let Some(t) = titles.get(&summary.id) {
                         summary.title = Some(t.clone());
+                        mask(&mut summary.title);
                     }
                     sessions.push(summary);
                 }
@@ -120,9 +154,25 @@ pub fn list_all(cfg: &Config, agent: Option<&str>) -> Result<Listing> {
         }
         count_subagents(&mut sessions[start..]);
     }
-    cache.save();
+    if opts.save_cache {
+        cache.save();
+    }
     sort_newest_first(&mut sessions);
     Ok(Listing { sessions, warnings })
+}
+
+/// The listing a selector is resolved against: the cached one, not written back (selecting
+/// writes nothing, a dry run included).
+fn selection_listing(cfg: &Config, agent: Option<&str>) -> Result<Listing> {
+    let redactor = cfg.redactor()?;
+    list_with(
+        cfg,
+        agent,
+        &ListOptions {
+            redactor: Some(&redactor),
+            save_cache: false,
+        },
+    )
 }
 
 /// Parents count the subagent transcripts that name them.
@@ -205,7 +255,7 @@ pub fn select(cfg: &Config, selector: &str, scope: &SelectScope) -> Result<Locat
     // Ids as the listing shows them, which are the ids the agents themselves list and resume
     // (a Codex rollout's `session_meta` id, even when its file name says otherwise).
     let mut matches: Vec<(String, &'static dyn Adapter, PathBuf, PathBuf)> = Vec::new();
-    for s in list_all(cfg, scope.agent)?.sessions {
+    for s in selection_listing(cfg, scope.agent)?.sessions {
         if s.id.starts_with(selector)
             && let Some(adapter) = adapters::by_name(&s.agent)
         {
@@ -257,7 +307,7 @@ pub fn select(cfg: &Config, selector: &str, scope: &SelectScope) -> Result<Locat
 }
 
 fn latest(cfg: &Config, scope: &SelectScope) -> Result<Located> {
-    let all = list_all(cfg, scope.agent)?;
+    let all = selection_listing(cfg, scope.agent)?;
     let newest = all
         .sessions
         .into_iter()

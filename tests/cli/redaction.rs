@@ -1233,3 +1233,40 @@ fn redaction_speed() {
         mb / cpu,
     );
 }
+
+#[test]
+fn list_show_and_the_listing_cache_mask_secrets_unless_told_not_to() {
+    let env = TestEnv::empty();
+    let secret = "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R";
+    let texts = vec![format!("deploy with token {secret} please")];
+    let id = claude_session(&env, &texts, &serde_json::json!({}), "71");
+    let listed = env.ok(&["list", "--all"]);
+    let listed_json = env.ok(&["list", "--all", "--json"]);
+    let shown = env.ok(&["show", &id]);
+    let shown_json = env.ok(&["show", &id, "--json"]);
+    for out in [&listed, &listed_json, &shown, &shown_json] {
+        assert!(!out.contains(secret), "{out}");
+        assert!(out.contains("[REDACTED:"), "{out}");
+    }
+    // The cache in the state folder holds the masked title only.
+    let state = env.dir.path().join("state");
+    for e in walkdir::WalkDir::new(&state)
+        .into_iter()
+        .filter_map(|e| e.ok())
+    {
+        if e.file_type().is_file() {
+            let bytes = std::fs::read(e.path()).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(secret),
+                "{} holds the secret",
+                e.path().display()
+            );
+        }
+    }
+    // Asked for, the raw text.
+    assert!(
+        env.ok(&["list", "--all", "--no-redact", "--json"])
+            .contains(secret)
+    );
+    assert!(env.ok(&["show", &id, "--no-redact"]).contains(secret));
+}

@@ -270,6 +270,7 @@ fn answers(env: &TestEnv) -> Answers {
             },
             to: None,
             budget: None,
+            no_redact: false,
         };
         let report = commands::show::run(&cfg, &opts).unwrap();
         let mut out = Vec::new();
