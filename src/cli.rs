@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::commands;
 
@@ -24,8 +24,65 @@ pub struct Cli {
     #[arg(long = "home", global = true, value_name = "AGENT=DIR", value_parser = parse_home)]
     pub homes: Vec<(String, PathBuf)>,
 
+    /// When to colour the output: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub color: Color,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    /// Always, even into a pipe or with NO_COLOR.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl Color {
+    pub fn choice(self) -> crate::render::ColorChoice {
+        match self {
+            Color::Auto => crate::render::ColorChoice::Auto,
+            Color::Always => crate::render::ColorChoice::Always,
+            Color::Never => crate::render::ColorChoice::Never,
+        }
+    }
+}
+
+impl Cli {
+    /// Parses the command line; clap's own help and errors are coloured as `--color` says.
+    pub fn parse_args() -> Cli {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        let mut cmd = Cli::command().color(match color_arg(&args) {
+            Some(Color::Always) => clap::ColorChoice::Always,
+            Some(Color::Never) => clap::ColorChoice::Never,
+            _ if crate::render::no_color_env() => clap::ColorChoice::Never,
+            _ => clap::ColorChoice::Auto,
+        });
+        let matches = cmd
+            .try_get_matches_from_mut(args)
+            .unwrap_or_else(|e| e.exit());
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut cmd).exit())
+    }
+}
+
+/// `--color WHEN` / `--color=WHEN` before clap has parsed anything (it colours its own errors).
+fn color_arg(args: &[std::ffi::OsString]) -> Option<Color> {
+    let mut it = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(a) = it.next() {
+        let value = match a.as_ref() {
+            "--" => return None,
+            "--color" => it.next().map(|v| v.into_owned()),
+            _ => a.strip_prefix("--color=").map(str::to_string),
+        };
+        if let Some(v) = value {
+            return Color::from_str(&v, false).ok();
+        }
+    }
+    None
 }
 
 fn parse_home(s: &str) -> Result<(String, PathBuf), String> {

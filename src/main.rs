@@ -1,15 +1,14 @@
 use std::io::{BufRead, IsTerminal, Write};
 
-use clap::Parser;
-
 use session_relay::cli::{Cli, Command};
 use session_relay::config::{Config, Overrides};
 use session_relay::render::{self, Text};
 use session_relay::{commands, exit};
 
 fn main() {
-    let cli = Cli::parse();
-    render::init_colors();
+    let cli = Cli::parse_args();
+    let color = cli.color.choice();
+    render::init_colors(color);
     if let Err(err) = run(cli) {
         // A closed pipe (`session-relay list | head`) is not an error worth a message.
         if err
@@ -19,10 +18,7 @@ fn main() {
         {
             std::process::exit(0);
         }
-        eprintln!(
-            "session-relay: {}",
-            session_relay::text::safe(&format!("{err:#}")).replace("\\n", "\n")
-        );
+        render::error(&err, color);
         std::process::exit(exit::code_of(&err));
     }
 }

@@ -146,13 +146,22 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
             truncate_chars(&one_line(source.first_user_prompt().unwrap_or("")), 60)
         )
     });
-    let standalone = opts.out.as_ref().map(|p| {
-        if p.is_dir() {
-            p.join(format!("relay_{stamp}_{}.jsonl", &id[..8.min(id.len())]))
-        } else {
-            p.clone()
-        }
-    });
+    let out = match &opts.out {
+        Some(p) => Some(standalone_path(p, &stamp, &id)?),
+        None => None,
+    };
+    let standalone = out.as_ref().map(|o| o.file.clone());
+    if let Some(dir) = out.as_ref().and_then(|o| o.create.as_ref()) {
+        notes.push(format!(
+            "{} folder {}",
+            if opts.dry_run {
+                "would create the"
+            } else {
+                "created the"
+            },
+            dir.display()
+        ));
+    }
     let plan = super::plan_relay(
         cfg,
         &located,
@@ -211,6 +220,10 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
             )
             .into());
         }
+        if let Some(dir) = out.as_ref().and_then(|o| o.create.as_ref()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the folder {} for --out", dir.display()))?;
+        }
         verify::write_and_verify(target, &native, &plan.session, &home)?;
         if standalone.is_none() {
             match target.register(&home, &native, &plan.session, &title) {
@@ -264,6 +277,73 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
         redactions,
         notes,
         warnings,
+    })
+}
+
+/// Where `--out` writes: the file, and the folder to create first.
+struct Standalone {
+    file: PathBuf,
+    /// A folder named with a trailing `/` that does not exist yet.
+    create: Option<PathBuf>,
+}
+
+/// `--out PATH`: a path ending in `/`, or an existing folder, is a folder (created when
+/// missing) that receives `relay_<stamp>_<short id>.jsonl`; anything else is the file's name,
+/// in a folder that must exist. Nothing is ever replaced (the write refuses an existing file).
+fn standalone_path(out: &Path, stamp: &str, id: &str) -> Result<Standalone> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = format!("relay_{stamp}_{}.jsonl", &id[..8.min(id.len())]);
+    let bytes = out.as_os_str().as_bytes();
+    let slash = bytes.last() == Some(&b'/');
+    // Without the trailing `/` (a file `f/` never exists, `f` may; `/` itself stays), and
+    // absolute: reported and recorded so, whatever the current directory later is.
+    let end = bytes
+        .iter()
+        .rposition(|b| *b != b'/')
+        .map_or(bytes.len().min(1), |i| i + 1);
+    let trimmed = Path::new(std::ffi::OsStr::from_bytes(&bytes[..end]));
+    let out = &std::path::absolute(trimmed).unwrap_or_else(|_| trimmed.to_path_buf());
+    if out.is_dir() {
+        return Ok(Standalone {
+            file: out.join(name),
+            create: None,
+        });
+    }
+    if slash {
+        if out.exists() {
+            return Err(CliError::new(
+                ExitCode::Usage,
+                format!(
+                    "--out {}: this is a file, not a folder. Name a folder, or drop the trailing / to name the file to write.",
+                    out.display()
+                ),
+            )
+            .into());
+        }
+        return Ok(Standalone {
+            file: out.join(name),
+            create: Some(out.to_path_buf()),
+        });
+    }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(CliError::new(
+            ExitCode::Usage,
+            format!(
+                "--out {}: the folder {} does not exist. Create it, or end --out with / to have a folder created (--out {}/).",
+                out.display(),
+                parent.display(),
+                out.display()
+            ),
+        )
+        .into());
+    }
+    Ok(Standalone {
+        file: out.to_path_buf(),
+        create: None,
     })
 }
 

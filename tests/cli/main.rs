@@ -12,6 +12,8 @@ mod fuzz_readers;
 mod hostile;
 mod layout;
 mod list_and_select;
+mod out_folder;
 mod read;
 mod redaction;
 mod relay;
+mod shell;
