@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use crate::commands;
+use crate::{commands, progress};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -174,28 +174,30 @@ impl Scope {
 }
 
 impl ListArgs {
-    pub fn options(&self) -> commands::list::Options {
+    pub fn options(&self, progress: progress::Handle) -> commands::list::Options {
         commands::list::Options {
             scope: self.scope.options(),
             all: self.all,
             limit: self.limit,
+            progress,
         }
     }
 }
 
 impl ShowArgs {
-    pub fn options(&self) -> commands::show::Options {
+    pub fn options(&self, progress: progress::Handle) -> commands::show::Options {
         commands::show::Options {
             session: self.session.clone(),
             scope: self.scope.options(),
             to: self.to.clone(),
             budget: self.budget,
+            progress,
         }
     }
 }
 
 impl ExportArgs {
-    pub fn options(&self) -> commands::export::Options {
+    pub fn options(&self, progress: progress::Handle) -> commands::export::Options {
         commands::export::Options {
             session: self.session.clone(),
             scope: self.scope.options(),
@@ -207,12 +209,13 @@ impl ExportArgs {
             no_redact: self.no_redact,
             to: self.to.clone(),
             budget: self.budget,
+            progress,
         }
     }
 }
 
 impl RelayArgs {
-    pub fn options(&self) -> commands::relay::Options {
+    pub fn options(&self, progress: progress::Handle) -> commands::relay::Options {
         commands::relay::Options {
             session: self.session.clone(),
             to: self.to.clone(),
@@ -224,6 +227,7 @@ impl RelayArgs {
             budget: self.budget,
             no_redact: self.no_redact,
             force: self.force,
+            progress,
         }
     }
 }
@@ -233,6 +237,7 @@ impl CleanArgs {
     pub fn options<'a>(
         &self,
         ask: Option<&'a dyn Fn(usize) -> anyhow::Result<bool>>,
+        progress: progress::Handle,
     ) -> commands::clean::Options<'a> {
         commands::clean::Options {
             older_than: self.older_than,
@@ -241,6 +246,7 @@ impl CleanArgs {
             yes: self.yes,
             include_continued: self.include_continued,
             ask,
+            progress,
         }
     }
 }

@@ -1,9 +1,11 @@
 use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
 
 use session_relay::cli::{Cli, Command};
 use session_relay::config::{Config, Overrides};
+use session_relay::render::progress::Bar;
 use session_relay::render::{self, Text};
-use session_relay::{commands, exit};
+use session_relay::{commands, exit, progress};
 
 fn main() {
     let cli = Cli::parse_args();
@@ -30,32 +32,66 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         homes: cli.homes.clone(),
     })?;
     match &cli.command {
-        Command::List(a) => render::emit(&commands::list::run(&cfg, &a.options())?, a.json),
-        Command::Show(a) => render::emit(&commands::show::run(&cfg, &a.options())?, a.json),
+        Command::List(a) => {
+            let bar = Bar::for_command(a.json);
+            let report = commands::list::run(&cfg, &a.options(handle(&bar)))?;
+            drop(bar);
+            render::emit(&report, a.json)
+        }
+        Command::Show(a) => {
+            let bar = Bar::for_command(a.json);
+            let report = commands::show::run(&cfg, &a.options(handle(&bar)))?;
+            drop(bar);
+            render::emit(&report, a.json)
+        }
         Command::Export(a) => {
+            let bar = Bar::for_command(false);
             // The document goes to standard output (or the file); the report to standard error.
-            let report = commands::export::run(&cfg, &a.options(), &mut std::io::stdout().lock())?;
+            let report = commands::export::run(
+                &cfg,
+                &a.options(handle(&bar)),
+                &mut std::io::stdout().lock(),
+            )?;
+            drop(bar);
             report.text(&mut std::io::stderr().lock())?;
             Ok(())
         }
-        Command::Relay(a) => render::emit(&commands::relay::run(&cfg, &a.options())?, a.json),
+        Command::Relay(a) => {
+            let bar = Bar::for_command(a.json);
+            let report = commands::relay::run(&cfg, &a.options(handle(&bar)))?;
+            drop(bar);
+            render::emit(&report, a.json)
+        }
         Command::Clean(a) => {
+            let bar = Bar::for_command(a.json || a.quiet);
             let ask = |n: usize| -> anyhow::Result<bool> {
-                print!("Delete {n} relayed session(s)? [y/N] ");
-                std::io::stdout().flush()?;
-                let mut answer = String::new();
-                std::io::stdin().lock().read_line(&mut answer)?;
-                Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+                let question = || -> anyhow::Result<bool> {
+                    print!("Delete {n} relayed session(s)? [y/N] ");
+                    std::io::stdout().flush()?;
+                    let mut answer = String::new();
+                    std::io::stdin().lock().read_line(&mut answer)?;
+                    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+                };
+                match &bar {
+                    Some(b) => b.suspend(question),
+                    None => question(),
+                }
             };
             let terminal = std::io::stdin().is_terminal();
             let report = commands::clean::run(
                 &cfg,
-                &a.options(terminal.then_some(&ask as &dyn Fn(_) -> _)),
+                &a.options(terminal.then_some(&ask as &dyn Fn(_) -> _), handle(&bar)),
             )?;
+            drop(bar);
             if a.quiet && !a.json {
                 return Ok(());
             }
             render::emit(&report, a.json)
         }
     }
+}
+
+/// The progress listener a command gets: the bar, when one is shown.
+fn handle(bar: &Option<Arc<Bar>>) -> progress::Handle {
+    bar.clone().map(|b| b as Arc<dyn progress::Progress>)
 }

@@ -13,6 +13,7 @@ pub struct Options {
     /// Every directory's sessions, not only the scope's.
     pub all: bool,
     pub limit: Option<usize>,
+    pub progress: crate::progress::Handle,
 }
 
 #[derive(Debug, Serialize)]
@@ -25,7 +26,9 @@ pub struct Report {
 }
 
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
-    let listing = select::list_all(cfg, opts.scope.agent.as_deref())?;
+    let listing = crate::progress::scope(&opts.progress, || {
+        select::list_all(cfg, opts.scope.agent.as_deref())
+    })?;
     let dir = opts.scope.dir()?;
     let mut sessions: Vec<Summary> = listing
         .sessions

@@ -71,6 +71,7 @@ pub fn plan_relay(
     no_redact: bool,
     target: &crate::plan::Target,
 ) -> Result<crate::plan::Plan> {
+    step("fitting the session to the budget");
     let plan = crate::plan::plan(cfg, source, target)?;
     if !plan.fit.needs_full_read {
         return Ok(plan);
@@ -124,7 +125,13 @@ pub fn redact(
         );
         return Ok(Redactions(None));
     }
+    step("masking secrets");
     Ok(Redactions(Some(cfg.redactor()?.session(s))))
+}
+
+/// Tells the progress listener, if any, that a step of unknown length begins.
+fn step(what: &str) {
+    crate::progress::start(what, None, crate::progress::Unit::Items);
 }
 
 /// A reader's warnings as `path:line: message` lines.

@@ -31,6 +31,7 @@ pub struct Options {
     pub budget: Option<usize>,
     pub no_redact: bool,
     pub force: bool,
+    pub progress: crate::progress::Handle,
 }
 
 #[derive(Debug, Serialize)]
@@ -59,6 +60,10 @@ pub struct Report {
 }
 
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
+    crate::progress::scope(&opts.progress, || run_in_scope(cfg, opts))
+}
+
+fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     let target = crate::adapters::by_name(&opts.to).context("unknown target agent")?;
     let scope = Scope {
         agent: opts.agent.clone(),
@@ -85,6 +90,7 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
                 .unwrap_or_default()
         );
     }
+    super::step("hashing the source");
     let source_sha = ledger::sha256_file(&located.path)?;
     let source_side = ledger::Side {
         agent: source.agent.clone(),
@@ -224,6 +230,7 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create the folder {} for --out", dir.display()))?;
         }
+        super::step("writing and checking the relayed session");
         verify::write_and_verify(target, &native, &plan.session, &home)?;
         if standalone.is_none() {
             match target.register(&home, &native, &plan.session, &title) {

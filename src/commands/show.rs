@@ -19,6 +19,7 @@ pub struct Options {
     /// Preview a relay to this agent instead.
     pub to: Option<String>,
     pub budget: Option<usize>,
+    pub progress: crate::progress::Handle,
 }
 
 #[derive(Debug, Serialize)]
@@ -81,6 +82,10 @@ pub struct SourceRef {
 const EXACT_COUNT_MAX: usize = 4 << 20;
 
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
+    crate::progress::scope(&opts.progress, || run_in_scope(cfg, opts))
+}
+
+fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     match &opts.to {
         Some(to) => Ok(Report::Fit(Box::new(preview(cfg, opts, to)?))),
         None => {

@@ -94,16 +94,24 @@ pub fn list_all(cfg: &Config, agent: Option<&str>) -> Result<Listing> {
     let mut warnings = Vec::new();
     for s in existing_stores(cfg, agent)? {
         let titles = s.adapter.index_titles(&s.home);
+        let files = s.adapter.session_files(&s.home);
+        let progress = crate::progress::start(
+            &format!("scanning {} sessions", s.adapter.display_name()),
+            Some(files.len() as u64),
+            crate::progress::Unit::Items,
+        );
         // Files are independent; on a store of thousands the scan is I/O bound and spreads
         // well over the cores.
-        let scanned: Vec<Result<Summary, String>> = s
-            .adapter
-            .session_files(&s.home)
+        let scanned: Vec<Result<Summary, String>> = files
             .par_iter()
             .map(|path| {
-                cache
+                let r = cache
                     .summarize(path, |p| s.adapter.scan(p))
-                    .map_err(|e| format!("{}: {e:#}", path.display()))
+                    .map_err(|e| format!("{}: {e:#}", path.display()));
+                if let Some(p) = &progress {
+                    p.advance(1);
+                }
+                r
             })
             .collect();
         let start = sessions.len();
