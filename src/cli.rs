@@ -124,6 +124,10 @@ pub struct Scope {
     pub cwd: Option<PathBuf>,
 }
 
+/// The session a command is about.
+const SESSION_HELP: &str = "A full id, a unique id prefix, a file path, or `latest`. Omitted: \
+                            pick one from a list on a terminal, else `latest`.";
+
 #[derive(Debug, Args)]
 pub struct ListArgs {
     #[command(flatten)]
@@ -141,11 +145,13 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// A full id, a unique id prefix, a file path, or `latest`.
-    #[arg(default_value = "latest")]
-    pub session: String,
+    #[arg(value_name = "SESSION", help = SESSION_HELP)]
+    pub session: Option<String>,
     #[command(flatten)]
     pub scope: Scope,
+    /// Pick from (or take the latest of) every directory's sessions.
+    #[arg(long, conflicts_with = "cwd")]
+    pub all: bool,
     /// Report how a relay to this agent would fit its budget (writes nothing).
     #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub to: Option<String>,
@@ -162,13 +168,15 @@ pub enum ExportFormat {
     Markdown,
 }
 
-// What each command takes from the command line: clap's structs stop here.
+// What each command takes from the command line: clap's structs stop here. SESSION is passed
+// in already resolved (`main` opens the picker when it was omitted on a terminal).
 
 impl Scope {
-    fn options(&self) -> commands::Scope {
+    fn options(&self, all: bool) -> commands::Scope {
         commands::Scope {
             agent: self.agent.clone(),
             cwd: self.cwd.clone(),
+            all,
         }
     }
 }
@@ -176,8 +184,7 @@ impl Scope {
 impl ListArgs {
     pub fn options(&self, progress: progress::Handle) -> commands::list::Options {
         commands::list::Options {
-            scope: self.scope.options(),
-            all: self.all,
+            scope: self.scope.options(self.all),
             limit: self.limit,
             progress,
         }
@@ -185,10 +192,15 @@ impl ListArgs {
 }
 
 impl ShowArgs {
-    pub fn options(&self, progress: progress::Handle) -> commands::show::Options {
+    /// The sessions the picker offers.
+    pub fn scope(&self) -> commands::Scope {
+        self.scope.options(self.all)
+    }
+
+    pub fn options(&self, session: String, progress: progress::Handle) -> commands::show::Options {
         commands::show::Options {
-            session: self.session.clone(),
-            scope: self.scope.options(),
+            session,
+            scope: self.scope(),
             to: self.to.clone(),
             budget: self.budget,
             progress,
@@ -197,10 +209,19 @@ impl ShowArgs {
 }
 
 impl ExportArgs {
-    pub fn options(&self, progress: progress::Handle) -> commands::export::Options {
+    /// The sessions the picker offers.
+    pub fn scope(&self) -> commands::Scope {
+        self.scope.options(self.all)
+    }
+
+    pub fn options(
+        &self,
+        session: String,
+        progress: progress::Handle,
+    ) -> commands::export::Options {
         commands::export::Options {
-            session: self.session.clone(),
-            scope: self.scope.options(),
+            session,
+            scope: self.scope(),
             format: match self.format {
                 ExportFormat::Jsonl => commands::export::Format::Jsonl,
                 ExportFormat::Markdown => commands::export::Format::Markdown,
@@ -215,9 +236,18 @@ impl ExportArgs {
 }
 
 impl RelayArgs {
-    pub fn options(&self, progress: progress::Handle) -> commands::relay::Options {
+    /// The sessions the picker offers.
+    pub fn scope(&self) -> commands::Scope {
+        commands::Scope {
+            agent: self.agent.clone(),
+            cwd: self.cwd.clone(),
+            all: self.all,
+        }
+    }
+
+    pub fn options(&self, session: String, progress: progress::Handle) -> commands::relay::Options {
         commands::relay::Options {
-            session: self.session.clone(),
+            session,
             to: self.to.clone(),
             agent: self.agent.clone(),
             cwd: self.cwd.clone(),
@@ -227,6 +257,7 @@ impl RelayArgs {
             budget: self.budget,
             no_redact: self.no_redact,
             force: self.force,
+            all: self.all,
             progress,
         }
     }
@@ -253,11 +284,13 @@ impl CleanArgs {
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// A full id, a unique id prefix, a file path, or `latest`.
-    #[arg(default_value = "latest")]
-    pub session: String,
+    #[arg(value_name = "SESSION", help = SESSION_HELP)]
+    pub session: Option<String>,
     #[command(flatten)]
     pub scope: Scope,
+    /// Pick from (or take the latest of) every directory's sessions.
+    #[arg(long, conflicts_with = "cwd")]
+    pub all: bool,
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: ExportFormat,
     /// Write to FILE instead of standard output (atomically; an existing file is not replaced).
@@ -277,9 +310,8 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct RelayArgs {
-    /// A full id, a unique id prefix, a file path, or `latest`.
-    #[arg(default_value = "latest")]
-    pub session: String,
+    #[arg(value_name = "SESSION", help = SESSION_HELP)]
+    pub session: Option<String>,
     /// The agent that will resume the session.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub to: String,
@@ -290,11 +322,14 @@ pub struct RelayArgs {
     /// `latest` is also looked up in this directory.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Pick from (or take the latest of) every directory's sessions.
+    #[arg(long)]
+    pub all: bool,
     /// Title shown in the target's session picker.
     #[arg(long, value_name = "TEXT")]
     pub title: Option<String>,
-    /// Write a standalone native session file here (a folder, or a file name) instead of into
-    /// the target's store.
+    /// Write a standalone native session file instead of into the target's store: into the
+    /// folder PATH when it exists or ends with / (created), else to the file PATH.
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
     /// Say what would be written, and write nothing.

@@ -3,6 +3,7 @@ use std::sync::Arc;
 
 use session_relay::cli::{Cli, Command};
 use session_relay::config::{Config, Overrides};
+use session_relay::exit::{CliError, ExitCode};
 use session_relay::render::progress::Bar;
 use session_relay::render::{self, Text};
 use session_relay::{commands, exit, progress};
@@ -20,8 +21,12 @@ fn main() {
         {
             std::process::exit(0);
         }
-        render::error(&err, color);
-        std::process::exit(exit::code_of(&err));
+        let code = exit::code_of(&err);
+        // Closing the picker is the person's choice, not an error.
+        if code != ExitCode::Cancelled as i32 {
+            render::error(&err, color);
+        }
+        std::process::exit(code);
     }
 }
 
@@ -39,17 +44,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             render::emit(&report, a.json)
         }
         Command::Show(a) => {
+            let session = session_or_pick(&cfg, &a.session, a.scope())?;
             let bar = Bar::for_command(a.json);
-            let report = commands::show::run(&cfg, &a.options(handle(&bar)))?;
+            let report = commands::show::run(&cfg, &a.options(session, handle(&bar)))?;
             drop(bar);
             render::emit(&report, a.json)
         }
         Command::Export(a) => {
+            let session = session_or_pick(&cfg, &a.session, a.scope())?;
             let bar = Bar::for_command(false);
             // The document goes to standard output (or the file); the report to standard error.
             let report = commands::export::run(
                 &cfg,
-                &a.options(handle(&bar)),
+                &a.options(session, handle(&bar)),
                 &mut std::io::stdout().lock(),
             )?;
             drop(bar);
@@ -57,8 +64,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Relay(a) => {
+            let session = session_or_pick(&cfg, &a.session, a.scope())?;
             let bar = Bar::for_command(a.json);
-            let report = commands::relay::run(&cfg, &a.options(handle(&bar)))?;
+            let report = commands::relay::run(&cfg, &a.options(session, handle(&bar)))?;
             drop(bar);
             render::emit(&report, a.json)
         }
@@ -94,4 +102,40 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// The progress listener a command gets: the bar, when one is shown.
 fn handle(bar: &Option<Arc<Bar>>) -> progress::Handle {
     bar.clone().map(|b| b as Arc<dyn progress::Progress>)
+}
+
+/// SESSION as given; when omitted, the one picked from a list when a person is at a terminal,
+/// else `latest`.
+fn session_or_pick(
+    cfg: &Config,
+    given: &Option<String>,
+    scope: commands::Scope,
+) -> anyhow::Result<String> {
+    if let Some(s) = given {
+        return Ok(s.clone());
+    }
+    let terminal = std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+        && std::io::stderr().is_terminal();
+    if !terminal {
+        return Ok("latest".into());
+    }
+    let bar = Bar::for_command(false);
+    let found = commands::pick::candidates(
+        cfg,
+        &commands::pick::Options {
+            scope,
+            progress: handle(&bar),
+        },
+    )?;
+    drop(bar);
+    render::warnings(&found.warnings);
+    match render::picker::pick(cfg, found)? {
+        render::picker::Picked::Session(path) => Ok(path.display().to_string()),
+        // `latest` then says there is none, and where to look instead.
+        render::picker::Picked::Empty => Ok("latest".into()),
+        render::picker::Picked::Cancelled => {
+            Err(CliError::new(ExitCode::Cancelled, "no session picked").into())
+        }
+    }
 }

@@ -4,6 +4,7 @@
 pub mod clean;
 pub mod export;
 pub mod list;
+pub mod pick;
 pub mod relay;
 pub mod show;
 
@@ -24,6 +25,8 @@ pub struct Scope {
     pub agent: Option<String>,
     /// `--cwd`; `None` is the current directory.
     pub cwd: Option<PathBuf>,
+    /// `--all`: every directory's sessions, not only those of `dir()`.
+    pub all: bool,
 }
 
 impl Scope {
@@ -38,7 +41,7 @@ impl Scope {
     fn select(&self) -> Result<SelectScope<'_>> {
         Ok(SelectScope {
             agent: self.agent.as_deref(),
-            cwd: self.dir()?,
+            cwd: if self.all { None } else { Some(self.dir()?) },
         })
     }
 }

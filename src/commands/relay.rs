@@ -31,6 +31,8 @@ pub struct Options {
     pub budget: Option<usize>,
     pub no_redact: bool,
     pub force: bool,
+    /// `latest` is the newest session of any directory.
+    pub all: bool,
     pub progress: crate::progress::Handle,
 }
 
@@ -68,6 +70,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     let scope = Scope {
         agent: opts.agent.clone(),
         cwd: opts.cwd.clone(),
+        all: opts.all,
     };
     tokens::warm(cfg.agent(target.name()).tokenizer);
     let read = super::relay_read_options(cfg, target, opts.budget);

@@ -5,6 +5,7 @@ mod clean;
 mod export;
 mod fit;
 mod list;
+pub mod picker;
 pub mod progress;
 mod relay;
 mod show;

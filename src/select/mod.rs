@@ -194,7 +194,8 @@ impl Located {
 
 pub struct SelectScope<'a> {
     pub agent: Option<&'a str>,
-    pub cwd: PathBuf,
+    /// The directory whose newest session `latest` is; `None`: any directory's (`--all`).
+    pub cwd: Option<PathBuf>,
 }
 
 /// Resolves a selector: `latest`, a file path, a full id or a unique id prefix.
@@ -266,7 +267,13 @@ fn latest(cfg: &Config, scope: &SelectScope) -> Result<Located> {
     let newest = all
         .sessions
         .into_iter()
-        .filter(|s| s.parent_id.is_none() && same_dir(s.cwd.as_deref(), &scope.cwd))
+        .filter(|s| {
+            s.parent_id.is_none()
+                && scope
+                    .cwd
+                    .as_deref()
+                    .is_none_or(|dir| same_dir(s.cwd.as_deref(), dir))
+        })
         .find(|_| true);
     match newest {
         Some(s) => Ok(Located {
@@ -276,11 +283,17 @@ fn latest(cfg: &Config, scope: &SelectScope) -> Result<Located> {
         }),
         None => Err(CliError::new(
             ExitCode::NotFound,
-            format!(
-                "no {}session for {}. Use --cwd DIR, or pick one from `session-relay list --all`.",
-                scope.agent.map(|a| format!("{a} ")).unwrap_or_default(),
-                scope.cwd.display()
-            ),
+            match &scope.cwd {
+                Some(dir) => format!(
+                    "no {}session for {}. Use --cwd DIR or --all, or pick one from `session-relay list --all`.",
+                    scope.agent.map(|a| format!("{a} ")).unwrap_or_default(),
+                    dir.display()
+                ),
+                None => format!(
+                    "no {}session in any directory. Check the stores with `session-relay doctor`.",
+                    scope.agent.map(|a| format!("{a} ")).unwrap_or_default(),
+                ),
+            },
         )
         .into()),
     }

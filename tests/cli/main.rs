@@ -13,6 +13,7 @@ mod hostile;
 mod layout;
 mod list_and_select;
 mod out_folder;
+mod picker;
 mod read;
 mod redaction;
 mod relay;
