@@ -112,6 +112,9 @@ pub enum Command {
     Relay(RelayArgs),
     /// Delete relayed sessions (only those session-relay wrote and can prove it wrote).
     Clean(CleanArgs),
+    /// Check the agents' homes and stores, their installed CLIs against the versions
+    /// session-relay is verified with, the ledger and the config, and say what to fix.
+    Doctor(DoctorArgs),
 }
 
 #[derive(Debug, Args)]
@@ -166,6 +169,13 @@ pub struct ShowArgs {
 pub enum ExportFormat {
     Jsonl,
     Markdown,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print the report as JSON (with schema_version) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 // What each command takes from the command line: clap's structs stop here. SESSION is passed

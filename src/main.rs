@@ -32,10 +32,26 @@ fn main() {
 
 /// command line -> options -> command -> typed report -> text or JSON.
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let cfg = Config::load(&Overrides {
+    let overrides = Overrides {
         config_file: cli.config.clone(),
         homes: cli.homes.clone(),
-    })?;
+    };
+    if let Command::Doctor(a) = &cli.command {
+        // A broken config file is one of the things the doctor reports.
+        let (cfg, config_error) = match Config::load(&overrides) {
+            Ok(cfg) => (cfg, None),
+            Err(e) => (
+                Config::load(&Overrides {
+                    config_file: Some("/dev/null".into()),
+                    ..overrides.clone()
+                })?,
+                Some(format!("{e:#}")),
+            ),
+        };
+        let report = commands::doctor::run(&cfg, &commands::doctor::Options { config_error });
+        return render::emit(&report, a.json);
+    }
+    let cfg = Config::load(&overrides)?;
     match &cli.command {
         Command::List(a) => {
             let bar = Bar::for_command(a.json);
@@ -96,6 +112,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             render::emit(&report, a.json)
         }
+        Command::Doctor(_) => unreachable!(),
     }
 }
 

@@ -2,6 +2,7 @@
 //! by `render`). None of them prints; warnings travel in the reports.
 
 pub mod clean;
+pub mod doctor;
 pub mod export;
 pub mod list;
 pub mod pick;

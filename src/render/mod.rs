@@ -2,6 +2,7 @@
 //! place per command. JSON output always carries `schema_version` (see the README).
 
 mod clean;
+mod doctor;
 mod export;
 mod fit;
 mod list;

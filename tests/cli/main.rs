@@ -7,6 +7,7 @@ mod common;
 
 mod budget;
 mod clean;
+mod doctor;
 mod export;
 mod fuzz_readers;
 mod hostile;
