@@ -298,8 +298,9 @@ struct Standalone {
 }
 
 /// `--out PATH`: a path ending in `/`, or an existing folder, is a folder (created when
-/// missing) that receives `relay_<stamp>_<short id>.jsonl`; anything else is the file's name,
-/// in a folder that must exist. Nothing is ever replaced (the write refuses an existing file).
+/// missing) that receives `relay_<stamp>_<short id>.jsonl` (`-2`, ... when that exists);
+/// anything else is the file's name, in a folder that must exist. Nothing is ever replaced
+/// (the write refuses an existing file).
 fn standalone_path(out: &Path, stamp: &str, id: &str) -> Result<Standalone> {
     use std::os::unix::ffi::OsStrExt;
     let name = format!("relay_{stamp}_{}.jsonl", &id[..8.min(id.len())]);
@@ -314,10 +315,15 @@ fn standalone_path(out: &Path, stamp: &str, id: &str) -> Result<Standalone> {
     let trimmed = Path::new(std::ffi::OsStr::from_bytes(&bytes[..end]));
     let out = &std::path::absolute(trimmed).unwrap_or_else(|_| trimmed.to_path_buf());
     if out.is_dir() {
-        return Ok(Standalone {
-            file: out.join(name),
-            create: None,
-        });
+        // The short id of a time-ordered id (Codex's UUID v7) is the same for every relay in
+        // the same minute: a second relay into the folder within one second gets `-2`, ...
+        let stem = name.trim_end_matches(".jsonl").to_string();
+        let file = std::iter::once(name)
+            .chain((2..).map(|n| format!("{stem}-{n}.jsonl")))
+            .map(|n| out.join(n))
+            .find(|f| !f.exists())
+            .expect("an unused name");
+        return Ok(Standalone { file, create: None });
     }
     if slash {
         if out.exists() {

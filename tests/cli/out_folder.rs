@@ -44,6 +44,15 @@ fn a_trailing_slash_names_a_folder_created_when_missing() {
     assert_eq!(again.parent().unwrap(), dir);
     assert_ne!(again, written);
     assert!(is_generated_name(&again));
+    // Relays within one second get the same stamp and (time-ordered ids) the same short id:
+    // the next free name is taken, nothing is replaced.
+    let mut names = std::collections::BTreeSet::new();
+    for _ in 0..3 {
+        let p = relay_out(&env, dir.to_str().unwrap(), &["--force"]).unwrap();
+        assert!(p.is_file());
+        assert!(names.insert(p), "a name was used twice");
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 5);
     // A relative folder is taken from the current directory.
     let rel = relay_out(&env, "rel/", &["--force"]).unwrap();
     assert_eq!(
