@@ -6,13 +6,21 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::{commands, progress};
 
+mod help;
+
+use help::{
+    about, clean_examples, completions_examples, doctor_examples, export_examples, list_examples,
+    long_about, man_examples, relay_examples, show_examples, top_examples,
+};
+pub use help::{completions, man, man_pages};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "session-relay",
     version,
-    about = "Move a coding-agent session between Claude Code and Codex CLI",
-    long_about = "Finds the sessions Claude Code and Codex CLI keep on disk, reads them into one \
-                  neutral model, and shows or exports them."
+    about = about(),
+    long_about = long_about(),
+    after_help = top_examples(),
 )]
 pub struct Cli {
     /// Config file (default: $SESSION_RELAY_CONFIG, else the platform config dir).
@@ -101,20 +109,32 @@ fn parse_home(s: &str) -> Result<(String, PathBuf), String> {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// List sessions, newest first (default: those of the current directory).
-    List(ListArgs),
-    /// Show one session: header, counts, tools, files, todos, tokens, warnings.
-    Show(ShowArgs),
-    /// Export one session as neutral JSONL or as a Markdown handoff document.
-    Export(ExportArgs),
     /// Write a session into another agent's store (or a fork into the same agent's) so that
     /// the target CLI resumes it.
+    #[command(after_help = relay_examples())]
     Relay(RelayArgs),
+    /// List sessions, newest first (default: those of the current directory).
+    #[command(after_help = list_examples())]
+    List(ListArgs),
+    /// Show one session: header, counts, tools, files, todos, tokens, warnings.
+    #[command(after_help = show_examples())]
+    Show(ShowArgs),
+    /// Export one session as neutral JSONL or as a Markdown handoff document.
+    #[command(after_help = export_examples())]
+    Export(ExportArgs),
     /// Delete relayed sessions (only those session-relay wrote and can prove it wrote).
+    #[command(after_help = clean_examples())]
     Clean(CleanArgs),
     /// Check the agents' homes and stores, their installed CLIs against the versions
     /// session-relay is verified with, the ledger and the config, and say what to fix.
+    #[command(after_help = doctor_examples())]
     Doctor(DoctorArgs),
+    /// Print a shell completion script.
+    #[command(after_help = completions_examples())]
+    Completions(CompletionsArgs),
+    /// Print the man page (or write one page per command into a folder).
+    #[command(after_help = man_examples())]
+    Man(ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +151,9 @@ pub struct Scope {
 const SESSION_HELP: &str = "A full id, a unique id prefix, a file path, or `latest`. Omitted: \
                             pick one from a list on a terminal, else `latest`.";
 
+/// `--json` of every command.
+const JSON_HELP: &str = "Print the report as JSON (with schema_version) instead of text.";
+
 #[derive(Debug, Args)]
 pub struct ListArgs {
     #[command(flatten)]
@@ -141,8 +164,7 @@ pub struct ListArgs {
     /// At most N sessions.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
-    /// Machine-readable output.
-    #[arg(long)]
+    #[arg(long, help = JSON_HELP)]
     pub json: bool,
 }
 
@@ -161,21 +183,129 @@ pub struct ShowArgs {
     /// With --to: the budget to fit (default: from the target's config).
     #[arg(long, value_name = "N", requires = "to")]
     pub budget: Option<usize>,
-    #[arg(long)]
+    #[arg(long, help = JSON_HELP)]
     pub json: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ExportFormat {
+    /// The neutral session model, one JSON object a line (session-relay reads it back).
     Jsonl,
+    /// A handoff document for people and for agents without a store.
     Markdown,
 }
 
 #[derive(Debug, Args)]
-pub struct DoctorArgs {
-    /// Print the report as JSON (with schema_version) instead of text.
+pub struct ExportArgs {
+    #[arg(value_name = "SESSION", help = SESSION_HELP)]
+    pub session: Option<String>,
+    #[command(flatten)]
+    pub scope: Scope,
+    /// Pick from (or take the latest of) every directory's sessions.
+    #[arg(long, conflicts_with = "cwd")]
+    pub all: bool,
+    /// What to write: the neutral session (jsonl) or a handoff document (markdown).
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: ExportFormat,
+    /// Write to FILE instead of standard output (atomically; an existing file is not replaced).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Do not mask secrets (API keys, tokens, passwords) in the export.
     #[arg(long)]
+    pub no_redact: bool,
+    /// Export the session as a relay to AGENT would carry it: fitted to that agent's budget,
+    /// with the handoff brief first.
+    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub to: Option<String>,
+    /// With --to: the budget to fit (default: from the target's config).
+    #[arg(long, value_name = "N", requires = "to")]
+    pub budget: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct RelayArgs {
+    #[arg(value_name = "SESSION", help = SESSION_HELP)]
+    pub session: Option<String>,
+    /// The agent that will resume the session.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub to: String,
+    /// Only consider this agent's sessions when selecting (for `latest` and prefixes).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub agent: Option<String>,
+    /// The directory the session will be resumed in (default: the source's working directory).
+    /// `latest` is also looked up in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Pick from (or take the latest of) every directory's sessions.
+    #[arg(long)]
+    pub all: bool,
+    /// Title shown in the target's session picker.
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// Write a standalone native session file instead of into the target's store: into the
+    /// folder PATH when it exists or ends with / (created), else to the file PATH.
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+    /// Say what would be written, and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Token budget for the relayed session (default: from the target's context window; see
+    /// config.example.yaml).
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+    /// Do not mask secrets (API keys, tokens, passwords) in what is written.
+    #[arg(long)]
+    pub no_redact: bool,
+    /// Relay again even if this unchanged source was already relayed to this target.
+    #[arg(long)]
+    pub force: bool,
+    #[arg(long, help = JSON_HELP)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Only sessions relayed longer ago than this (m, h, d, w).
+    #[arg(long, value_name = "AGE", default_value = "30d", value_parser = crate::text::parse_age)]
+    pub older_than: chrono::Duration,
+    /// Only this agent's store.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub agent: Option<String>,
+    /// Say what would be deleted, and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Delete without asking (required when standard input is not a terminal, e.g. from cron).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Also delete relayed sessions that were continued after the relay.
+    #[arg(long)]
+    pub include_continued: bool,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    #[arg(long, help = JSON_HELP)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[arg(long, help = JSON_HELP)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write session-relay.1 and one page per command (session-relay-relay.1, ...) into DIR
+    /// instead of printing the main page.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 // What each command takes from the command line: clap's structs stop here. SESSION is passed
@@ -290,95 +420,4 @@ impl CleanArgs {
             progress,
         }
     }
-}
-
-#[derive(Debug, Args)]
-pub struct ExportArgs {
-    #[arg(value_name = "SESSION", help = SESSION_HELP)]
-    pub session: Option<String>,
-    #[command(flatten)]
-    pub scope: Scope,
-    /// Pick from (or take the latest of) every directory's sessions.
-    #[arg(long, conflicts_with = "cwd")]
-    pub all: bool,
-    #[arg(long, value_enum, default_value = "jsonl")]
-    pub format: ExportFormat,
-    /// Write to FILE instead of standard output (atomically; an existing file is not replaced).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Do not mask secrets (API keys, tokens, passwords) in the export.
-    #[arg(long)]
-    pub no_redact: bool,
-    /// Export the session as a relay to AGENT would carry it: fitted to that agent's budget,
-    /// with the handoff brief first.
-    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
-    pub to: Option<String>,
-    /// With --to: the budget to fit (default: from the target's config).
-    #[arg(long, value_name = "N", requires = "to")]
-    pub budget: Option<usize>,
-}
-
-#[derive(Debug, Args)]
-pub struct RelayArgs {
-    #[arg(value_name = "SESSION", help = SESSION_HELP)]
-    pub session: Option<String>,
-    /// The agent that will resume the session.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
-    pub to: String,
-    /// Only consider this agent's sessions when selecting (for `latest` and prefixes).
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
-    pub agent: Option<String>,
-    /// The directory the session will be resumed in (default: the source's working directory).
-    /// `latest` is also looked up in this directory.
-    #[arg(long, value_name = "DIR")]
-    pub cwd: Option<PathBuf>,
-    /// Pick from (or take the latest of) every directory's sessions.
-    #[arg(long)]
-    pub all: bool,
-    /// Title shown in the target's session picker.
-    #[arg(long, value_name = "TEXT")]
-    pub title: Option<String>,
-    /// Write a standalone native session file instead of into the target's store: into the
-    /// folder PATH when it exists or ends with / (created), else to the file PATH.
-    #[arg(long, value_name = "PATH")]
-    pub out: Option<PathBuf>,
-    /// Say what would be written, and write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Token budget for the relayed session (default: from the target's context window; see
-    /// config.example.yaml).
-    #[arg(long, value_name = "N")]
-    pub budget: Option<usize>,
-    /// Do not mask secrets (API keys, tokens, passwords) in what is written.
-    #[arg(long)]
-    pub no_redact: bool,
-    /// Relay again even if this unchanged source was already relayed to this target.
-    #[arg(long)]
-    pub force: bool,
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct CleanArgs {
-    /// Only sessions relayed longer ago than this (m, h, d, w).
-    #[arg(long, value_name = "AGE", default_value = "30d", value_parser = crate::text::parse_age)]
-    pub older_than: chrono::Duration,
-    /// Only this agent's store.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
-    pub agent: Option<String>,
-    /// Say what would be deleted, and delete nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Delete without asking (required when standard input is not a terminal, e.g. from cron).
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-    /// Also delete relayed sessions that were continued after the relay.
-    #[arg(long)]
-    pub include_continued: bool,
-    /// Print nothing but errors.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-    #[arg(long)]
-    pub json: bool,
 }

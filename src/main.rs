@@ -36,20 +36,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         config_file: cli.config.clone(),
         homes: cli.homes.clone(),
     };
-    if let Command::Doctor(a) = &cli.command {
-        // A broken config file is one of the things the doctor reports.
-        let (cfg, config_error) = match Config::load(&overrides) {
-            Ok(cfg) => (cfg, None),
-            Err(e) => (
-                Config::load(&Overrides {
-                    config_file: Some("/dev/null".into()),
-                    ..overrides.clone()
-                })?,
-                Some(format!("{e:#}")),
-            ),
-        };
-        let report = commands::doctor::run(&cfg, &commands::doctor::Options { config_error });
-        return render::emit(&report, a.json);
+    // The commands that run without a valid config file.
+    match &cli.command {
+        Command::Completions(a) => {
+            return Ok(session_relay::cli::completions(
+                a.shell,
+                &mut std::io::stdout().lock(),
+            )?);
+        }
+        Command::Man(a) => return man(a.dir.as_deref()),
+        Command::Doctor(a) => return doctor(&overrides, a.json),
+        _ => {}
     }
     let cfg = Config::load(&overrides)?;
     match &cli.command {
@@ -112,8 +109,37 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             render::emit(&report, a.json)
         }
-        Command::Doctor(_) => unreachable!(),
+        Command::Completions(_) | Command::Man(_) | Command::Doctor(_) => unreachable!(),
     }
+}
+
+/// `man`: the main page on standard output, or every page into a folder.
+fn man(dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    match dir {
+        Some(dir) => {
+            for page in session_relay::cli::man_pages(dir)? {
+                println!("wrote {}", page.display());
+            }
+        }
+        None => session_relay::cli::man(&mut std::io::stdout().lock())?,
+    }
+    Ok(())
+}
+
+/// `doctor`: a broken config file is one of the things it reports, so it runs without one.
+fn doctor(overrides: &Overrides, json: bool) -> anyhow::Result<()> {
+    let (cfg, config_error) = match Config::load(overrides) {
+        Ok(cfg) => (cfg, None),
+        Err(e) => (
+            Config::load(&Overrides {
+                config_file: Some("/dev/null".into()),
+                ..overrides.clone()
+            })?,
+            Some(format!("{e:#}")),
+        ),
+    };
+    let report = commands::doctor::run(&cfg, &commands::doctor::Options { config_error });
+    render::emit(&report, json)
 }
 
 /// The progress listener a command gets: the bar, when one is shown.
