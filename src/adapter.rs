@@ -69,6 +69,23 @@ pub trait Adapter: Sync {
     fn home_env(&self) -> &'static str;
     /// The agent's home when neither config nor environment says otherwise.
     fn default_home(&self) -> Option<PathBuf>;
+    /// The agent's own command-line program (`codex`, `claude`), which `doctor` looks for on
+    /// PATH and asks for `--version`. `None` when the agent has no CLI to check.
+    fn cli_command(&self) -> Option<&'static str> {
+        None
+    }
+    /// The versions of that CLI this adapter's writer was verified against (the real-client
+    /// suite opens relayed sessions in them), oldest first. This is the one list of them in
+    /// the code: `doctor` compares the installed CLI with it, and a test checks that the
+    /// README and the real-client installer name the same versions.
+    fn verified_versions(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// How to install the newest verified version of the CLI (for `doctor`'s advice), e.g. an
+    /// npm command.
+    fn cli_install(&self) -> Option<String> {
+        None
+    }
     /// Context window of the agent's current default models, in tokens.
     fn default_context_window(&self) -> u64;
     /// Room the agent needs for its own system prompt, tools and answer, in tokens.

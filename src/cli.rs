@@ -2,17 +2,25 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use crate::commands;
+use crate::{commands, progress};
+
+mod help;
+
+use help::{
+    about, clean_examples, completions_examples, doctor_examples, export_examples, list_examples,
+    long_about, man_examples, relay_examples, show_examples, top_examples,
+};
+pub use help::{completions, man, man_pages};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "session-relay",
     version,
-    about = "Move a coding-agent session between Claude Code and Codex CLI",
-    long_about = "Finds the sessions Claude Code and Codex CLI keep on disk, reads them into one \
-                  neutral model, and shows or exports them."
+    about = about(),
+    long_about = long_about(),
+    after_help = top_examples(),
 )]
 pub struct Cli {
     /// Config file (default: $SESSION_RELAY_CONFIG, else the platform config dir).
@@ -24,8 +32,65 @@ pub struct Cli {
     #[arg(long = "home", global = true, value_name = "AGENT=DIR", value_parser = parse_home)]
     pub homes: Vec<(String, PathBuf)>,
 
+    /// When to colour the output: auto (on a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    pub color: Color,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    /// Always, even into a pipe or with NO_COLOR.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl Color {
+    pub fn choice(self) -> crate::render::ColorChoice {
+        match self {
+            Color::Auto => crate::render::ColorChoice::Auto,
+            Color::Always => crate::render::ColorChoice::Always,
+            Color::Never => crate::render::ColorChoice::Never,
+        }
+    }
+}
+
+impl Cli {
+    /// Parses the command line; clap's own help and errors are coloured as `--color` says.
+    pub fn parse_args() -> Cli {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        let mut cmd = Cli::command().color(match color_arg(&args) {
+            Some(Color::Always) => clap::ColorChoice::Always,
+            Some(Color::Never) => clap::ColorChoice::Never,
+            _ if crate::render::no_color_env() => clap::ColorChoice::Never,
+            _ => clap::ColorChoice::Auto,
+        });
+        let matches = cmd
+            .try_get_matches_from_mut(args)
+            .unwrap_or_else(|e| e.exit());
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut cmd).exit())
+    }
+}
+
+/// `--color WHEN` / `--color=WHEN` before clap has parsed anything (it colours its own errors).
+fn color_arg(args: &[std::ffi::OsString]) -> Option<Color> {
+    let mut it = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(a) = it.next() {
+        let value = match a.as_ref() {
+            "--" => return None,
+            "--color" => it.next().map(|v| v.into_owned()),
+            _ => a.strip_prefix("--color=").map(str::to_string),
+        };
+        if let Some(v) = value {
+            return Color::from_str(&v, false).ok();
+        }
+    }
+    None
 }
 
 fn parse_home(s: &str) -> Result<(String, PathBuf), String> {
@@ -44,17 +109,32 @@ fn parse_home(s: &str) -> Result<(String, PathBuf), String> {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// List sessions, newest first (default: those of the current directory).
-    List(ListArgs),
-    /// Show one session: header, counts, tools, files, todos, tokens, warnings.
-    Show(ShowArgs),
-    /// Export one session as neutral JSONL or as a Markdown handoff document.
-    Export(ExportArgs),
     /// Write a session into another agent's store (or a fork into the same agent's) so that
     /// the target CLI resumes it.
+    #[command(after_help = relay_examples())]
     Relay(RelayArgs),
+    /// List sessions, newest first (default: those of the current directory).
+    #[command(after_help = list_examples())]
+    List(ListArgs),
+    /// Show one session: header, counts, tools, files, todos, tokens, warnings.
+    #[command(after_help = show_examples())]
+    Show(ShowArgs),
+    /// Export one session as neutral JSONL or as a Markdown handoff document.
+    #[command(after_help = export_examples())]
+    Export(ExportArgs),
     /// Delete relayed sessions (only those session-relay wrote and can prove it wrote).
+    #[command(after_help = clean_examples())]
     Clean(CleanArgs),
+    /// Check the agents' homes and stores, their installed CLIs against the versions
+    /// session-relay is verified with, the ledger and the config, and say what to fix.
+    #[command(after_help = doctor_examples())]
+    Doctor(DoctorArgs),
+    /// Print a shell completion script.
+    #[command(after_help = completions_examples())]
+    Completions(CompletionsArgs),
+    /// Print the man page (or write one page per command into a folder).
+    #[command(after_help = man_examples())]
+    Man(ManArgs),
 }
 
 #[derive(Debug, Args)]
@@ -66,6 +146,13 @@ pub struct Scope {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 }
+
+/// The session a command is about.
+const SESSION_HELP: &str = "A full id, a unique id prefix, a file path, or `latest`. Omitted: \
+                            pick one from a list on a terminal, else `latest`.";
+
+/// `--json` of every command.
+const JSON_HELP: &str = "Print the report as JSON (with schema_version) instead of text.";
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
@@ -80,18 +167,19 @@ pub struct ListArgs {
     /// Show titles as they are, secrets included (by default they are masked).
     #[arg(long)]
     pub no_redact: bool,
-    /// Machine-readable output.
-    #[arg(long)]
+    #[arg(long, help = JSON_HELP)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// A full id, a unique id prefix, a file path, or `latest`.
-    #[arg(default_value = "latest")]
-    pub session: String,
+    #[arg(value_name = "SESSION", help = SESSION_HELP)]
+    pub session: Option<String>,
     #[command(flatten)]
     pub scope: Scope,
+    /// Pick from (or take the latest of) every directory's sessions.
+    #[arg(long, conflicts_with = "cwd")]
+    pub all: bool,
     /// Report how a relay to this agent would fit its budget (writes nothing).
     #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub to: Option<String>,
@@ -101,108 +189,28 @@ pub struct ShowArgs {
     /// Show titles, todos and files as they are, secrets included (by default they are masked).
     #[arg(long, conflicts_with = "to")]
     pub no_redact: bool,
-    #[arg(long)]
+    #[arg(long, help = JSON_HELP)]
     pub json: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ExportFormat {
+    /// The neutral session model, one JSON object a line (session-relay reads it back).
     Jsonl,
+    /// A handoff document for people and for agents without a store.
     Markdown,
-}
-
-// What each command takes from the command line: clap's structs stop here.
-
-impl Scope {
-    fn options(&self) -> commands::Scope {
-        commands::Scope {
-            agent: self.agent.clone(),
-            cwd: self.cwd.clone(),
-        }
-    }
-}
-
-impl ListArgs {
-    pub fn options(&self) -> commands::list::Options {
-        commands::list::Options {
-            scope: self.scope.options(),
-            all: self.all,
-            limit: self.limit,
-            no_redact: self.no_redact,
-        }
-    }
-}
-
-impl ShowArgs {
-    pub fn options(&self) -> commands::show::Options {
-        commands::show::Options {
-            session: self.session.clone(),
-            scope: self.scope.options(),
-            to: self.to.clone(),
-            budget: self.budget,
-            no_redact: self.no_redact,
-        }
-    }
-}
-
-impl ExportArgs {
-    pub fn options(&self) -> commands::export::Options {
-        commands::export::Options {
-            session: self.session.clone(),
-            scope: self.scope.options(),
-            format: match self.format {
-                ExportFormat::Jsonl => commands::export::Format::Jsonl,
-                ExportFormat::Markdown => commands::export::Format::Markdown,
-            },
-            output: self.output.clone(),
-            no_redact: self.no_redact,
-            to: self.to.clone(),
-            budget: self.budget,
-        }
-    }
-}
-
-impl RelayArgs {
-    pub fn options(&self) -> commands::relay::Options {
-        commands::relay::Options {
-            session: self.session.clone(),
-            to: self.to.clone(),
-            agent: self.agent.clone(),
-            cwd: self.cwd.clone(),
-            title: self.title.clone(),
-            out: self.out.clone(),
-            dry_run: self.dry_run,
-            budget: self.budget,
-            no_redact: self.no_redact,
-            force: self.force,
-        }
-    }
-}
-
-impl CleanArgs {
-    /// `ask` answers "delete N sessions?" when a person is there to answer.
-    pub fn options<'a>(
-        &self,
-        ask: Option<&'a dyn Fn(usize) -> anyhow::Result<bool>>,
-    ) -> commands::clean::Options<'a> {
-        commands::clean::Options {
-            older_than: self.older_than,
-            agent: self.agent.clone(),
-            dry_run: self.dry_run,
-            yes: self.yes,
-            include_continued: self.include_continued,
-            ask,
-        }
-    }
 }
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// A full id, a unique id prefix, a file path, or `latest`.
-    #[arg(default_value = "latest")]
-    pub session: String,
+    #[arg(value_name = "SESSION", help = SESSION_HELP)]
+    pub session: Option<String>,
     #[command(flatten)]
     pub scope: Scope,
+    /// Pick from (or take the latest of) every directory's sessions.
+    #[arg(long, conflicts_with = "cwd")]
+    pub all: bool,
+    /// What to write: the neutral session (jsonl) or a handoff document (markdown).
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: ExportFormat,
     /// Write to FILE instead of standard output (atomically; an existing file is not replaced).
@@ -222,9 +230,8 @@ pub struct ExportArgs {
 
 #[derive(Debug, Args)]
 pub struct RelayArgs {
-    /// A full id, a unique id prefix, a file path, or `latest`.
-    #[arg(default_value = "latest")]
-    pub session: String,
+    #[arg(value_name = "SESSION", help = SESSION_HELP)]
+    pub session: Option<String>,
     /// The agent that will resume the session.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub to: String,
@@ -235,11 +242,14 @@ pub struct RelayArgs {
     /// `latest` is also looked up in this directory.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Pick from (or take the latest of) every directory's sessions.
+    #[arg(long)]
+    pub all: bool,
     /// Title shown in the target's session picker.
     #[arg(long, value_name = "TEXT")]
     pub title: Option<String>,
-    /// Write a standalone native session file here (a folder, or a file name) instead of into
-    /// the target's store.
+    /// Write a standalone native session file instead of into the target's store: into the
+    /// folder PATH when it exists or ends with / (created), else to the file PATH.
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
     /// Say what would be written, and write nothing.
@@ -255,7 +265,7 @@ pub struct RelayArgs {
     /// Relay again even if this unchanged source was already relayed to this target.
     #[arg(long)]
     pub force: bool,
-    #[arg(long)]
+    #[arg(long, help = JSON_HELP)]
     pub json: bool,
 }
 
@@ -279,6 +289,143 @@ pub struct CleanArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    #[arg(long)]
+    #[arg(long, help = JSON_HELP)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[arg(long, help = JSON_HELP)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write session-relay.1 and one page per command (session-relay-relay.1, ...) into DIR
+    /// instead of printing the main page.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+// What each command takes from the command line: clap's structs stop here. SESSION is passed
+// in already resolved (`main` opens the picker when it was omitted on a terminal).
+
+impl Scope {
+    fn options(&self, all: bool) -> commands::Scope {
+        commands::Scope {
+            agent: self.agent.clone(),
+            cwd: self.cwd.clone(),
+            all,
+        }
+    }
+}
+
+impl ListArgs {
+    pub fn options(&self, progress: progress::Handle) -> commands::list::Options {
+        commands::list::Options {
+            scope: self.scope.options(self.all),
+            limit: self.limit,
+            no_redact: self.no_redact,
+            progress,
+        }
+    }
+}
+
+impl ShowArgs {
+    /// The sessions the picker offers.
+    pub fn scope(&self) -> commands::Scope {
+        self.scope.options(self.all)
+    }
+
+    pub fn options(&self, session: String, progress: progress::Handle) -> commands::show::Options {
+        commands::show::Options {
+            session,
+            scope: self.scope(),
+            to: self.to.clone(),
+            budget: self.budget,
+            no_redact: self.no_redact,
+            progress,
+        }
+    }
+}
+
+impl ExportArgs {
+    /// The sessions the picker offers.
+    pub fn scope(&self) -> commands::Scope {
+        self.scope.options(self.all)
+    }
+
+    pub fn options(
+        &self,
+        session: String,
+        progress: progress::Handle,
+    ) -> commands::export::Options {
+        commands::export::Options {
+            session,
+            scope: self.scope(),
+            format: match self.format {
+                ExportFormat::Jsonl => commands::export::Format::Jsonl,
+                ExportFormat::Markdown => commands::export::Format::Markdown,
+            },
+            output: self.output.clone(),
+            no_redact: self.no_redact,
+            to: self.to.clone(),
+            budget: self.budget,
+            progress,
+        }
+    }
+}
+
+impl RelayArgs {
+    /// The sessions the picker offers.
+    pub fn scope(&self) -> commands::Scope {
+        commands::Scope {
+            agent: self.agent.clone(),
+            cwd: self.cwd.clone(),
+            all: self.all,
+        }
+    }
+
+    pub fn options(&self, session: String, progress: progress::Handle) -> commands::relay::Options {
+        commands::relay::Options {
+            session,
+            to: self.to.clone(),
+            agent: self.agent.clone(),
+            cwd: self.cwd.clone(),
+            title: self.title.clone(),
+            out: self.out.clone(),
+            dry_run: self.dry_run,
+            budget: self.budget,
+            no_redact: self.no_redact,
+            force: self.force,
+            all: self.all,
+            progress,
+        }
+    }
+}
+
+impl CleanArgs {
+    /// `ask` answers "delete N sessions?" when a person is there to answer.
+    pub fn options<'a>(
+        &self,
+        ask: Option<&'a dyn Fn(usize) -> anyhow::Result<bool>>,
+        progress: progress::Handle,
+    ) -> commands::clean::Options<'a> {
+        commands::clean::Options {
+            older_than: self.older_than,
+            agent: self.agent.clone(),
+            dry_run: self.dry_run,
+            yes: self.yes,
+            include_continued: self.include_continued,
+            ask,
+            progress,
+        }
+    }
 }

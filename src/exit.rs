@@ -14,6 +14,8 @@ pub enum ExitCode {
     NoStore = 4,
     /// Another `clean` holds the lock.
     Busy = 6,
+    /// The session picker was closed without picking (Esc, Ctrl-C), as a shell's interrupt.
+    Cancelled = 130,
 }
 
 #[derive(Debug)]

@@ -142,6 +142,19 @@ pub fn for_each_line_with(
 ) -> Result<PassStats> {
     use rayon::prelude::*;
     let mut reader = open(path)?;
+    // Reading is the slow part of a large session: say how far it is, in bytes of the file
+    // (of the decompressed stream for `.zst`, whose size is not known in advance).
+    let total = path
+        .extension()
+        .is_none_or(|e| e != "zst")
+        .then(|| std::fs::metadata(path).map(|m| m.len()).ok())
+        .flatten();
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let progress = crate::progress::start(
+        &format!("reading {name}"),
+        total,
+        crate::progress::Unit::Bytes,
+    );
     let mut stats = PassStats::default();
     let mut buf = Vec::new();
     let mut no = 0usize;
@@ -150,6 +163,7 @@ pub fn for_each_line_with(
         // Read a block of raw lines...
         let mut block: Vec<(usize, Vec<u8>, bool)> = Vec::new();
         let mut bytes = 0;
+        let mut read = 0u64;
         while bytes < BLOCK {
             let (n, terminated) = read_line_bounded(&mut *reader, &mut buf, MAX_LINE)
                 .with_context(|| format!("read error in {} after line {no}", path.display()))?;
@@ -157,6 +171,7 @@ pub fn for_each_line_with(
                 eof = true;
                 break;
             }
+            read += n as u64;
             no += 1;
             if n > MAX_LINE {
                 stats.lines += 1;
@@ -179,6 +194,9 @@ pub fn for_each_line_with(
             // The buffer itself goes to the parser (JSON allows the surrounding whitespace):
             // no copy of each line on the hot path.
             block.push((no, std::mem::take(&mut buf), terminated));
+        }
+        if let Some(p) = &progress {
+            p.advance(read);
         }
         // ...parse it on every core...
         let parsed: Vec<(usize, bool, bool, Result<Value, String>)> = block

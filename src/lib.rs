@@ -8,7 +8,7 @@
 //! render (`render`: text or JSON).
 //!
 //! Helpers every stage may use: `text`, `fsutil`, `jsonl`, `paths`, `tokens`, `redact`,
-//! `ledger`, `config`, `exit`.
+//! `ledger`, `config`, `exit`, `progress`.
 
 pub mod adapter;
 /// Agent adapters, one folder each under `adapters/` at the top of the repository.
@@ -24,6 +24,7 @@ pub mod ledger;
 pub mod model;
 pub mod paths;
 pub mod plan;
+pub mod progress;
 pub mod redact;
 pub mod render;
 pub mod select;

@@ -1,15 +1,17 @@
 use std::io::{BufRead, IsTerminal, Write};
-
-use clap::Parser;
+use std::sync::Arc;
 
 use session_relay::cli::{Cli, Command};
 use session_relay::config::{Config, Overrides};
+use session_relay::exit::{CliError, ExitCode};
+use session_relay::render::progress::Bar;
 use session_relay::render::{self, Text};
-use session_relay::{commands, exit};
+use session_relay::{commands, exit, progress};
 
 fn main() {
-    let cli = Cli::parse();
-    render::init_colors();
+    let cli = Cli::parse_args();
+    let color = cli.color.choice();
+    render::init_colors(color);
     if let Err(err) = run(cli) {
         // A closed pipe (`session-relay list | head`) is not an error worth a message.
         if err
@@ -19,47 +21,164 @@ fn main() {
         {
             std::process::exit(0);
         }
-        eprintln!(
-            "session-relay: {}",
-            session_relay::text::safe(&format!("{err:#}")).replace("\\n", "\n")
-        );
-        std::process::exit(exit::code_of(&err));
+        let code = exit::code_of(&err);
+        // Closing the picker is the person's choice, not an error.
+        if code != ExitCode::Cancelled as i32 {
+            render::error(&err, color);
+        }
+        std::process::exit(code);
     }
 }
 
 /// command line -> options -> command -> typed report -> text or JSON.
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let cfg = Config::load(&Overrides {
+    let overrides = Overrides {
         config_file: cli.config.clone(),
         homes: cli.homes.clone(),
-    })?;
+    };
+    // The commands that run without a valid config file.
     match &cli.command {
-        Command::List(a) => render::emit(&commands::list::run(&cfg, &a.options())?, a.json),
-        Command::Show(a) => render::emit(&commands::show::run(&cfg, &a.options())?, a.json),
+        Command::Completions(a) => {
+            return Ok(session_relay::cli::completions(
+                a.shell,
+                &mut std::io::stdout().lock(),
+            )?);
+        }
+        Command::Man(a) => return man(a.dir.as_deref()),
+        Command::Doctor(a) => return doctor(&overrides, a.json),
+        _ => {}
+    }
+    let cfg = Config::load(&overrides)?;
+    match &cli.command {
+        Command::List(a) => {
+            let bar = Bar::for_command(a.json);
+            let report = commands::list::run(&cfg, &a.options(handle(&bar)))?;
+            drop(bar);
+            render::emit(&report, a.json)
+        }
+        Command::Show(a) => {
+            let session = session_or_pick(&cfg, &a.session, a.scope())?;
+            let bar = Bar::for_command(a.json);
+            let report = commands::show::run(&cfg, &a.options(session, handle(&bar)))?;
+            drop(bar);
+            render::emit(&report, a.json)
+        }
         Command::Export(a) => {
+            let session = session_or_pick(&cfg, &a.session, a.scope())?;
+            let bar = Bar::for_command(false);
             // The document goes to standard output (or the file); the report to standard error.
-            let report = commands::export::run(&cfg, &a.options(), &mut std::io::stdout().lock())?;
+            let report = commands::export::run(
+                &cfg,
+                &a.options(session, handle(&bar)),
+                &mut std::io::stdout().lock(),
+            )?;
+            drop(bar);
             report.text(&mut std::io::stderr().lock())?;
             Ok(())
         }
-        Command::Relay(a) => render::emit(&commands::relay::run(&cfg, &a.options())?, a.json),
+        Command::Relay(a) => {
+            let session = session_or_pick(&cfg, &a.session, a.scope())?;
+            let bar = Bar::for_command(a.json);
+            let report = commands::relay::run(&cfg, &a.options(session, handle(&bar)))?;
+            drop(bar);
+            render::emit(&report, a.json)
+        }
         Command::Clean(a) => {
+            let bar = Bar::for_command(a.json || a.quiet);
             let ask = |n: usize| -> anyhow::Result<bool> {
-                print!("Delete {n} relayed session(s)? [y/N] ");
-                std::io::stdout().flush()?;
-                let mut answer = String::new();
-                std::io::stdin().lock().read_line(&mut answer)?;
-                Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+                let question = || -> anyhow::Result<bool> {
+                    print!("Delete {n} relayed session(s)? [y/N] ");
+                    std::io::stdout().flush()?;
+                    let mut answer = String::new();
+                    std::io::stdin().lock().read_line(&mut answer)?;
+                    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+                };
+                match &bar {
+                    Some(b) => b.suspend(question),
+                    None => question(),
+                }
             };
             let terminal = std::io::stdin().is_terminal();
             let report = commands::clean::run(
                 &cfg,
-                &a.options(terminal.then_some(&ask as &dyn Fn(_) -> _)),
+                &a.options(terminal.then_some(&ask as &dyn Fn(_) -> _), handle(&bar)),
             )?;
+            drop(bar);
             if a.quiet && !a.json {
                 return Ok(());
             }
             render::emit(&report, a.json)
+        }
+        Command::Completions(_) | Command::Man(_) | Command::Doctor(_) => unreachable!(),
+    }
+}
+
+/// `man`: the main page on standard output, or every page into a folder.
+fn man(dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    match dir {
+        Some(dir) => {
+            for page in session_relay::cli::man_pages(dir)? {
+                println!("wrote {}", page.display());
+            }
+        }
+        None => session_relay::cli::man(&mut std::io::stdout().lock())?,
+    }
+    Ok(())
+}
+
+/// `doctor`: a broken config file is one of the things it reports, so it runs without one.
+fn doctor(overrides: &Overrides, json: bool) -> anyhow::Result<()> {
+    let (cfg, config_error) = match Config::load(overrides) {
+        Ok(cfg) => (cfg, None),
+        Err(e) => (
+            Config::load(&Overrides {
+                config_file: Some("/dev/null".into()),
+                ..overrides.clone()
+            })?,
+            Some(format!("{e:#}")),
+        ),
+    };
+    let report = commands::doctor::run(&cfg, &commands::doctor::Options { config_error });
+    render::emit(&report, json)
+}
+
+/// The progress listener a command gets: the bar, when one is shown.
+fn handle(bar: &Option<Arc<Bar>>) -> progress::Handle {
+    bar.clone().map(|b| b as Arc<dyn progress::Progress>)
+}
+
+/// SESSION as given; when omitted, the one picked from a list when a person is at a terminal,
+/// else `latest`.
+fn session_or_pick(
+    cfg: &Config,
+    given: &Option<String>,
+    scope: commands::Scope,
+) -> anyhow::Result<String> {
+    if let Some(s) = given {
+        return Ok(s.clone());
+    }
+    let terminal = std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+        && std::io::stderr().is_terminal();
+    if !terminal {
+        return Ok("latest".into());
+    }
+    let bar = Bar::for_command(false);
+    let found = commands::pick::candidates(
+        cfg,
+        &commands::pick::Options {
+            scope,
+            progress: handle(&bar),
+        },
+    )?;
+    drop(bar);
+    render::warnings(&found.warnings);
+    match render::picker::pick(cfg, found)? {
+        render::picker::Picked::Session(path) => Ok(path.display().to_string()),
+        // `latest` then says there is none, and where to look instead.
+        render::picker::Picked::Empty => Ok("latest".into()),
+        render::picker::Picked::Cancelled => {
+            Err(CliError::new(ExitCode::Cancelled, "no session picked").into())
         }
     }
 }

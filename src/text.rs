@@ -120,6 +120,36 @@ pub fn describe_age(d: chrono::Duration) -> String {
     }
 }
 
+/// How long ago `then` was, for people: `just now`, `12 min ago`, `3 h ago`, `5 days ago`, or
+/// the date when it is older than a month.
+pub fn ago(then: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> String {
+    let d = now.signed_duration_since(then);
+    if d.num_minutes() < 1 {
+        "just now".into()
+    } else if d.num_hours() < 1 {
+        format!("{} min ago", d.num_minutes())
+    } else if d.num_days() < 1 {
+        format!("{} h ago", d.num_hours())
+    } else if d.num_days() < 31 {
+        let n = d.num_days();
+        format!("{n} day{} ago", if n == 1 { "" } else { "s" })
+    } else {
+        then.format("%Y-%m-%d").to_string()
+    }
+}
+
+/// A path as people write it: the home folder as `~`.
+pub fn tilde(path: &str) -> String {
+    match dirs::home_dir() {
+        Some(home) => match std::path::Path::new(path).strip_prefix(&home) {
+            Ok(rest) if rest.as_os_str().is_empty() => "~".into(),
+            Ok(rest) => format!("~/{}", rest.display()),
+            Err(_) => path.to_string(),
+        },
+        None => path.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +192,18 @@ mod tests {
         let once = trim_output(&full, 90);
         assert_eq!(trim_output_of(&once, 90, 500), once);
         assert_eq!(trim_output_of(&full, 90, 500), once);
+    }
+
+    #[test]
+    fn ages_read_as_people_say_them() {
+        let now = chrono::Utc::now();
+        assert_eq!(ago(now, now), "just now");
+        assert_eq!(ago(now - chrono::Duration::minutes(12), now), "12 min ago");
+        assert_eq!(ago(now - chrono::Duration::hours(3), now), "3 h ago");
+        assert_eq!(ago(now - chrono::Duration::days(1), now), "1 day ago");
+        assert_eq!(ago(now - chrono::Duration::days(5), now), "5 days ago");
+        let old = now - chrono::Duration::days(90);
+        assert_eq!(ago(old, now), old.format("%Y-%m-%d").to_string());
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub struct Claude;
 
 pub static ADAPTER: Claude = Claude;
 
+/// The CLI versions the writer was verified against (see `Adapter::verified_versions`).
+const VERIFIED: &[&str] = &["2.1.332"];
+
 pub const NAME: &str = "claude";
 
 impl Adapter for Claude {
@@ -37,6 +40,21 @@ impl Adapter for Claude {
 
     fn default_home(&self) -> Option<PathBuf> {
         dirs::home_dir().map(|h| h.join(".claude"))
+    }
+
+    fn cli_command(&self) -> Option<&'static str> {
+        Some("claude")
+    }
+
+    fn verified_versions(&self) -> &'static [&'static str] {
+        VERIFIED
+    }
+
+    fn cli_install(&self) -> Option<String> {
+        Some(format!(
+            "npm install -g @anthropic-ai/claude-code@{}",
+            VERIFIED[VERIFIED.len() - 1]
+        ))
     }
 
     fn default_context_window(&self) -> u64 {

@@ -21,6 +21,9 @@ pub struct Codex;
 
 pub static ADAPTER: Codex = Codex;
 
+/// The CLI versions the writer was verified against (see `Adapter::verified_versions`).
+const VERIFIED: &[&str] = &["0.171.0"];
+
 pub const NAME: &str = "codex";
 
 impl Adapter for Codex {
@@ -38,6 +41,21 @@ impl Adapter for Codex {
 
     fn default_home(&self) -> Option<PathBuf> {
         dirs::home_dir().map(|h| h.join(".codex"))
+    }
+
+    fn cli_command(&self) -> Option<&'static str> {
+        Some("codex")
+    }
+
+    fn verified_versions(&self) -> &'static [&'static str] {
+        VERIFIED
+    }
+
+    fn cli_install(&self) -> Option<String> {
+        Some(format!(
+            "npm install -g @openai/codex@{}",
+            VERIFIED[VERIFIED.len() - 1]
+        ))
     }
 
     fn default_context_window(&self) -> u64 {

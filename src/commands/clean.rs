@@ -29,6 +29,7 @@ pub struct Options<'a> {
     pub include_continued: bool,
     /// Asks the user whether to delete N sessions; `None` when nobody can answer (cron).
     pub ask: Option<&'a dyn Fn(usize) -> Result<bool>>,
+    pub progress: crate::progress::Handle,
 }
 
 #[derive(Debug, Serialize)]
@@ -94,7 +95,19 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
     let mut outcomes: Vec<(Outcome, Option<Entry>)> = Vec::new();
     let (ledger_entries, ledger_warnings) = ledger::read();
     notes.extend(ledger_warnings);
-    for e in candidates(ledger_entries, args.agent.as_deref()) {
+    let candidates = candidates(ledger_entries, args.agent.as_deref());
+    let progress = &args.progress;
+    if let Some(p) = progress {
+        p.start(
+            "checking relayed sessions",
+            Some(candidates.len() as u64),
+            crate::progress::Unit::Items,
+        );
+    }
+    for e in candidates {
+        if let Some(p) = progress {
+            p.advance(1);
+        }
         let Some(store) = existing.iter().find(|s| s.adapter.name() == e.target.agent) else {
             continue;
         };
@@ -146,8 +159,18 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
     };
 
     if act {
+        if let Some(p) = progress {
+            p.start(
+                "deleting relayed sessions",
+                Some(to_delete as u64),
+                crate::progress::Unit::Items,
+            );
+        }
         for (o, e) in outcomes.iter_mut() {
             let Some(e) = e else { continue };
+            if let Some(p) = progress {
+                p.advance(1);
+            }
             match delete(cfg, e) {
                 Ok(mut n) => {
                     o.action = "deleted";

@@ -29,6 +29,7 @@ pub struct Options {
     /// Export as a relay to this agent would carry it.
     pub to: Option<String>,
     pub budget: Option<usize>,
+    pub progress: crate::progress::Handle,
 }
 
 #[derive(Debug, Serialize)]
@@ -52,6 +53,10 @@ pub struct Fitted {
 }
 
 pub fn run(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<Report> {
+    crate::progress::scope(&opts.progress, || run_in_scope(cfg, opts, stdout))
+}
+
+fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<Report> {
     let target = opts
         .to
         .as_deref()

@@ -9,12 +9,12 @@ use crate::model::Summary;
 use crate::select;
 
 pub struct Options {
+    /// With `scope.all`, every directory's sessions.
     pub scope: Scope,
-    /// Every directory's sessions, not only the scope's.
-    pub all: bool,
     pub limit: Option<usize>,
     /// Titles as they are (by default secrets in them are masked, in the cache too).
     pub no_redact: bool,
+    pub progress: crate::progress::Handle,
 }
 
 #[derive(Debug, Serialize)]
@@ -32,26 +32,29 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
     } else {
         Some(cfg.redactor()?)
     };
-    let listing = select::list_with(
-        cfg,
-        opts.scope.agent.as_deref(),
-        &select::ListOptions {
-            redactor: redactor.as_ref(),
-            save_cache: redactor.is_some(),
-        },
-    )?;
+    let listing = crate::progress::scope(&opts.progress, || {
+        select::list_with(
+            cfg,
+            opts.scope.agent.as_deref(),
+            &select::ListOptions {
+                redactor: redactor.as_ref(),
+                save_cache: redactor.is_some(),
+            },
+        )
+    })?;
+    let all = opts.scope.all;
     let dir = opts.scope.dir()?;
     let mut sessions: Vec<Summary> = listing
         .sessions
         .into_iter()
         .filter(|s| s.parent_id.is_none())
-        .filter(|s| opts.all || select::same_dir(s.cwd.as_deref(), &dir))
+        .filter(|s| all || select::same_dir(s.cwd.as_deref(), &dir))
         .collect();
     if let Some(n) = opts.limit {
         sessions.truncate(n);
     }
     Ok(Report {
-        dir: (!opts.all).then(|| dir.display().to_string()),
+        dir: (!all).then(|| dir.display().to_string()),
         sessions,
         warnings: listing.warnings,
     })

@@ -2,8 +2,10 @@
 //! by `render`). None of them prints; warnings travel in the reports.
 
 pub mod clean;
+pub mod doctor;
 pub mod export;
 pub mod list;
+pub mod pick;
 pub mod relay;
 pub mod show;
 
@@ -24,6 +26,8 @@ pub struct Scope {
     pub agent: Option<String>,
     /// `--cwd`; `None` is the current directory.
     pub cwd: Option<PathBuf>,
+    /// `--all`: every directory's sessions, not only those of `dir()`.
+    pub all: bool,
 }
 
 impl Scope {
@@ -38,7 +42,7 @@ impl Scope {
     fn select(&self) -> Result<SelectScope<'_>> {
         Ok(SelectScope {
             agent: self.agent.as_deref(),
-            cwd: self.dir()?,
+            cwd: if self.all { None } else { Some(self.dir()?) },
         })
     }
 }
@@ -71,6 +75,7 @@ pub fn plan_relay(
     no_redact: bool,
     target: &crate::plan::Target,
 ) -> Result<crate::plan::Plan> {
+    step("fitting the session to the budget");
     let plan = crate::plan::plan(cfg, source, target)?;
     if !plan.fit.needs_full_read {
         return Ok(plan);
@@ -131,7 +136,13 @@ pub fn redact(
         );
         return Ok(Redactions(None));
     }
+    step("masking secrets");
     Ok(Redactions(Some(cfg.redactor()?.session(s))))
+}
+
+/// Tells the progress listener, if any, that a step of unknown length begins.
+fn step(what: &str) {
+    crate::progress::start(what, None, crate::progress::Unit::Items);
 }
 
 /// A reader's warnings as `path:line: message` lines.

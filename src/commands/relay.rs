@@ -31,6 +31,9 @@ pub struct Options {
     pub budget: Option<usize>,
     pub no_redact: bool,
     pub force: bool,
+    /// `latest` is the newest session of any directory.
+    pub all: bool,
+    pub progress: crate::progress::Handle,
 }
 
 #[derive(Debug, Serialize)]
@@ -59,10 +62,15 @@ pub struct Report {
 }
 
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
+    crate::progress::scope(&opts.progress, || run_in_scope(cfg, opts))
+}
+
+fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     let target = crate::adapters::by_name(&opts.to).context("unknown target agent")?;
     let scope = Scope {
         agent: opts.agent.clone(),
         cwd: opts.cwd.clone(),
+        all: opts.all,
     };
     tokens::warm(cfg.agent(target.name()).tokenizer);
     let read = super::relay_read_options(cfg, target, opts.budget);
@@ -85,6 +93,7 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
                 .unwrap_or_default()
         );
     }
+    super::step("hashing the source");
     let source_sha = ledger::sha256_file(&located.path)?;
     let source_side = ledger::Side {
         agent: source.agent.clone(),
@@ -154,13 +163,22 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
             truncate_chars(&one_line(source.first_user_prompt().unwrap_or("")), 60)
         )
     });
-    let standalone = opts.out.as_ref().map(|p| {
-        if p.is_dir() {
-            p.join(format!("relay_{stamp}_{}.jsonl", &id[..8.min(id.len())]))
-        } else {
-            p.clone()
-        }
-    });
+    let out = match &opts.out {
+        Some(p) => Some(standalone_path(p, &stamp, &id)?),
+        None => None,
+    };
+    let standalone = out.as_ref().map(|o| o.file.clone());
+    if let Some(dir) = out.as_ref().and_then(|o| o.create.as_ref()) {
+        notes.push(format!(
+            "{} folder {}",
+            if opts.dry_run {
+                "would create the"
+            } else {
+                "created the"
+            },
+            dir.display()
+        ));
+    }
     let plan = super::plan_relay(
         cfg,
         &located,
@@ -224,6 +242,11 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
             )
             .into());
         }
+        if let Some(dir) = out.as_ref().and_then(|o| o.create.as_ref()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the folder {} for --out", dir.display()))?;
+        }
+        super::step("writing and checking the relayed session");
         verify::write_and_verify(target, &native, &plan.session, &home)?;
         if standalone.is_none() {
             match target.register(&home, &native, &plan.session, &title) {
@@ -277,6 +300,79 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
         redactions,
         notes,
         warnings,
+    })
+}
+
+/// Where `--out` writes: the file, and the folder to create first.
+struct Standalone {
+    file: PathBuf,
+    /// A folder named with a trailing `/` that does not exist yet.
+    create: Option<PathBuf>,
+}
+
+/// `--out PATH`: a path ending in `/`, or an existing folder, is a folder (created when
+/// missing) that receives `relay_<stamp>_<short id>.jsonl` (`-2`, ... when that exists);
+/// anything else is the file's name, in a folder that must exist. Nothing is ever replaced
+/// (the write refuses an existing file).
+fn standalone_path(out: &Path, stamp: &str, id: &str) -> Result<Standalone> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = format!("relay_{stamp}_{}.jsonl", &id[..8.min(id.len())]);
+    let bytes = out.as_os_str().as_bytes();
+    let slash = bytes.last() == Some(&b'/');
+    // Without the trailing `/` (a file `f/` never exists, `f` may; `/` itself stays), and
+    // absolute: reported and recorded so, whatever the current directory later is.
+    let end = bytes
+        .iter()
+        .rposition(|b| *b != b'/')
+        .map_or(bytes.len().min(1), |i| i + 1);
+    let trimmed = Path::new(std::ffi::OsStr::from_bytes(&bytes[..end]));
+    let out = &std::path::absolute(trimmed).unwrap_or_else(|_| trimmed.to_path_buf());
+    if out.is_dir() {
+        // The short id of a time-ordered id (Codex's UUID v7) is the same for every relay in
+        // the same minute: a second relay into the folder within one second gets `-2`, ...
+        let stem = name.trim_end_matches(".jsonl").to_string();
+        let file = std::iter::once(name)
+            .chain((2..).map(|n| format!("{stem}-{n}.jsonl")))
+            .map(|n| out.join(n))
+            .find(|f| !f.exists())
+            .expect("an unused name");
+        return Ok(Standalone { file, create: None });
+    }
+    if slash {
+        if out.exists() {
+            return Err(CliError::new(
+                ExitCode::Usage,
+                format!(
+                    "--out {}: this is a file, not a folder. Name a folder, or drop the trailing / to name the file to write.",
+                    out.display()
+                ),
+            )
+            .into());
+        }
+        return Ok(Standalone {
+            file: out.join(name),
+            create: Some(out.to_path_buf()),
+        });
+    }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(CliError::new(
+            ExitCode::Usage,
+            format!(
+                "--out {}: the folder {} does not exist. Create it, or end --out with / to have a folder created (--out {}/).",
+                out.display(),
+                parent.display(),
+                out.display()
+            ),
+        )
+        .into());
+    }
+    Ok(Standalone {
+        file: out.to_path_buf(),
+        create: None,
     })
 }
 

@@ -21,6 +21,7 @@ pub struct Options {
     pub budget: Option<usize>,
     /// Print the header as it is (by default secrets in it are masked).
     pub no_redact: bool,
+    pub progress: crate::progress::Handle,
 }
 
 #[derive(Debug, Serialize)]
@@ -83,6 +84,10 @@ pub struct SourceRef {
 const EXACT_COUNT_MAX: usize = 4 << 20;
 
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
+    crate::progress::scope(&opts.progress, || run_in_scope(cfg, opts))
+}
+
+fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     match &opts.to {
         Some(to) => Ok(Report::Fit(Box::new(preview(cfg, opts, to)?))),
         None => {

@@ -2,9 +2,12 @@
 //! place per command. JSON output always carries `schema_version` (see the README).
 
 mod clean;
+mod doctor;
 mod export;
 mod fit;
 mod list;
+pub mod picker;
+pub mod progress;
 mod relay;
 mod show;
 
@@ -58,11 +61,48 @@ pub fn warnings(warnings: &[String]) {
     }
 }
 
-/// Colours only on a terminal (and never when NO_COLOR is set, which `colored` honours).
-pub fn init_colors() {
-    if !io::stdout().is_terminal() {
-        colored::control::set_override(false);
+/// `--color`: when reports and messages are coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR is set.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// Whether NO_COLOR asks for no colour (set and not empty, as no-color.org says).
+pub fn no_color_env() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+impl ColorChoice {
+    /// Whether to colour what goes to a stream that is (or is not) a terminal.
+    pub fn colors(self, terminal: bool) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => terminal && !no_color_env(),
+        }
     }
+}
+
+/// Colours in reports (standard output) as `--color` says: with `auto` only on a terminal, and
+/// never when NO_COLOR is set; `always` wins over both.
+pub fn init_colors(choice: ColorChoice) {
+    colored::control::set_override(choice.colors(io::stdout().is_terminal()));
+}
+
+/// An error for people, on standard error: `error: ` and the message, which says what to do.
+pub fn error(err: &anyhow::Error, choice: ColorChoice) {
+    let message = crate::text::safe(&format!("{err:#}")).replace("\\n", "\n");
+    let prefix = if choice.colors(io::stderr().is_terminal()) {
+        // Not through `colored`, whose switch follows standard output.
+        "\x1b[1;31merror:\x1b[0m".to_string()
+    } else {
+        "error:".to_string()
+    };
+    eprintln!("{prefix} {message}");
 }
 
 /// The first 8 characters of an id, as the listing shows it.

@@ -123,20 +123,28 @@ pub fn list_with(cfg: &Config, agent: Option<&str>, opts: &ListOptions) -> Resul
     let mut warnings = Vec::new();
     for s in existing_stores(cfg, agent)? {
         let titles = s.adapter.index_titles(&s.home);
+        let files = s.adapter.session_files(&s.home);
+        let progress = crate::progress::start(
+            &format!("scanning {} sessions", s.adapter.display_name()),
+            Some(files.len() as u64),
+            crate::progress::Unit::Items,
+        );
         // Files are independent; on a store of thousands the scan is I/O bound and spreads
         // well over the cores.
-        let scanned: Vec<Result<Summary, String>> = s
-            .adapter
-            .session_files(&s.home)
+        let scanned: Vec<Result<Summary, String>> = files
             .par_iter()
             .map(|path| {
-                cache
+                let r = cache
                     .summarize(path, |p| {
                         let mut summary = s.adapter.scan(p)?;
                         mask(&mut summary.title);
                         Ok(summary)
                     })
-                    .map_err(|e| format!("{}: {e:#}", path.display()))
+                    .map_err(|e| format!("{}: {e:#}", path.display()));
+                if let Some(p) = &progress {
+                    p.advance(1);
+                }
+                r
             })
             .collect();
         let start = sessions.len();
@@ -236,7 +244,8 @@ impl Located {
 
 pub struct SelectScope<'a> {
     pub agent: Option<&'a str>,
-    pub cwd: PathBuf,
+    /// The directory whose newest session `latest` is; `None`: any directory's (`--all`).
+    pub cwd: Option<PathBuf>,
 }
 
 /// Resolves a selector: `latest`, a file path, a full id or a unique id prefix.
@@ -311,7 +320,13 @@ fn latest(cfg: &Config, scope: &SelectScope) -> Result<Located> {
     let newest = all
         .sessions
         .into_iter()
-        .filter(|s| s.parent_id.is_none() && same_dir(s.cwd.as_deref(), &scope.cwd))
+        .filter(|s| {
+            s.parent_id.is_none()
+                && scope
+                    .cwd
+                    .as_deref()
+                    .is_none_or(|dir| same_dir(s.cwd.as_deref(), dir))
+        })
         .find(|_| true);
     match newest {
         Some(s) => Ok(Located {
@@ -321,11 +336,17 @@ fn latest(cfg: &Config, scope: &SelectScope) -> Result<Located> {
         }),
         None => Err(CliError::new(
             ExitCode::NotFound,
-            format!(
-                "no {}session for {}. Use --cwd DIR, or pick one from `session-relay list --all`.",
-                scope.agent.map(|a| format!("{a} ")).unwrap_or_default(),
-                scope.cwd.display()
-            ),
+            match &scope.cwd {
+                Some(dir) => format!(
+                    "no {}session for {}. Use --cwd DIR or --all, or pick one from `session-relay list --all`.",
+                    scope.agent.map(|a| format!("{a} ")).unwrap_or_default(),
+                    dir.display()
+                ),
+                None => format!(
+                    "no {}session in any directory. Check the stores with `session-relay doctor`.",
+                    scope.agent.map(|a| format!("{a} ")).unwrap_or_default(),
+                ),
+            },
         )
         .into()),
     }

@@ -7,13 +7,17 @@ mod common;
 
 mod budget;
 mod clean;
+mod doctor;
 mod export;
 mod fuzz_readers;
 mod hostile;
 mod layout;
 mod lazy;
 mod list_and_select;
+mod out_folder;
+mod picker;
 mod read;
 mod redaction;
 mod reformat;
 mod relay;
+mod shell;

@@ -267,10 +267,12 @@ fn answers(env: &TestEnv) -> Answers {
             scope: commands::Scope {
                 agent: None,
                 cwd: None,
+                all: false,
             },
             to: None,
             budget: None,
             no_redact: false,
+            progress: Default::default(),
         };
         let report = commands::show::run(&cfg, &opts).unwrap();
         let mut out = Vec::new();

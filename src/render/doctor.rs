@@ -1,0 +1,139 @@
+use std::io::{self, Write};
+
+use colored::Colorize;
+
+use super::Text;
+use crate::commands::doctor::{CliStatus, Level, Report};
+use crate::text::safe;
+
+impl Text for Report {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let ok = |s: &str| s.green().to_string();
+        let warn = |s: &str| s.yellow().to_string();
+        writeln!(out, "{} {}", "session-relay".bold(), self.version)?;
+        for a in &self.agents {
+            writeln!(out)?;
+            writeln!(out, "{} ({})", a.display_name.bold(), a.agent)?;
+            let from = match a.home_from {
+                crate::config::Origin::Default => "default".to_string(),
+                crate::config::Origin::File => "from the config file".to_string(),
+                crate::config::Origin::Env => format!("from {}", a.home_env),
+                crate::config::Origin::Flag => "from --home".to_string(),
+            };
+            writeln!(
+                out,
+                "  home      {} ({from}) {}",
+                safe(&a.home),
+                if a.home_exists {
+                    ok("found")
+                } else {
+                    warn("not found")
+                }
+            )?;
+            for s in &a.stores {
+                writeln!(
+                    out,
+                    "  store     {} {}",
+                    safe(&s.path),
+                    if s.exists { ok("found") } else { warn("none") }
+                )?;
+            }
+            if a.home_exists {
+                writeln!(out, "  sessions  {}", a.sessions)?;
+            }
+            let c = &a.cli;
+            let verified = c.verified.join(", ");
+            let line = match (c.command, c.status) {
+                (_, CliStatus::NoCli) | (None, _) => "no CLI to check".to_string(),
+                (Some(cmd), CliStatus::NotInstalled) => {
+                    format!("{cmd}: {}", warn("not found on PATH"))
+                }
+                (Some(cmd), status) => {
+                    let found = format!(
+                        "{cmd} {} at {}",
+                        c.version.as_deref().unwrap_or("(version unknown)"),
+                        safe(c.path.as_deref().unwrap_or("?"))
+                    );
+                    let verdict = match status {
+                        CliStatus::Verified => ok(&format!("verified ({verified})")),
+                        CliStatus::Newer => warn(&format!("newer than verified ({verified})")),
+                        CliStatus::Older => warn(&format!("older than verified ({verified})")),
+                        CliStatus::Unverified => warn(&format!("not verified ({verified})")),
+                        _ => warn("version unknown"),
+                    };
+                    format!("{found}: {verdict}")
+                }
+            };
+            writeln!(out, "  cli       {line}")?;
+        }
+        writeln!(out)?;
+        match (&self.config.file, &self.config.error) {
+            (_, Some(_)) => writeln!(out, "{}    {}", "Config".bold(), warn("cannot be used"))?,
+            (Some(f), None) => writeln!(out, "{}    {}", "Config".bold(), safe(f))?,
+            (None, None) => writeln!(
+                out,
+                "{}    none, the defaults apply (looked for {})",
+                "Config".bold(),
+                safe(self.config.default_path.as_deref().unwrap_or("-"))
+            )?,
+        }
+        writeln!(
+            out,
+            "{}     {}",
+            "State".bold(),
+            safe(self.state.dir.as_deref().unwrap_or("(none)"))
+        )?;
+        let l = &self.state.ledger;
+        if l.exists {
+            writeln!(
+                out,
+                "  ledger    {} relay(s), {} cleaned, {} relayed session(s) on disk",
+                l.relays, l.cleaned, l.relayed_present
+            )?;
+        } else {
+            writeln!(out, "  ledger    none yet (nothing relayed)")?;
+        }
+        for d in &l.damaged {
+            writeln!(out, "  {} {}", warn("damaged:"), safe(d))?;
+        }
+        if self.hooks.supported {
+            writeln!(out, "{}", "Hooks".bold())?;
+            for h in &self.hooks.hooks {
+                writeln!(
+                    out,
+                    "  {:<9} {} {}",
+                    safe(&h.agent),
+                    safe(&h.path),
+                    safe(&h.state)
+                )?;
+            }
+        } else {
+            writeln!(
+                out,
+                "{}     none (this version installs no hooks)",
+                "Hooks".bold()
+            )?;
+        }
+        writeln!(out)?;
+        if self.problems.is_empty() {
+            writeln!(out, "{}", ok("No problems found."))?;
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "{} problem{}:",
+            self.problems.len(),
+            if self.problems.len() == 1 { "" } else { "s" }
+        )?;
+        for p in &self.problems {
+            let label = match p.level {
+                Level::Error => "error:".red().bold().to_string(),
+                Level::Warning => warn("warning:"),
+                Level::Note => "note:".to_string(),
+            };
+            writeln!(out, "  {label} {}", safe(&p.problem))?;
+            writeln!(out, "    fix: {}", safe(&p.fix))?;
+        }
+        Ok(())
+    }
+}
