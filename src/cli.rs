@@ -178,7 +178,12 @@ impl CleanArgs {
         ask: Option<&'a dyn Fn(usize) -> anyhow::Result<bool>>,
     ) -> commands::clean::Options<'a> {
         commands::clean::Options {
-            older_than: self.older_than,
+            older_than: match self.older_than {
+                Some(d) => Some(d),
+                None if self.superseded => None,
+                None => Some(chrono::Duration::days(30)),
+            },
+            superseded: self.superseded,
             agent: self.agent.clone(),
             dry_run: self.dry_run,
             yes: self.yes,
@@ -253,9 +258,13 @@ pub struct RelayArgs {
 
 #[derive(Debug, Args)]
 pub struct CleanArgs {
-    /// Only sessions relayed longer ago than this (m, h, d, w).
-    #[arg(long, value_name = "AGE", default_value = "30d", value_parser = crate::text::parse_age)]
-    pub older_than: chrono::Duration,
+    /// Only sessions relayed longer ago than this (m, h, d, w) [default: 30d; with
+    /// --superseded: any age].
+    #[arg(long, value_name = "AGE", value_parser = crate::text::parse_age)]
+    pub older_than: Option<chrono::Duration>,
+    /// Only relays that a newer relay of the same session superseded (the source had grown).
+    #[arg(long)]
+    pub superseded: bool,
     /// Only this agent's store.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub agent: Option<String>,

@@ -9,7 +9,7 @@ use serde_json::Value;
 use walkdir::WalkDir;
 
 use crate::jsonl::{contains, prefix, raw_str_field, scan_lines, str_field};
-use crate::model::{Summary, Timestamp};
+use crate::model::{RelaySource, Summary, Timestamp};
 use crate::text::one_line;
 
 /// Session files under `projects/`: top-level transcripts and subagent transcripts.
@@ -49,6 +49,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     let mut custom_title = None;
     let mut ai_title = None;
     let mut first_prompt: Option<String> = None;
+    let mut relay_of = None;
     // The chain (uuid, parent, timestamp, counts-as-message) of every conversation line, so that
     // the count follows the branch Claude Code loads, as `show` does.
     let mut chain: Vec<ChainLine> = Vec::new();
@@ -74,6 +75,11 @@ pub fn summarize(path: &Path) -> Result<Summary> {
                     .or_else(|| str_field(&v, "title"))
                     .map(str::to_string)
             });
+            return true;
+        }
+        if contains(head, b"\"type\":\"session-relay\"") {
+            relay_of = parse(line)
+                .and_then(|v| v.get("provenance").and_then(RelaySource::from_provenance));
             return true;
         }
         if !subagent && contains(head, b"\"isSidechain\":true") {
@@ -124,6 +130,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         archived: false,
         parent_id,
         subagents: 0,
+        relay_of,
     })
 }
 

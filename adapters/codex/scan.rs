@@ -8,7 +8,7 @@ use serde_json::Value;
 use walkdir::WalkDir;
 
 use crate::jsonl::{contains, prefix, raw_str_field, scan_lines, str_field};
-use crate::model::{Summary, Timestamp};
+use crate::model::{RelaySource, Summary, Timestamp};
 use crate::text::one_line;
 
 fn is_rollout_name(p: &Path) -> bool {
@@ -54,6 +54,8 @@ pub fn summarize(path: &Path) -> Result<Summary> {
             archived,
             parent_id: None,
             subagents: 0,
+            // session-relay never writes this format.
+            relay_of: None,
         });
     }
     let mut id = super::id_from_file_name(path);
@@ -65,6 +67,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     let mut event_messages = 0usize;
     let mut event_prompt: Option<String> = None;
     let mut first = true;
+    let mut relay_of = None;
     scan_lines(path, |_, line| {
         let head = prefix(line, PREFIX);
         if first && !line.trim_ascii().is_empty() {
@@ -79,6 +82,9 @@ pub fn summarize(path: &Path) -> Result<Summary> {
                     .get("timestamp")
                     .or_else(|| v.get("timestamp"))
                     .and_then(Timestamp::from_value);
+                relay_of = meta
+                    .get("session_relay")
+                    .and_then(RelaySource::from_provenance);
             }
         }
         if cwd.is_none() && contains(head, b"<environment_context>") {
@@ -134,6 +140,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         archived,
         parent_id: None,
         subagents: 0,
+        relay_of,
     })
 }
 

@@ -1,11 +1,14 @@
 //! `session-relay list`: sessions, newest first.
 
+use std::collections::{HashMap, HashSet};
+
 use anyhow::Result;
 use serde::Serialize;
 
 use super::Scope;
 use crate::config::Config;
-use crate::model::Summary;
+use crate::ledger;
+use crate::model::{RelaySource, Summary};
 use crate::select;
 
 pub struct Options {
@@ -19,19 +22,45 @@ pub struct Options {
 pub struct Report {
     /// The directory listed; `None` with `--all`.
     pub dir: Option<String>,
-    pub sessions: Vec<Summary>,
+    pub sessions: Vec<Listed>,
     /// Files that could not be listed, with the reason.
     pub warnings: Vec<String>,
+}
+
+/// One session of the listing.
+#[derive(Debug, Serialize)]
+pub struct Listed {
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Set for a session session-relay wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relay: Option<RelayMark>,
+}
+
+/// What marks a session as a relay: its provenance record, the ledger, or both.
+#[derive(Debug, Clone, Serialize)]
+pub struct RelayMark {
+    /// The session it was relayed from.
+    pub from: RelaySource,
+    /// The ledger records the relay.
+    pub in_ledger: bool,
+    /// A newer relay of the same source replaced it (`clean --superseded` removes it).
+    pub superseded: bool,
 }
 
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
     let listing = select::list_all(cfg, opts.scope.agent.as_deref())?;
     let dir = opts.scope.dir()?;
-    let mut sessions: Vec<Summary> = listing
+    let marks = RelayMarks::load();
+    let mut sessions: Vec<Listed> = listing
         .sessions
         .into_iter()
         .filter(|s| s.parent_id.is_none())
         .filter(|s| opts.all || select::same_dir(s.cwd.as_deref(), &dir))
+        .map(|summary| Listed {
+            relay: marks.of(&summary),
+            summary,
+        })
         .collect();
     if let Some(n) = opts.limit {
         sessions.truncate(n);
@@ -41,4 +70,44 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
         sessions,
         warnings: listing.warnings,
     })
+}
+
+/// The relays the ledger knows, to mark sessions with.
+pub struct RelayMarks {
+    /// Target path -> the relay's source.
+    by_path: HashMap<String, RelaySource>,
+    superseded: HashSet<String>,
+}
+
+impl RelayMarks {
+    pub fn load() -> RelayMarks {
+        let entries = ledger::entries();
+        RelayMarks {
+            by_path: ledger::live_relays(&entries)
+                .into_iter()
+                .map(|e| {
+                    (
+                        e.target.path.clone(),
+                        RelaySource {
+                            agent: e.source.agent.clone(),
+                            id: e.source.id.clone(),
+                        },
+                    )
+                })
+                .collect(),
+            superseded: ledger::superseded(&entries),
+        }
+    }
+
+    /// How a session is marked: by the provenance record it carries, else by the ledger.
+    pub fn of(&self, s: &Summary) -> Option<RelayMark> {
+        let path = s.path.display().to_string();
+        let ledger = self.by_path.get(&path);
+        let from = s.relay_of.clone().or_else(|| ledger.cloned())?;
+        Some(RelayMark {
+            from,
+            in_ledger: ledger.is_some(),
+            superseded: self.superseded.contains(&path),
+        })
+    }
 }

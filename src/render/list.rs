@@ -29,12 +29,16 @@ impl Text for Report {
             )
             .bold()
         )?;
-        for s in &self.sessions {
+        for listed in &self.sessions {
+            let s = &listed.summary;
             let updated = s
                 .sort_time()
                 .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
                 .unwrap_or_else(|| "-".into());
             let mut title = truncate_chars(&one_line(s.title.as_deref().unwrap_or("")), 60);
+            if let Some(r) = &listed.relay {
+                title = format!("{} {title}", relay_marker(r));
+            }
             if s.archived {
                 title = format!("[archived] {title}");
             }
@@ -61,5 +65,14 @@ impl Text for Report {
             }
         }
         Ok(())
+    }
+}
+
+/// `[relay]`, or `[relay, superseded]` when a newer relay of the same source replaced it.
+pub fn relay_marker(r: &crate::commands::list::RelayMark) -> &'static str {
+    if r.superseded {
+        "[relay, superseded]"
+    } else {
+        "[relay]"
     }
 }

@@ -29,7 +29,8 @@ pub struct ListCache {
     dirty: Mutex<bool>,
 }
 
-const VERSION: u32 = 1;
+// 2: summaries name the source of a relayed session (`relay_of`).
+const VERSION: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 struct OnDisk {

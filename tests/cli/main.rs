@@ -15,3 +15,4 @@ mod list_and_select;
 mod read;
 mod redaction;
 mod relay;
+mod supersede;
