@@ -55,6 +55,8 @@ pub enum Command {
     Relay(RelayArgs),
     /// Delete relayed sessions (only those session-relay wrote and can prove it wrote).
     Clean(CleanArgs),
+    /// Live sessions with how full their context is and whether an up-to-date relay exists.
+    Status(StatusArgs),
 }
 
 #[derive(Debug, Args)]
@@ -69,6 +71,21 @@ pub struct Scope {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    #[command(flatten)]
+    pub scope: Scope,
+    /// Every session of every directory.
+    #[arg(long, conflicts_with = "cwd")]
+    pub all: bool,
+    /// At most N sessions.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
     #[command(flatten)]
     pub scope: Scope,
     /// Every session of every directory.
@@ -119,6 +136,16 @@ impl Scope {
 impl ListArgs {
     pub fn options(&self) -> commands::list::Options {
         commands::list::Options {
+            scope: self.scope.options(),
+            all: self.all,
+            limit: self.limit,
+        }
+    }
+}
+
+impl StatusArgs {
+    pub fn options(&self) -> commands::status::Options {
+        commands::status::Options {
             scope: self.scope.options(),
             all: self.all,
             limit: self.limit,

@@ -35,6 +35,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     })?;
     match &cli.command {
         Command::List(a) => render::emit(&commands::list::run(&cfg, &a.options())?, a.json),
+        Command::Status(a) => render::emit(&commands::status::run(&cfg, &a.options())?, a.json),
         Command::Show(a) => render::emit(&commands::show::run(&cfg, &a.options())?, a.json),
         Command::Export(a) => {
             // The document goes to standard output (or the file); the report to standard error.

@@ -11,6 +11,18 @@ pub fn truncate_chars(s: &str, max: usize) -> String {
     out
 }
 
+/// A word as a POSIX shell reads it: as it is when it is plainly safe, else single-quoted.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%=,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 /// One line of text for titles and listings: whitespace collapsed.
 pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")

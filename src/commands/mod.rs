@@ -6,6 +6,7 @@ pub mod export;
 pub mod list;
 pub mod relay;
 pub mod show;
+pub mod status;
 
 use std::path::{Path, PathBuf};
 

@@ -7,6 +7,7 @@ mod fit;
 mod list;
 mod relay;
 mod show;
+mod status;
 
 use std::io::{self, IsTerminal, Write};
 

@@ -15,4 +15,5 @@ mod list_and_select;
 mod read;
 mod redaction;
 mod relay;
+mod status;
 mod supersede;

@@ -1,0 +1,122 @@
+use std::io::{self, Write};
+
+use colored::Colorize;
+
+use super::{Text, short_id};
+use crate::commands::status::{Context, Report};
+use crate::text::{one_line, safe, truncate_chars};
+
+/// `128.4k`, `1.2M`: token counts in a column.
+fn tokens(n: u64) -> String {
+    match n {
+        n if n >= 1_000_000 => format!("{:.1}M", n as f64 / 1e6),
+        n if n >= 1_000 => format!("{:.1}k", n as f64 / 1e3),
+        n => n.to_string(),
+    }
+}
+
+/// ` 64% 128.4k/200.0k`, or `unknown`.
+fn context(c: Option<&Context>) -> String {
+    match c {
+        Some(c) => format!(
+            "{:>3.0}% {}/{}",
+            c.percent,
+            tokens(c.tokens),
+            tokens(c.window)
+        ),
+        None => "unknown".into(),
+    }
+}
+
+impl Text for Report {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        super::warnings(&self.warnings);
+        if self.sessions.is_empty() {
+            match &self.dir {
+                None => writeln!(out, "No sessions.")?,
+                Some(dir) => writeln!(
+                    out,
+                    "No sessions for {}. Use --all to see every directory's sessions.",
+                    safe(dir)
+                )?,
+            }
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "{}",
+            format!(
+                "{:<16}  {:<6}  {:<8}  {:<18}  {:<20}  {}",
+                "UPDATED", "AGENT", "ID", "CONTEXT", "RELAY", "TITLE"
+            )
+            .bold()
+        )?;
+        for s in &self.sessions {
+            let updated = s
+                .updated
+                .as_ref()
+                .and_then(|t| t.time())
+                .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                .unwrap_or_else(|| "-".into());
+            let relay = match s.relays.as_slice() {
+                [] => "-".to_string(),
+                rs => rs
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{} {}",
+                            r.target.agent,
+                            if r.up_to_date {
+                                "up to date"
+                            } else {
+                                "outdated"
+                            }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            let mut title = truncate_chars(&one_line(s.title.as_deref().unwrap_or("")), 50);
+            if let Some(r) = &s.relay {
+                title = format!("{} {title}", super::list::relay_marker(r));
+            }
+            let pct = s.context.as_ref().map_or(0.0, |c| c.percent);
+            let ctx = format!("{:<18}", context(s.context.as_ref()));
+            let ctx = if pct >= 80.0 {
+                ctx.red().to_string()
+            } else if pct >= 60.0 {
+                ctx.yellow().to_string()
+            } else {
+                ctx
+            };
+            writeln!(
+                out,
+                "{:<16}  {:<6}  {:<8}  {}  {:<20}  {}",
+                updated,
+                safe(&s.agent),
+                safe(&short_id(&s.id)),
+                ctx,
+                safe(&relay),
+                safe(&title)
+            )?;
+            if self.dir.is_none() {
+                writeln!(
+                    out,
+                    "{:<16}  {}",
+                    "",
+                    safe(s.cwd.as_deref().unwrap_or("(no cwd)")).dimmed()
+                )?;
+            }
+            for r in s.relays.iter().filter(|r| r.up_to_date) {
+                writeln!(
+                    out,
+                    "{:<16}  {} {}",
+                    "",
+                    "resume:".dimmed(),
+                    safe(&r.resume_command)
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
