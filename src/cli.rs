@@ -57,6 +57,111 @@ pub enum Command {
     Clean(CleanArgs),
     /// Live sessions with how full their context is and whether an up-to-date relay exists.
     Status(StatusArgs),
+    /// Install, remove or check the agent hook that relays a session before it is compacted.
+    Hooks(HooksArgs),
+    /// What an installed agent hook runs (reads the hook's JSON on standard input).
+    Hook(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    #[command(subcommand)]
+    pub action: HooksAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// Register `session-relay hook run` in the agent's own hooks file (PreCompact).
+    Install(HooksInstallArgs),
+    /// Remove session-relay's hook from the agent's hooks file.
+    Uninstall(HooksUninstallArgs),
+    /// Which agents have the hook, whether they will run it, and its recent runs.
+    Status(HooksStatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksInstallArgs {
+    /// The agent whose sessions are relayed (its hooks file gets the hook).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub agent: String,
+    /// The agent to relay to (default: the other one).
+    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub to: Option<String>,
+    /// Token budget for the relayed session (default: from the target's config).
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+    /// Also relay when a session ends (useful when a quota runs out), not only before a
+    /// compaction.
+    #[arg(long)]
+    pub session_end: bool,
+    /// For an agent that runs a new hook only once trusted (Codex): record that trust through
+    /// the agent itself (`codex app-server`), as its /hooks screen does.
+    #[arg(long)]
+    pub trust: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksUninstallArgs {
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub agent: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksStatusArgs {
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    pub action: HookAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookAction {
+    /// Relay the session a hook names on standard input; print one line for the agent.
+    /// Always exits 0.
+    Run(HookRunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HookRunArgs {
+    /// The agent to relay to.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub to: String,
+    /// Token budget for the relayed session.
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+}
+
+impl HooksInstallArgs {
+    pub fn options(
+        &self,
+        config_file: Option<&std::path::Path>,
+    ) -> commands::hooks::InstallOptions {
+        commands::hooks::InstallOptions {
+            agent: self.agent.clone(),
+            to: self.to.clone(),
+            budget: self.budget,
+            session_end: self.session_end,
+            trust: self.trust,
+            config_file: config_file.map(std::path::Path::to_path_buf),
+        }
+    }
+}
+
+impl HookRunArgs {
+    pub fn options(&self) -> commands::hook_run::Options {
+        commands::hook_run::Options {
+            to: self.to.clone(),
+            budget: self.budget,
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -19,6 +19,7 @@ pub mod commands;
 pub mod config;
 pub mod exit;
 pub mod fsutil;
+pub mod hookfile;
 pub mod jsonl;
 pub mod ledger;
 pub mod model;

@@ -2,7 +2,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use clap::Parser;
 
-use session_relay::cli::{Cli, Command};
+use session_relay::cli::{Cli, Command, HookAction, HooksAction};
 use session_relay::config::{Config, Overrides};
 use session_relay::render::{self, Text};
 use session_relay::{commands, exit};
@@ -32,9 +32,40 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let cfg = Config::load(&Overrides {
         config_file: cli.config.clone(),
         homes: cli.homes.clone(),
-    })?;
+    });
+    if let Command::Hook(h) = &cli.command {
+        // An agent's hook: whatever goes wrong (even the config) becomes its one line, and the
+        // agent goes on.
+        let HookAction::Run(a) = &h.action;
+        let mut input = Vec::new();
+        let _ = std::io::Read::read_to_end(
+            &mut std::io::Read::take(std::io::stdin().lock(), 1 << 20),
+            &mut input,
+        );
+        let report = commands::hook_run::run(cfg, &a.options(), &input);
+        let _ = report.text(&mut std::io::stdout().lock());
+        return Ok(());
+    }
+    let cfg = cfg?;
     match &cli.command {
         Command::List(a) => render::emit(&commands::list::run(&cfg, &a.options())?, a.json),
+        Command::Hooks(h) => match &h.action {
+            HooksAction::Install(a) => render::emit(
+                &commands::hooks::install(&cfg, &a.options(cli.config.as_deref()))?,
+                a.json,
+            ),
+            HooksAction::Uninstall(a) => render::emit(
+                &commands::hooks::uninstall(
+                    &cfg,
+                    &commands::hooks::UninstallOptions {
+                        agent: a.agent.clone(),
+                    },
+                )?,
+                a.json,
+            ),
+            HooksAction::Status(a) => render::emit(&commands::hooks::status(&cfg)?, a.json),
+        },
+        Command::Hook(_) => Ok(()),
         Command::Status(a) => render::emit(&commands::status::run(&cfg, &a.options())?, a.json),
         Command::Show(a) => render::emit(&commands::show::run(&cfg, &a.options())?, a.json),
         Command::Export(a) => {

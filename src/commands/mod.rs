@@ -3,6 +3,8 @@
 
 pub mod clean;
 pub mod export;
+pub mod hook_run;
+pub mod hooks;
 pub mod list;
 pub mod relay;
 pub mod show;

@@ -4,6 +4,7 @@
 mod clean;
 mod export;
 mod fit;
+mod hooks;
 mod list;
 mod relay;
 mod show;
