@@ -271,8 +271,8 @@ pub fn tail_lines(path: &Path, max: u64) -> Result<Vec<Vec<u8>>> {
 
 /// Finds, from the end of a file backwards, the first complete line (newest first, trimmed,
 /// blank lines skipped) for which `f` returns something, reading at most the last `max` bytes
-/// in blocks: what agents record after every request (usage, context windows) is found
-/// without reading a whole session. A line that begins before the window is not seen, and a
+/// in blocks that grow from 16 KB: what agents record after every request (usage, context
+/// windows) is found without reading a whole session. A line that begins before the window is not seen, and a
 /// cut-off last line is handed on as it is (it will not parse). Compressed files are not read.
 pub fn tail_rfind<T>(
     path: &Path,
@@ -283,7 +283,8 @@ pub fn tail_rfind<T>(
     if path.extension().is_some_and(|e| e == "zst") {
         return Ok(None);
     }
-    const BLOCK: u64 = 64 << 10;
+    // Most answers are found in the first block; long tool outputs need the larger ones.
+    let mut block: u64 = 16 << 10;
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let meta = file.metadata()?;
     if !meta.is_file() {
@@ -295,7 +296,8 @@ pub fn tail_rfind<T>(
     // The start of a line whose end was read in a later block.
     let mut carry: Vec<u8> = Vec::new();
     while end > floor {
-        let start = end.saturating_sub(BLOCK).max(floor);
+        let start = end.saturating_sub(block).max(floor);
+        block = (block * 4).min(1 << 20);
         let mut buf = vec![0u8; (end - start) as usize];
         file.read_exact_at(&mut buf, start)?;
         buf.extend_from_slice(&carry);

@@ -16,10 +16,12 @@ const TAIL: u64 = 8 << 20;
 /// The newest answer's usage: input + cache creation + cache read tokens, which is what the
 /// prompt held. Lines of one answer repeat the same usage, so the newest line stands for its
 /// message. Sidechains (subagent work), API error lines and answers Claude Code made up
-/// itself (`<synthetic>`) are not requests the session's context made.
+/// itself (`<synthetic>`) are not requests the session's context made, and are passed over;
+/// the newest real answer decides, so a file whose answers record no usage is not read to its
+/// start.
 pub fn recorded_usage(path: &Path) -> Option<RecordedUsage> {
     tail_rfind(path, TAIL, |line| {
-        if !contains(line, b"\"usage\"") || !contains(line, b"\"assistant\"") {
+        if !contains(line, b"\"assistant\"") {
             return None;
         }
         let v: Value = serde_json::from_slice(line).ok()?;
@@ -33,16 +35,19 @@ pub fn recorded_usage(path: &Path) -> Option<RecordedUsage> {
         if model == Some("<synthetic>") {
             return None;
         }
-        let u = v.pointer("/message/usage")?;
-        let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-        let tokens =
-            n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens");
-        (tokens > 0).then(|| RecordedUsage {
-            tokens,
-            window: None,
-            model: model.map(str::to_string),
-        })
+        let usage = v.pointer("/message/usage").and_then(|u| {
+            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let tokens =
+                n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens");
+            (tokens > 0).then(|| RecordedUsage {
+                tokens,
+                window: None,
+                model: model.map(str::to_string),
+            })
+        });
+        Some(usage)
     })
     .ok()
+    .flatten()
     .flatten()
 }

@@ -12,11 +12,12 @@ use crate::model::RecordedUsage;
 const TAIL: u64 = 8 << 20;
 
 /// The newest `token_count` event that carries usage (`info`; events with only rate limits have
-/// none): the last request's total tokens (what the context holds now, as Codex's own "context
-/// left" counts it) and `model_context_window`.
+/// none) decides: the last request's total tokens (what the context holds now, as Codex's own
+/// "context left" counts it) and `model_context_window`, or nothing when its `info` has no
+/// `last_token_usage` (so a file that never records it is not read to its start).
 pub fn recorded_usage(path: &Path) -> Option<RecordedUsage> {
     tail_rfind(path, TAIL, |line| {
-        if !contains(line, b"\"token_count\"") || !contains(line, b"\"last_token_usage\"") {
+        if !contains(line, b"\"token_count\"") {
             return None;
         }
         let v: Value = serde_json::from_slice(line).ok()?;
@@ -25,23 +26,26 @@ pub fn recorded_usage(path: &Path) -> Option<RecordedUsage> {
             return None;
         }
         let info = p.get("info").filter(|i| i.is_object())?;
-        let last = info.get("last_token_usage")?;
-        let tokens = last
-            .get("total_tokens")
-            .and_then(Value::as_u64)
-            .or_else(|| {
-                let n = |k: &str| last.get(k).and_then(Value::as_u64).unwrap_or(0);
-                Some(n("input_tokens") + n("output_tokens"))
-            })?;
-        Some(RecordedUsage {
-            tokens,
-            window: info
-                .get("model_context_window")
+        let usage = info.get("last_token_usage").and_then(|last| {
+            let tokens = last
+                .get("total_tokens")
                 .and_then(Value::as_u64)
-                .filter(|w| *w > 0),
-            model: None,
-        })
+                .or_else(|| {
+                    let n = |k: &str| last.get(k).and_then(Value::as_u64).unwrap_or(0);
+                    Some(n("input_tokens") + n("output_tokens"))
+                })?;
+            Some(RecordedUsage {
+                tokens,
+                window: info
+                    .get("model_context_window")
+                    .and_then(Value::as_u64)
+                    .filter(|w| *w > 0),
+                model: None,
+            })
+        });
+        Some(usage)
     })
     .ok()
+    .flatten()
     .flatten()
 }

@@ -44,13 +44,14 @@ pub fn json<R: Serialize>(report: &R, out: &mut dyn Write) -> Result<()> {
 
 /// A report on standard output, as JSON or text.
 pub fn emit<R: Serialize + Text>(report: &R, as_json: bool) -> Result<()> {
-    let mut out = io::stdout().lock();
+    // One write for a listing of thousands of lines, not one a line.
+    let mut out = io::BufWriter::new(io::stdout().lock());
     if as_json {
-        json(report, &mut out)
+        json(report, &mut out)?;
     } else {
         report.text(&mut out)?;
-        Ok(out.flush()?)
     }
+    Ok(out.flush()?)
 }
 
 /// Warnings for people, on standard error.

@@ -6,13 +6,15 @@ use super::{Text, short_id};
 use crate::commands::status::{Context, Report};
 use crate::text::{one_line, safe, truncate_chars};
 
-/// `128.4k`, `1.2M`: token counts in a column.
+/// `128.4k`, `200k`, `1M`: token counts in a column.
 fn tokens(n: u64) -> String {
-    match n {
-        n if n >= 1_000_000 => format!("{:.1}M", n as f64 / 1e6),
-        n if n >= 1_000 => format!("{:.1}k", n as f64 / 1e3),
-        n => n.to_string(),
-    }
+    let (v, unit) = match n {
+        n if n >= 1_000_000 => (n as f64 / 1e6, "M"),
+        n if n >= 1_000 => (n as f64 / 1e3, "k"),
+        n => return n.to_string(),
+    };
+    let s = format!("{v:.1}");
+    format!("{}{unit}", s.strip_suffix(".0").unwrap_or(&s))
 }
 
 /// ` 64% 128.4k/200.0k`, or `unknown`.

@@ -18,40 +18,38 @@ fn recorded(agent: &str, path: &Path) -> Option<(u64, Option<u64>)> {
         .filter_map(|l| serde_json::from_str::<Value>(l).ok());
     match agent {
         "claude" => {
-            // One count per API message (its lines repeat the usage), the newest message last.
-            let mut per_message: Vec<(String, u64)> = Vec::new();
+            // One count per API message (its lines repeat the usage); the newest answer the
+            // session's own context produced decides.
+            let mut per_message: Vec<(String, Option<u64>)> = Vec::new();
             for v in lines {
-                let assistant = v["type"] == "assistant"
+                let answer = v["type"] == "assistant"
                     && v["isSidechain"] != true
                     && v["isApiErrorMessage"] != true
                     && v["message"]["model"] != "<synthetic>";
-                let u = &v["message"]["usage"];
-                if !assistant || !u.is_object() {
+                if !answer {
                     continue;
                 }
+                let u = &v["message"]["usage"];
                 let n = |k: &str| u[k].as_u64().unwrap_or(0);
                 let tokens = n("input_tokens")
                     + n("cache_creation_input_tokens")
                     + n("cache_read_input_tokens");
-                if tokens == 0 {
-                    continue;
-                }
                 let id = v["message"]["id"].as_str().unwrap_or("").to_string();
                 per_message.retain(|(m, _)| *m != id || id.is_empty());
-                per_message.push((id, tokens));
+                per_message.push((id, (tokens > 0).then_some(tokens)));
             }
-            per_message.last().map(|(_, t)| (*t, None))
+            per_message.last().and_then(|(_, t)| *t).map(|t| (t, None))
         }
         "codex" => lines
             .filter(|v| v["payload"]["type"] == "token_count" && v["payload"]["info"].is_object())
             // Forward to the end, on purpose: the whole file, where status reads the tail.
             .fold(None, |_, v| Some(v))
-            .map(|v| {
+            .and_then(|v| {
                 let info = &v["payload"]["info"];
-                (
-                    info["last_token_usage"]["total_tokens"].as_u64().unwrap(),
+                Some((
+                    info["last_token_usage"]["total_tokens"].as_u64()?,
                     info["model_context_window"].as_u64(),
-                )
+                ))
             }),
         _ => None,
     }
