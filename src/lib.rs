@@ -8,7 +8,7 @@
 //! render (`render`: text or JSON).
 //!
 //! Helpers every stage may use: `text`, `fsutil`, `jsonl`, `paths`, `tokens`, `redact`,
-//! `ledger`, `config`, `exit`.
+//! `ledger`, `config`, `exit`, `hookfile`.
 
 pub mod adapter;
 /// Agent adapters, one folder each under `adapters/` at the top of the repository.
