@@ -56,7 +56,7 @@ pub enum Command {
     /// Delete relayed sessions (only those session-relay wrote and can prove it wrote).
     Clean(CleanArgs),
     /// Live sessions with how full their context is and whether an up-to-date relay exists.
-    Status(StatusArgs),
+    Status(ListArgs),
     /// Install, remove or check the agent hook that relays a session before it is compacted.
     Hooks(HooksArgs),
     /// What an installed agent hook runs (reads the hook's JSON on standard input).
@@ -190,21 +190,6 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct StatusArgs {
-    #[command(flatten)]
-    pub scope: Scope,
-    /// Every session of every directory.
-    #[arg(long, conflicts_with = "cwd")]
-    pub all: bool,
-    /// At most N sessions.
-    #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
-    /// Machine-readable output.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
 pub struct ShowArgs {
     /// A full id, a unique id prefix, a file path, or `latest`.
     #[arg(default_value = "latest")]
@@ -241,16 +226,6 @@ impl Scope {
 impl ListArgs {
     pub fn options(&self) -> commands::list::Options {
         commands::list::Options {
-            scope: self.scope.options(),
-            all: self.all,
-            limit: self.limit,
-        }
-    }
-}
-
-impl StatusArgs {
-    pub fn options(&self) -> commands::status::Options {
-        commands::status::Options {
             scope: self.scope.options(),
             all: self.all,
             limit: self.limit,

@@ -148,6 +148,21 @@ fn claude_codes_compaction_relays_the_session_into_codex() {
     assert_eq!(marked, 2, "{status}");
 }
 
+/// The real Claude Code lints, loads and draws the relayed session.
+fn check_claude(env: &TestEnv, proj: &str, id: &str) {
+    python(
+        "check_claude.py",
+        &[
+            "--checks",
+            "lint,load,render",
+            env.claude_home().to_str().unwrap(),
+            proj,
+            id,
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
 #[test]
 #[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
 fn codexs_compaction_runs_the_trusted_hook_and_relays_into_claude_code() {
@@ -181,17 +196,7 @@ fn codexs_compaction_runs_the_trusted_hook_and_relays_into_claude_code() {
     assert_eq!(trusted["hooks"][0]["trust"], "trusted", "{trusted}");
     let session = compact(&env, "codex", &proj, false);
     let id = relayed(&env, &session, "auto");
-    python(
-        "check_claude.py",
-        &[
-            "--checks",
-            "lint,load,render",
-            env.claude_home().to_str().unwrap(),
-            &proj,
-            &id,
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    check_claude(&env, &proj, &id);
 
     // In the TUI, Codex draws the hook's line.
     let session = compact(&env, "codex", &proj, true);
@@ -202,17 +207,7 @@ fn codexs_compaction_runs_the_trusted_hook_and_relays_into_claude_code() {
         shown.contains("Hook · Relayed to Claude Code: cd ") && shown.contains(&id),
         "{screen}"
     );
-    python(
-        "check_claude.py",
-        &[
-            "--checks",
-            "lint,load,render",
-            env.claude_home().to_str().unwrap(),
-            &proj,
-            &id,
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    check_claude(&env, &proj, &id);
 
     // Uninstalling gives hooks.json back as it was (here: no file), trust record aside.
     let u = env.json(&["hooks", "uninstall", "--agent", "codex", "--json"]);

@@ -49,23 +49,45 @@ pub struct RelayMark {
 }
 
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
+    let scoped = in_scope(cfg, opts, false)?;
+    let marks = RelayMarks::load();
+    Ok(Report {
+        dir: scoped.dir,
+        sessions: scoped
+            .sessions
+            .into_iter()
+            .map(|summary| Listed {
+                relay: marks.of(&summary),
+                summary,
+            })
+            .collect(),
+        warnings: scoped.warnings,
+    })
+}
+
+/// The top-level sessions the options ask for, newest first.
+pub struct Scoped {
+    /// The directory they belong to; `None` with `--all`.
+    pub dir: Option<String>,
+    pub sessions: Vec<Summary>,
+    pub warnings: Vec<String>,
+}
+
+/// The scope `list` and `status` share: one directory's (or every) top-level sessions of one
+/// agent (or all), newest first, at most `limit`; `live_only` leaves archived ones out.
+pub fn in_scope(cfg: &Config, opts: &Options, live_only: bool) -> Result<Scoped> {
     let listing = select::list_all(cfg, opts.scope.agent.as_deref())?;
     let dir = opts.scope.dir()?;
-    let marks = RelayMarks::load();
-    let mut sessions: Vec<Listed> = listing
+    let mut sessions: Vec<Summary> = listing
         .sessions
         .into_iter()
-        .filter(|s| s.parent_id.is_none())
+        .filter(|s| s.parent_id.is_none() && !(live_only && s.archived))
         .filter(|s| opts.all || select::same_dir(s.cwd.as_deref(), &dir))
-        .map(|summary| Listed {
-            relay: marks.of(&summary),
-            summary,
-        })
         .collect();
     if let Some(n) = opts.limit {
         sessions.truncate(n);
     }
-    Ok(Report {
+    Ok(Scoped {
         dir: (!opts.all).then(|| dir.display().to_string()),
         sessions,
         warnings: listing.warnings,

@@ -7,19 +7,13 @@ use anyhow::Result;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::Scope;
 use super::list::{RelayMark, RelayMarks};
 use crate::config::Config;
 use crate::ledger::{self, Entry, Side};
 use crate::model::{Summary, Timestamp};
-use crate::select;
 
-pub struct Options {
-    pub scope: Scope,
-    /// Every directory's sessions, not only the scope's.
-    pub all: bool,
-    pub limit: Option<usize>,
-}
+/// The same scope as `list`'s.
+pub use super::list::Options;
 
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -73,22 +67,13 @@ pub struct RelayState {
 }
 
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
-    let listing = select::list_all(cfg, opts.scope.agent.as_deref())?;
-    let dir = opts.scope.dir()?;
-    let mut chosen: Vec<Summary> = listing
-        .sessions
-        .into_iter()
-        .filter(|s| s.parent_id.is_none() && !s.archived)
-        .filter(|s| opts.all || select::same_dir(s.cwd.as_deref(), &dir))
-        .collect();
-    if let Some(n) = opts.limit {
-        chosen.truncate(n);
-    }
+    let scoped = super::list::in_scope(cfg, opts, true)?;
     let entries = ledger::entries();
     let relays = newest_relays(&entries);
     let marks = RelayMarks::load();
     // Each file's tail (and, for a relayed one, its hash) is independent of the others.
-    let sessions = chosen
+    let sessions = scoped
+        .sessions
         .into_par_iter()
         .map(|s| {
             let adapter = crate::adapters::by_name(&s.agent);
@@ -124,9 +109,9 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
         })
         .collect();
     Ok(Report {
-        dir: (!opts.all).then(|| dir.display().to_string()),
+        dir: scoped.dir,
         sessions,
-        warnings: listing.warnings,
+        warnings: scoped.warnings,
     })
 }
 

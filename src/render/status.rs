@@ -34,15 +34,7 @@ impl Text for Report {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         super::warnings(&self.warnings);
         if self.sessions.is_empty() {
-            match &self.dir {
-                None => writeln!(out, "No sessions.")?,
-                Some(dir) => writeln!(
-                    out,
-                    "No sessions for {}. Use --all to see every directory's sessions.",
-                    safe(dir)
-                )?,
-            }
-            return Ok(());
+            return super::list::no_sessions(self.dir.as_deref(), out);
         }
         writeln!(
             out,
@@ -54,12 +46,7 @@ impl Text for Report {
             .bold()
         )?;
         for s in &self.sessions {
-            let updated = s
-                .updated
-                .as_ref()
-                .and_then(|t| t.time())
-                .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
-                .unwrap_or_else(|| "-".into());
+            let updated = super::list::time_cell(s.updated.as_ref().and_then(|t| t.time()));
             let relay = match s.relays.as_slice() {
                 [] => "-".to_string(),
                 rs => rs
@@ -102,12 +89,7 @@ impl Text for Report {
                 safe(&title)
             )?;
             if self.dir.is_none() {
-                writeln!(
-                    out,
-                    "{:<16}  {}",
-                    "",
-                    safe(s.cwd.as_deref().unwrap_or("(no cwd)")).dimmed()
-                )?;
+                super::list::dir_line(s.cwd.as_deref(), out)?;
             }
             for r in s.relays.iter().filter(|r| r.up_to_date) {
                 writeln!(
