@@ -63,8 +63,17 @@ pub struct HookSetup {
     pub session_end: &'static str,
     /// Seconds the agent gives the hook before it kills it.
     pub timeout_secs: u64,
-    /// Whether the agent runs a new hook only after the user trusts it.
-    pub needs_trust: bool,
+    /// Set when the agent runs a new hook only after the user trusts it.
+    pub trust: Option<TrustStep>,
+}
+
+/// How an agent's user trusts a hook, for the notes.
+#[derive(Debug, Clone)]
+pub struct TrustStep {
+    /// What the user does, e.g. "start codex and trust it in /hooks".
+    pub how: &'static str,
+    /// Where the agent keeps the trust.
+    pub recorded_in: &'static str,
 }
 
 /// Whether the agent will run session-relay's hook.

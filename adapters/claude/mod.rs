@@ -66,7 +66,7 @@ impl Adapter for Claude {
             pre_compact: "PreCompact",
             session_end: "SessionEnd",
             timeout_secs: 60,
-            needs_trust: false,
+            trust: None,
         })
     }
 

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::adapter::{Adapter, HookSetup, HookTrust, NativeSession, ReadOptions, WriteRequest};
+use crate::adapter::{
+    Adapter, HookSetup, HookTrust, NativeSession, ReadOptions, TrustStep, WriteRequest,
+};
 use crate::model::{Message, RecordedUsage, Session, Summary};
 
 pub struct Codex;
@@ -84,7 +86,10 @@ impl Adapter for Codex {
             session_end: "SessionEnd",
             // Codex's own default is 600 s, but 1 s for SessionEnd.
             timeout_secs: 60,
-            needs_trust: true,
+            trust: Some(TrustStep {
+                how: "start codex, type /hooks, and review and trust the PreCompact hook",
+                recorded_in: "hooks.state in config.toml",
+            }),
         })
     }
 

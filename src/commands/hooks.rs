@@ -348,16 +348,16 @@ pub fn install(cfg: &Config, opts: &InstallOptions) -> Result<InstallReport> {
     };
 
     let mut hooks = installed(adapter, &home, &file, &wanted);
-    if setup.needs_trust {
+    if let Some(t) = &setup.trust {
         for h in hooks.iter_mut().filter(|h| h.trust == HookTrust::Untrusted) {
             if opts.trust {
                 notes.push(adapter.trust_hook(&home, &h.event, h.group, h.handler)?);
                 h.trust = adapter.hook_trust(&home, &h.event, h.group, h.handler);
             } else {
                 notes.push(format!(
-                    "{} runs a new hook only once you trust it: start it and open /hooks to review and trust the {} hook (or run this again with --trust to record that through {} itself)",
+                    "{} runs a new hook only once you trust it: {} (or run this again with --trust to record that through {} itself)",
                     adapter.display_name(),
-                    h.event,
+                    t.how,
                     adapter.display_name()
                 ));
             }
@@ -375,7 +375,7 @@ pub fn install(cfg: &Config, opts: &InstallOptions) -> Result<InstallReport> {
 }
 
 pub fn uninstall(cfg: &Config, opts: &UninstallOptions) -> Result<UninstallReport> {
-    let (adapter, _home, setup) = adapter_and_setup(cfg, &opts.agent)?;
+    let (adapter, _, setup) = adapter_and_setup(cfg, &opts.agent)?;
     let path = setup.file.clone();
     let mut report = UninstallReport {
         agent: adapter.name().into(),
@@ -446,10 +446,11 @@ pub fn uninstall(cfg: &Config, opts: &UninstallOptions) -> Result<UninstallRepor
             ));
         }
     }
-    if adapter.hook_setup(&_home).is_some_and(|s| s.needs_trust) {
+    if let Some(t) = &setup.trust {
         report.notes.push(format!(
-            "{} keeps its record of having trusted the hook (hooks.state in its config.toml); it applies to no hook now",
-            adapter.display_name()
+            "{} keeps its record that you trusted the hook ({}); it applies to no hook now",
+            adapter.display_name(),
+            t.recorded_in
         ));
     }
     records.remove(&key);
