@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use crate::model::{Message, Session, Summary};
+use crate::model::{Message, RecordedUsage, Session, Summary};
 
 /// How much of a session a reader keeps.
 #[derive(Debug, Clone, Copy, Default)]
@@ -60,6 +60,44 @@ pub struct NativeSession {
     pub notes: Vec<String>,
 }
 
+/// Where an agent reads its hooks and how session-relay registers its own there. The file
+/// holds the hooks schema both supported agents share: `{"hooks": {EVENT: [{"matcher"?,
+/// "hooks": [{"type": "command", "command", "timeout"}]}]}}`, other keys left as they are.
+#[derive(Debug, Clone)]
+pub struct HookSetup {
+    /// The agent's own hooks file.
+    pub file: PathBuf,
+    /// The event that runs before the agent compacts its context.
+    pub pre_compact: &'static str,
+    /// The event that runs when a session ends (registered on request).
+    pub session_end: &'static str,
+    /// Seconds the agent gives the hook before it kills it.
+    pub timeout_secs: u64,
+    /// Set when the agent runs a new hook only after the user trusts it.
+    pub trust: Option<TrustStep>,
+}
+
+/// How an agent's user trusts a hook, for the notes.
+#[derive(Debug, Clone)]
+pub struct TrustStep {
+    /// What the user does, e.g. "start codex and trust it in /hooks".
+    pub how: &'static str,
+    /// Where the agent keeps the trust.
+    pub recorded_in: &'static str,
+}
+
+/// Whether the agent will run session-relay's hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookTrust {
+    /// The agent runs hooks without a trust step.
+    NotNeeded,
+    /// The agent recorded that the user trusted this hook.
+    Trusted,
+    /// The agent will skip it until the user trusts it.
+    Untrusted,
+}
+
 pub trait Adapter: Sync {
     /// Short name used on the command line and in the neutral model (`claude`, `codex`).
     fn name(&self) -> &'static str;
@@ -94,6 +132,36 @@ pub trait Adapter: Sync {
     /// records one (Codex writes `model_context_window`), with the file it was read from.
     fn recorded_context_window(&self, _home: &Path) -> Option<(u64, PathBuf)> {
         None
+    }
+    /// How full the context of the session in `path` was at its newest request, as the agent
+    /// recorded it, read from the end of the file only; `None` when the agent records none
+    /// there.
+    fn recorded_usage(&self, _path: &Path) -> Option<RecordedUsage> {
+        None
+    }
+    /// Where this agent reads hooks under `home`, if it runs any.
+    fn hook_setup(&self, _home: &Path) -> Option<HookSetup> {
+        None
+    }
+    /// The one line a hook prints, in the form in which the agent shows it to the user.
+    fn hook_reply(&self, line: &str) -> String {
+        line.to_string()
+    }
+    /// Whether the agent will run the hook with `command` registered in its hooks file as
+    /// handler `handler` of group `group` of `event`.
+    fn hook_trust(&self, _home: &Path, _event: &str, _group: usize, _handler: usize) -> HookTrust {
+        HookTrust::NotNeeded
+    }
+    /// Records, through the agent's own means, that the user trusts the hook registered as in
+    /// `hook_trust`. Returns a note for the user.
+    fn trust_hook(
+        &self,
+        _home: &Path,
+        _event: &str,
+        _group: usize,
+        _handler: usize,
+    ) -> Result<String> {
+        anyhow::bail!("{} has no hook trust step", self.display_name())
     }
     /// How this agent's tokens are counted when the config does not say.
     fn default_tokenizer(&self) -> crate::tokens::Tokenizer;

@@ -9,8 +9,9 @@ use crate::{commands, progress};
 mod help;
 
 use help::{
-    about, clean_examples, completions_examples, doctor_examples, export_examples, list_examples,
-    long_about, man_examples, relay_examples, show_examples, top_examples,
+    about, clean_examples, completions_examples, doctor_examples, export_examples, hook_examples,
+    hooks_examples, list_examples, long_about, man_examples, relay_examples, show_examples,
+    status_examples, top_examples,
 };
 pub use help::{completions, man, man_pages};
 
@@ -135,6 +136,117 @@ pub enum Command {
     /// Print the man page (or write one page per command into a folder).
     #[command(after_help = man_examples())]
     Man(ManArgs),
+    /// Live sessions with how full their context is and whether an up-to-date relay exists.
+    #[command(after_help = status_examples())]
+    Status(ListArgs),
+    /// Install, remove or check the agent hook that relays a session before it is compacted.
+    #[command(after_help = hooks_examples())]
+    Hooks(HooksArgs),
+    /// What an installed agent hook runs (reads the hook's JSON on standard input).
+    #[command(after_help = hook_examples())]
+    Hook(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    #[command(subcommand)]
+    pub action: HooksAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// Register `session-relay hook run` in the agent's own hooks file (PreCompact).
+    Install(HooksInstallArgs),
+    /// Remove session-relay's hook from the agent's hooks file.
+    Uninstall(HooksUninstallArgs),
+    /// Which agents have the hook, whether they will run it, and its recent runs.
+    Status(HooksStatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HooksInstallArgs {
+    /// The agent whose sessions are relayed (its hooks file gets the hook).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub agent: String,
+    /// The agent to relay to (default: the other one).
+    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub to: Option<String>,
+    /// Token budget for the relayed session (default: from the target's config).
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+    /// Also relay when a session ends (useful when a quota runs out), not only before a
+    /// compaction.
+    #[arg(long)]
+    pub session_end: bool,
+    /// For an agent that runs a new hook only once trusted (Codex): record that trust through
+    /// the agent itself (`codex app-server`), as its /hooks screen does.
+    #[arg(long)]
+    pub trust: bool,
+    #[arg(long, help = JSON_HELP)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksUninstallArgs {
+    /// The agent whose hooks file to give back.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub agent: String,
+    #[arg(long, help = JSON_HELP)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HooksStatusArgs {
+    #[arg(long, help = JSON_HELP)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    #[command(subcommand)]
+    pub action: HookAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookAction {
+    /// Relay the session a hook names on standard input; print one line for the agent.
+    /// Always exits 0.
+    Run(HookRunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HookRunArgs {
+    /// The agent to relay to.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub to: String,
+    /// Token budget for the relayed session.
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+}
+
+impl HooksInstallArgs {
+    pub fn options(
+        &self,
+        config_file: Option<&std::path::Path>,
+    ) -> commands::hooks::InstallOptions {
+        commands::hooks::InstallOptions {
+            agent: self.agent.clone(),
+            to: self.to.clone(),
+            budget: self.budget,
+            session_end: self.session_end,
+            trust: self.trust,
+            config_file: config_file.map(std::path::Path::to_path_buf),
+        }
+    }
+}
+
+impl HookRunArgs {
+    pub fn options(&self) -> commands::hook_run::Options {
+        commands::hook_run::Options {
+            to: self.to.clone(),
+            budget: self.budget,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -271,9 +383,13 @@ pub struct RelayArgs {
 
 #[derive(Debug, Args)]
 pub struct CleanArgs {
-    /// Only sessions relayed longer ago than this (m, h, d, w).
-    #[arg(long, value_name = "AGE", default_value = "30d", value_parser = crate::text::parse_age)]
-    pub older_than: chrono::Duration,
+    /// Only sessions relayed longer ago than this (m, h, d, w) [default: 30d; with
+    /// --superseded: any age].
+    #[arg(long, value_name = "AGE", value_parser = crate::text::parse_age)]
+    pub older_than: Option<chrono::Duration>,
+    /// Only relays that a newer relay of the same session superseded (the source had grown).
+    #[arg(long)]
+    pub superseded: bool,
     /// Only this agent's store.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub agent: Option<String>,
@@ -419,7 +535,12 @@ impl CleanArgs {
         progress: progress::Handle,
     ) -> commands::clean::Options<'a> {
         commands::clean::Options {
-            older_than: self.older_than,
+            older_than: match self.older_than {
+                Some(d) => Some(d),
+                None if self.superseded => None,
+                None => Some(chrono::Duration::days(30)),
+            },
+            superseded: self.superseded,
             agent: self.agent.clone(),
             dry_run: self.dry_run,
             yes: self.yes,

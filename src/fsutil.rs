@@ -35,6 +35,27 @@ pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Replaces a file's content atomically (temp file in the same folder with the file's
+/// permissions, fsync, rename over it), or creates it.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".session-relay-")
+        .tempfile_in(&dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        tmp.as_file().set_permissions(meta.permissions())?;
+    }
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
 /// Appends one line to a file an agent owns (an index), whole or not at all: if the file does
 /// not end with a newline (an earlier writer was cut off), the line starts on a fresh one
 /// rather than gluing onto it; if the write fails part way (disk full, quota), the file is cut

@@ -426,3 +426,95 @@ mod tests {
         assert_eq!(first, [1]);
     }
 }
+
+/// Finds, from the end of a file backwards, the first complete line (newest first, trimmed,
+/// blank lines skipped) for which `f` returns something, reading at most the last `max` bytes
+/// in blocks that grow from 16 KB: what agents record after every request (usage, context
+/// windows) is found without reading a whole session. A line that begins before the window is not seen, and a
+/// cut-off last line is handed on as it is (it will not parse). Compressed files are not read.
+pub fn tail_rfind<T>(
+    path: &Path,
+    max: u64,
+    mut f: impl FnMut(&[u8]) -> Option<T>,
+) -> Result<Option<T>> {
+    use std::os::unix::fs::FileExt;
+    if path.extension().is_some_and(|e| e == "zst") {
+        return Ok(None);
+    }
+    // Most answers are found in the first block; long tool outputs need the larger ones.
+    let mut block: u64 = 16 << 10;
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        bail!("{} is not a regular file", path.display());
+    }
+    let len = meta.len();
+    let floor = len.saturating_sub(max);
+    let mut end = len;
+    // The start of a line whose end was read in a later block.
+    let mut carry: Vec<u8> = Vec::new();
+    while end > floor {
+        let start = end.saturating_sub(block).max(floor);
+        block = (block * 4).min(1 << 20);
+        let mut buf = vec![0u8; (end - start) as usize];
+        file.read_exact_at(&mut buf, start)?;
+        buf.extend_from_slice(&carry);
+        // Before the first newline is the end of a line that began earlier, unless the block
+        // starts the file.
+        let (head, body) = if start == 0 {
+            (&buf[..0], &buf[..])
+        } else {
+            match memchr::memchr(b'\n', &buf) {
+                Some(i) => (&buf[..i], &buf[i + 1..]),
+                None => (&buf[..], &buf[buf.len()..]),
+            }
+        };
+        for line in body.rsplit(|&b| b == b'\n') {
+            let line = line.trim_ascii();
+            if !line.is_empty()
+                && let Some(t) = f(line)
+            {
+                return Ok(Some(t));
+            }
+        }
+        carry = head.to_vec();
+        end = start;
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tail_tests {
+    use super::*;
+
+    #[test]
+    fn tail_rfind_sees_complete_lines_newest_first_within_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.jsonl");
+        // Lines long enough to straddle the 64 KB blocks.
+        let lines: Vec<String> = (0..40)
+            .map(|i| format!("{i:03} {}", "x".repeat(7000 + i * 97)))
+            .collect();
+        std::fs::write(&p, lines.join("\n") + "\n").unwrap();
+        let mut seen = Vec::new();
+        let none: Option<()> = tail_rfind(&p, u64::MAX, |l| {
+            seen.push(String::from_utf8(l.to_vec()).unwrap());
+            None
+        })
+        .unwrap();
+        assert!(none.is_none());
+        let mut expect = lines.clone();
+        expect.reverse();
+        assert_eq!(seen, expect);
+        // A window of 25,000 bytes holds the last two lines whole, and part of a third.
+        let mut seen = Vec::new();
+        tail_rfind(&p, 25_000, |l| {
+            seen.push(l[..3].to_vec());
+            None::<()>
+        })
+        .unwrap();
+        assert_eq!(seen, vec![b"039".to_vec(), b"038".to_vec()]);
+        let found = tail_rfind(&p, u64::MAX, |l| l.starts_with(b"007").then_some(7)).unwrap();
+        assert_eq!(found, Some(7));
+    }
+}

@@ -33,6 +33,43 @@ pub struct Entry {
     pub messages: usize,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<serde_json::Value>,
+    /// The source's size when it was relayed (entries before 0.1 lack it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_bytes: Option<u64>,
+    /// Earlier relays of the same source, to the same agent and directory, that this one
+    /// replaces (the source had grown since, or the relay was forced).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<Side>,
+}
+
+impl Entry {
+    /// A relay into an agent's store (not a standalone file).
+    pub fn is_store_relay(&self) -> bool {
+        self.event == "relay" && !self.standalone
+    }
+}
+
+/// The relays still recorded as in place: every `relay` entry whose target no later `clean`
+/// entry removed, oldest first.
+pub fn live_relays(entries: &[Entry]) -> Vec<&Entry> {
+    let mut live: Vec<&Entry> = Vec::new();
+    for e in entries {
+        match e.event.as_str() {
+            "relay" => live.push(e),
+            "clean" => live.retain(|l| l.target.path != e.target.path),
+            _ => {}
+        }
+    }
+    live
+}
+
+/// The target paths of relays that a later relay superseded.
+pub fn superseded(entries: &[Entry]) -> std::collections::HashSet<String> {
+    entries
+        .iter()
+        .filter(|e| e.event == "relay")
+        .flat_map(|e| e.supersedes.iter().map(|s| s.path.clone()))
+        .collect()
 }
 
 pub fn ledger_path() -> Result<PathBuf> {

@@ -8,7 +8,7 @@
 //! render (`render`: text or JSON).
 //!
 //! Helpers every stage may use: `text`, `fsutil`, `jsonl`, `paths`, `tokens`, `redact`,
-//! `ledger`, `config`, `exit`, `progress`.
+//! `ledger`, `config`, `exit`, `progress`, `hookfile`.
 
 pub mod adapter;
 /// Agent adapters, one folder each under `adapters/` at the top of the repository.
@@ -19,6 +19,7 @@ pub mod commands;
 pub mod config;
 pub mod exit;
 pub mod fsutil;
+pub mod hookfile;
 pub mod jsonl;
 pub mod ledger;
 pub mod model;

@@ -1,7 +1,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
-use session_relay::cli::{Cli, Command};
+use session_relay::cli::{Cli, Command, HookAction, HooksAction};
 use session_relay::config::{Config, Overrides};
 use session_relay::exit::{CliError, ExitCode};
 use session_relay::render::progress::Bar;
@@ -46,6 +46,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Man(a) => return man(a.dir.as_deref()),
         Command::Doctor(a) => return doctor(&overrides, a.json),
+        Command::Hook(h) => {
+            // An agent's hook: whatever goes wrong (even the config) becomes its one line, and
+            // the agent goes on.
+            let HookAction::Run(a) = &h.action;
+            let mut input = Vec::new();
+            let _ = std::io::Read::read_to_end(
+                &mut std::io::Read::take(std::io::stdin().lock(), 1 << 20),
+                &mut input,
+            );
+            let report = commands::hook_run::run(Config::load(&overrides), &a.options(), &input);
+            let _ = report.text(&mut std::io::stdout().lock());
+            return Ok(());
+        }
         _ => {}
     }
     let cfg = Config::load(&overrides)?;
@@ -56,6 +69,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             drop(bar);
             render::emit(&report, a.json)
         }
+        Command::Status(a) => {
+            let bar = Bar::for_command(a.json);
+            let report = commands::status::run(&cfg, &a.options(handle(&bar)))?;
+            drop(bar);
+            render::emit(&report, a.json)
+        }
+        Command::Hooks(h) => match &h.action {
+            HooksAction::Install(a) => render::emit(
+                &commands::hooks::install(&cfg, &a.options(cli.config.as_deref()))?,
+                a.json,
+            ),
+            HooksAction::Uninstall(a) => render::emit(
+                &commands::hooks::uninstall(
+                    &cfg,
+                    &commands::hooks::UninstallOptions {
+                        agent: a.agent.clone(),
+                    },
+                )?,
+                a.json,
+            ),
+            HooksAction::Status(a) => render::emit(&commands::hooks::status(&cfg)?, a.json),
+        },
         Command::Show(a) => {
             let session = session_or_pick(&cfg, &a.session, a.scope())?;
             let bar = Bar::for_command(a.json);
@@ -109,7 +144,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             }
             render::emit(&report, a.json)
         }
-        Command::Completions(_) | Command::Man(_) | Command::Doctor(_) => unreachable!(),
+        Command::Completions(_) | Command::Man(_) | Command::Doctor(_) | Command::Hook(_) => {
+            unreachable!()
+        }
     }
 }
 

@@ -11,6 +11,34 @@ pub fn truncate_chars(s: &str, max: usize) -> String {
     out
 }
 
+/// A word as a POSIX shell reads it: as it is when it is plainly safe, else single-quoted.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%=,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The first word of a command line as a POSIX shell reads it (the reverse of `shell_quote`
+/// for single quotes and backslashes; enough to find the program a hook runs).
+pub fn first_shell_word(s: &str) -> String {
+    let mut word = String::new();
+    let mut chars = s.trim_start().chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => word.extend(chars.by_ref().take_while(|&c| c != '\'')),
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => break,
+            c => word.push(c),
+        }
+    }
+    word
+}
+
 /// One line of text for titles and listings: whitespace collapsed.
 pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -153,6 +181,19 @@ pub fn tilde(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_shell_word_undoes_shell_quote() {
+        for program in [
+            "/usr/bin/session-relay",
+            "/home/a b/it's here/session-relay",
+            "",
+        ] {
+            let line = format!("{} hook run --to codex", shell_quote(program));
+            assert_eq!(first_shell_word(&line), program, "{line}");
+        }
+        assert_eq!(first_shell_word("a\\ b c"), "a b");
+    }
 
     #[test]
     fn truncation_counts_characters_not_bytes() {

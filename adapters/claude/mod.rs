@@ -5,6 +5,7 @@ mod chain;
 mod read;
 mod scan;
 mod tools;
+mod usage;
 mod write;
 
 pub use write::escape_project_dir;
@@ -13,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::adapter::{Adapter, NativeSession, ReadOptions, WriteRequest};
-use crate::model::{Message, Session, Summary};
+use crate::adapter::{Adapter, HookSetup, NativeSession, ReadOptions, WriteRequest};
+use crate::model::{Message, RecordedUsage, Session, Summary};
 
 pub struct Claude;
 
@@ -68,6 +69,26 @@ impl Adapter for Claude {
         30_000
     }
 
+    fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
+        usage::recorded_usage(path)
+    }
+
+    fn hook_setup(&self, home: &Path) -> Option<HookSetup> {
+        // Claude Code 2.1.332 reads the user's hooks from `settings.json` in its config dir
+        // (strict JSON: a comment makes it ignore the whole file). A PreCompact hook's standard
+        // output is shown to the user and also given to the summarizer as "Additional
+        // Instructions"; the hook's one line is both.
+        Some(HookSetup {
+            file: std::path::absolute(home)
+                .unwrap_or_else(|_| home.to_path_buf())
+                .join("settings.json"),
+            pre_compact: "PreCompact",
+            session_end: "SessionEnd",
+            timeout_secs: 60,
+            trust: None,
+        })
+    }
+
     fn default_tokenizer(&self) -> crate::tokens::Tokenizer {
         crate::tokens::Tokenizer::Estimate
     }
@@ -99,7 +120,10 @@ impl Adapter for Claude {
     }
 
     fn resume_command(&self, id: &str, cwd: &str) -> String {
-        format!("cd {} && claude --resume {id}", write::shell_quote(cwd))
+        format!(
+            "cd {} && claude --resume {id}",
+            crate::text::shell_quote(cwd)
+        )
     }
 
     fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {

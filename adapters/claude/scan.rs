@@ -14,7 +14,7 @@ use walkdir::WalkDir;
 use super::chain::{self, CHAIN_TYPES, Link};
 use crate::jsonl::fields::{self, Fields, Flag, Str, Val};
 use crate::jsonl::scan_lines;
-use crate::model::{Summary, TimeSpan, parse_time};
+use crate::model::{RelaySource, Summary, TimeSpan, parse_time};
 use crate::text::one_line;
 
 /// Session files under `projects/`: top-level transcripts and subagent transcripts.
@@ -52,6 +52,8 @@ struct Line<'a> {
     ai_title: Str<'a>,
     title: Str<'a>,
     message: Val<'a, MessageFields<'a>>,
+    /// The record session-relay writes into a relayed session.
+    provenance: Option<serde_json::Value>,
 }
 
 impl<'de> Fields<'de> for Line<'de> {
@@ -70,6 +72,7 @@ impl<'de> Fields<'de> for Line<'de> {
             "aiTitle" => self.ai_title = map.next_value()?,
             "title" => self.title = map.next_value()?,
             "message" => self.message = map.next_value()?,
+            "provenance" => self.provenance = map.next_value()?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -154,6 +157,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     let mut times = TimeSpan::default();
     let mut custom_title = None;
     let mut ai_title = None;
+    let mut relay_of = None;
     let mut links: Vec<Link> = Vec::new();
     let mut counted: Vec<Counted> = Vec::new();
     scan_lines(path, |_, text| {
@@ -177,6 +181,12 @@ pub fn summarize(path: &Path) -> Result<Summary> {
             }
             "custom-title" => custom_title = line.custom_title.owned(),
             "ai-title" => ai_title = line.ai_title.owned().or_else(|| line.title.owned()),
+            "session-relay" => {
+                relay_of = line
+                    .provenance
+                    .as_ref()
+                    .and_then(RelaySource::from_provenance);
+            }
             _ => {}
         }
         true
@@ -201,6 +211,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         archived: false,
         parent_id,
         subagents: 0,
+        relay_of,
     })
 }
 

@@ -2,10 +2,12 @@
 //! `archived_sessions/`, titles in `session_index.jsonl`, and the older shapes: the pre-envelope
 //! JSONL of mid 2025 and the TypeScript CLI's single JSON document.
 
+mod hooks;
 mod read;
 mod scan;
 mod state_db;
 mod tools;
+mod usage;
 mod write;
 
 use std::collections::HashMap;
@@ -14,8 +16,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::adapter::{Adapter, NativeSession, ReadOptions, WriteRequest};
-use crate::model::{Message, Session, Summary};
+use crate::adapter::{
+    Adapter, HookSetup, HookTrust, NativeSession, ReadOptions, TrustStep, WriteRequest,
+};
+use crate::model::{Message, RecordedUsage, Session, Summary};
 
 pub struct Codex;
 
@@ -87,6 +91,37 @@ impl Adapter for Codex {
                 (w > 0).then(|| (w, p.clone()))
             })
         })
+    }
+
+    fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
+        usage::recorded_usage(path)
+    }
+
+    fn hook_setup(&self, home: &Path) -> Option<HookSetup> {
+        Some(HookSetup {
+            file: hooks::file(home),
+            pre_compact: "PreCompact",
+            session_end: "SessionEnd",
+            // Codex's own default is 600 s, but 1 s for SessionEnd.
+            timeout_secs: 60,
+            trust: Some(TrustStep {
+                how: "start codex, type /hooks, and review and trust the PreCompact hook",
+                recorded_in: "hooks.state in config.toml",
+            }),
+        })
+    }
+
+    fn hook_reply(&self, line: &str) -> String {
+        // Codex reads a hook's standard output as JSON; `systemMessage` is shown to the user.
+        serde_json::json!({ "systemMessage": line }).to_string()
+    }
+
+    fn hook_trust(&self, home: &Path, event: &str, group: usize, handler: usize) -> HookTrust {
+        hooks::trust(home, event, group, handler)
+    }
+
+    fn trust_hook(&self, home: &Path, event: &str, group: usize, handler: usize) -> Result<String> {
+        hooks::trust_with_codex(home, event, group, handler)
     }
 
     fn default_tokenizer(&self) -> crate::tokens::Tokenizer {

@@ -13,7 +13,7 @@ use walkdir::WalkDir;
 
 use crate::jsonl::fields::{self, Fields, Scalar, Str, Val};
 use crate::jsonl::scan_lines;
-use crate::model::{Summary, TimeSpan, Timestamp};
+use crate::model::{RelaySource, Summary, TimeSpan, Timestamp};
 use crate::text::one_line;
 
 fn is_rollout_name(p: &Path) -> bool {
@@ -54,6 +54,8 @@ struct Record<'a> {
     content: Val<'a, Part<'a>>,
     message: Str<'a>,
     item: Option<Box<Val<'a, Record<'a>>>>,
+    /// The record session-relay writes into the meta of a relayed rollout.
+    session_relay: Option<serde_json::Value>,
 }
 
 impl<'de> Fields<'de> for Record<'de> {
@@ -69,6 +71,7 @@ impl<'de> Fields<'de> for Record<'de> {
             "content" => self.content = map.next_value()?,
             "message" => self.message = map.next_value()?,
             "item" => self.item = Some(Box::new(map.next_value()?)),
+            "session_relay" => self.session_relay = map.next_value()?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -132,6 +135,7 @@ enum Shape {
 /// What the listing learns from the lines, in the order the reader learns it.
 #[derive(Default)]
 struct Scan {
+    relay_of: Option<RelaySource>,
     shape: Shape,
     metas: usize,
     id: Option<String>,
@@ -203,6 +207,10 @@ impl Scan {
             .and_then(|v| Timestamp::from_value(&v))
             .or(ts);
         self.cwd = p.cwd.owned();
+        self.relay_of = p
+            .session_relay
+            .as_ref()
+            .and_then(RelaySource::from_provenance);
     }
 
     fn item(&mut self, p: &Record) {
@@ -279,6 +287,10 @@ pub fn summarize(path: &Path) -> Result<Summary> {
             archived,
             parent_id: None,
             subagents: 0,
+            relay_of: s
+                .extra
+                .get("session_relay")
+                .and_then(RelaySource::from_provenance),
         });
     }
     let mut scan = Scan::default();
@@ -317,5 +329,6 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         archived,
         parent_id: None,
         subagents: 0,
+        relay_of: scan.relay_of,
     })
 }

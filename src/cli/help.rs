@@ -162,6 +162,51 @@ pub(super) fn doctor_examples() -> String {
     ])
 }
 
+pub(super) fn status_examples() -> String {
+    examples(&[
+        (
+            "session-relay status".into(),
+            "this directory's live sessions: context used, relays",
+        ),
+        (
+            "session-relay status --all --json".into(),
+            "every directory's, for scripts",
+        ),
+    ])
+}
+
+pub(super) fn hooks_examples() -> String {
+    let (a, b) = example_agents();
+    examples(&[
+        (
+            format!("session-relay hooks install --agent {a}"),
+            "relay each session before the agent compacts it",
+        ),
+        (
+            format!("session-relay hooks install --agent codex --to {a} --trust"),
+            "Codex runs a new hook only once trusted",
+        ),
+        (
+            "session-relay hooks status".into(),
+            "installed hooks and their last runs",
+        ),
+        (
+            format!("session-relay hooks uninstall --agent {b}"),
+            "give the agent's hooks file back",
+        ),
+    ])
+}
+
+pub(super) fn hook_examples() -> String {
+    let (_, b) = example_agents();
+    examples(&[(
+        format!(
+            "echo '{{\"transcript_path\": \"/path/to/session.jsonl\"}}' | session-relay hook run --to {b}"
+        ),
+        "what the agent runs",
+    )])
+}
+
 pub(super) fn completions_examples() -> String {
     examples(&[
         (

@@ -19,8 +19,10 @@ use crate::select::{self as store, Store};
 use crate::text::describe_age;
 
 pub struct Options<'a> {
-    /// Only sessions relayed longer ago than this.
-    pub older_than: Duration,
+    /// Only sessions relayed longer ago than this (`None`: any age).
+    pub older_than: Option<Duration>,
+    /// Only relays that a later relay of the same source superseded.
+    pub superseded: bool,
     pub agent: Option<String>,
     pub dry_run: bool,
     /// Delete without asking.
@@ -91,11 +93,11 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
     }
 
     let now = Utc::now();
-    let cutoff = now - args.older_than;
+    let cutoff = args.older_than.map(|d| now - d);
     let mut outcomes: Vec<(Outcome, Option<Entry>)> = Vec::new();
     let (ledger_entries, ledger_warnings) = ledger::read();
     notes.extend(ledger_warnings);
-    let candidates = candidates(ledger_entries, args.agent.as_deref());
+    let candidates = candidates(ledger_entries, args.agent.as_deref(), args.superseded);
     let progress = &args.progress;
     if let Some(p) = progress {
         p.start(
@@ -126,7 +128,11 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
         match judge(path, &e, store, args, relayed, cutoff) {
             Verdict::Delete => {
                 o.action = "would_delete";
-                o.reason = "relayed by session-relay, unchanged".into();
+                o.reason = if args.superseded {
+                    "superseded by a newer relay, unchanged".into()
+                } else {
+                    "relayed by session-relay, unchanged".into()
+                };
                 outcomes.push((o, Some(e)));
             }
             Verdict::Missing => {
@@ -198,8 +204,10 @@ enum Verdict {
     Keep(String),
 }
 
-/// The newest relay entry per target file, without those already cleaned.
-fn candidates(entries: Vec<Entry>, agent: Option<&str>) -> Vec<Entry> {
+/// The newest relay entry per target file, without those already cleaned; with `superseded`,
+/// only those a later relay of the same source superseded.
+fn candidates(entries: Vec<Entry>, agent: Option<&str>, superseded: bool) -> Vec<Entry> {
+    let replaced = ledger::superseded(&entries);
     let mut latest: HashMap<String, Entry> = HashMap::new();
     for e in entries {
         match e.event.as_str() {
@@ -215,6 +223,7 @@ fn candidates(entries: Vec<Entry>, agent: Option<&str>) -> Vec<Entry> {
     let mut v: Vec<Entry> = latest
         .into_values()
         .filter(|e| agent.is_none_or(|a| a == e.target.agent))
+        .filter(|e| !superseded || replaced.contains(&e.target.path))
         .collect();
     v.sort_by(|a, b| a.time.cmp(&b.time).then(a.target.path.cmp(&b.target.path)));
     v
@@ -226,7 +235,7 @@ fn judge(
     store: &Store,
     args: &Options,
     relayed: Option<DateTime<Utc>>,
-    cutoff: DateTime<Utc>,
+    cutoff: Option<DateTime<Utc>>,
 ) -> Verdict {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
@@ -254,8 +263,10 @@ fn judge(
     if !inside {
         return Verdict::Keep("not inside the configured store".into());
     }
-    if relayed.is_none_or(|t| t > cutoff) {
-        return Verdict::Keep(format!("newer than {}", describe_age(args.older_than)));
+    if let (Some(cutoff), Some(age)) = (cutoff, args.older_than)
+        && relayed.is_none_or(|t| t > cutoff)
+    {
+        return Verdict::Keep(format!("newer than {}", describe_age(age)));
     }
     match carries_provenance(path, e) {
         Ok(true) => {}

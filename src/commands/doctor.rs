@@ -519,17 +519,87 @@ fn check_state(problems: &mut Vec<Problem>) -> StateCheck {
     }
 }
 
-/// Extension point for hooks: when session-relay installs hooks into an agent's settings (so
-/// that the agent relays or records sessions by itself), each one is checked here — installed,
-/// missing or outdated — with a `Problem` and its fix for each that is not as it should be.
-/// This build installs none.
-fn check_hooks(_cfg: &Config) -> (HooksCheck, Vec<Problem>) {
+/// The hooks `hooks install` put into agents' settings: each one's state, and a problem with
+/// its fix for each that will not run as installed.
+fn check_hooks(cfg: &Config) -> (HooksCheck, Vec<Problem>) {
+    let mut hooks = Vec::new();
+    let mut problems = Vec::new();
+    let status = match super::hooks::status(cfg) {
+        Ok(s) => s,
+        Err(e) => {
+            problems.push(Problem {
+                level: Level::Warning,
+                agent: None,
+                problem: format!("cannot read the installed hooks: {e:#}"),
+                fix: "run `session-relay hooks status` for details".into(),
+            });
+            return (
+                HooksCheck {
+                    supported: true,
+                    hooks,
+                },
+                problems,
+            );
+        }
+    };
+    let me = std::env::current_exe().ok();
+    for a in status.agents {
+        let agent = crate::adapters::by_name(&a.agent).map(|x| x.name());
+        if let Some(e) = a.error {
+            problems.push(Problem {
+                level: Level::Warning,
+                agent,
+                problem: format!("cannot read {}: {e}", a.file),
+                fix: "fix or remove the file, then run `session-relay hooks install` again".into(),
+            });
+            continue;
+        }
+        for h in a.hooks {
+            let program = crate::text::first_shell_word(&h.command);
+            let exists = std::path::Path::new(&program).is_file();
+            let state = if !exists {
+                problems.push(Problem {
+                    level: Level::Warning,
+                    agent,
+                    problem: format!(
+                        "the {} hook in {} runs {program}, which does not exist",
+                        h.event, a.file
+                    ),
+                    fix: format!("session-relay hooks install --agent {}", a.agent),
+                });
+                "outdated"
+            } else if h.trust == crate::adapter::HookTrust::Untrusted {
+                problems.push(Problem {
+                    level: Level::Warning,
+                    agent,
+                    problem: format!(
+                        "the {} hook in {} is not trusted yet: the agent skips it",
+                        h.event, a.file
+                    ),
+                    fix: format!("session-relay hooks install --agent {} --trust", a.agent),
+                });
+                "untrusted"
+            } else if me
+                .as_deref()
+                .is_some_and(|m| m != std::path::Path::new(&program))
+            {
+                "installed (another session-relay binary)"
+            } else {
+                "installed"
+            };
+            hooks.push(HookCheck {
+                agent: a.agent.clone(),
+                path: a.file.clone(),
+                state: format!("{} {state}", h.event),
+            });
+        }
+    }
     (
         HooksCheck {
-            supported: false,
-            hooks: Vec::new(),
+            supported: true,
+            hooks,
         },
-        Vec::new(),
+        problems,
     )
 }
 

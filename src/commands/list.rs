@@ -1,11 +1,14 @@
 //! `session-relay list`: sessions, newest first.
 
+use std::collections::{HashMap, HashSet};
+
 use anyhow::Result;
 use serde::Serialize;
 
 use super::Scope;
 use crate::config::Config;
-use crate::model::Summary;
+use crate::ledger;
+use crate::model::{RelaySource, Summary};
 use crate::select;
 
 pub struct Options {
@@ -21,12 +24,60 @@ pub struct Options {
 pub struct Report {
     /// The directory listed; `None` with `--all`.
     pub dir: Option<String>,
-    pub sessions: Vec<Summary>,
+    pub sessions: Vec<Listed>,
     /// Files that could not be listed, with the reason.
     pub warnings: Vec<String>,
 }
 
+/// One session of the listing.
+#[derive(Debug, Serialize)]
+pub struct Listed {
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Set for a session session-relay wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relay: Option<RelayMark>,
+}
+
+/// What marks a session as a relay: its provenance record, the ledger, or both.
+#[derive(Debug, Clone, Serialize)]
+pub struct RelayMark {
+    /// The session it was relayed from.
+    pub from: RelaySource,
+    /// The ledger records the relay.
+    pub in_ledger: bool,
+    /// A newer relay of the same source replaced it (`clean --superseded` removes it).
+    pub superseded: bool,
+}
+
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
+    let scoped = in_scope(cfg, opts, false)?;
+    let marks = RelayMarks::load();
+    Ok(Report {
+        dir: scoped.dir,
+        sessions: scoped
+            .sessions
+            .into_iter()
+            .map(|summary| Listed {
+                relay: marks.of(&summary),
+                summary,
+            })
+            .collect(),
+        warnings: scoped.warnings,
+    })
+}
+
+/// The top-level sessions the options ask for, newest first.
+pub struct Scoped {
+    /// The directory they belong to; `None` with `--all`.
+    pub dir: Option<String>,
+    pub sessions: Vec<Summary>,
+    pub warnings: Vec<String>,
+}
+
+/// The scope `list` and `status` share: one directory's (or every) top-level sessions of one
+/// agent (or all), newest first, at most `limit`; `live_only` leaves archived ones out.
+pub fn in_scope(cfg: &Config, opts: &Options, live_only: bool) -> Result<Scoped> {
     let redactor = if opts.no_redact {
         None
     } else {
@@ -47,15 +98,55 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
     let mut sessions: Vec<Summary> = listing
         .sessions
         .into_iter()
-        .filter(|s| s.parent_id.is_none())
+        .filter(|s| s.parent_id.is_none() && !(live_only && s.archived))
         .filter(|s| all || select::same_dir(s.cwd.as_deref(), &dir))
         .collect();
     if let Some(n) = opts.limit {
         sessions.truncate(n);
     }
-    Ok(Report {
+    Ok(Scoped {
         dir: (!all).then(|| dir.display().to_string()),
         sessions,
         warnings: listing.warnings,
     })
+}
+
+/// The relays the ledger knows, to mark sessions with.
+pub struct RelayMarks {
+    /// Target path -> the relay's source.
+    by_path: HashMap<String, RelaySource>,
+    superseded: HashSet<String>,
+}
+
+impl RelayMarks {
+    pub fn load() -> RelayMarks {
+        let entries = ledger::entries();
+        RelayMarks {
+            by_path: ledger::live_relays(&entries)
+                .into_iter()
+                .map(|e| {
+                    (
+                        e.target.path.clone(),
+                        RelaySource {
+                            agent: e.source.agent.clone(),
+                            id: e.source.id.clone(),
+                        },
+                    )
+                })
+                .collect(),
+            superseded: ledger::superseded(&entries),
+        }
+    }
+
+    /// How a session is marked: by the provenance record it carries, else by the ledger.
+    pub fn of(&self, s: &Summary) -> Option<RelayMark> {
+        let path = s.path.display().to_string();
+        let ledger = self.by_path.get(&path);
+        let from = s.relay_of.clone().or_else(|| ledger.cloned())?;
+        Some(RelayMark {
+            from,
+            in_ledger: ledger.is_some(),
+            superseded: self.superseded.contains(&path),
+        })
+    }
 }

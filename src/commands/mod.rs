@@ -4,10 +4,13 @@
 pub mod clean;
 pub mod doctor;
 pub mod export;
+pub mod hook_run;
+pub mod hooks;
 pub mod list;
 pub mod pick;
 pub mod relay;
 pub mod show;
+pub mod status;
 
 use std::path::{Path, PathBuf};
 

@@ -71,10 +71,15 @@ pub fn candidates(cfg: &Config, opts: &Options) -> Result<Candidates> {
     let sessions = listed
         .sessions
         .into_iter()
-        .map(|summary| {
+        .map(|listed| {
+            let summary = listed.summary;
             let key = summary.path.display().to_string();
             Candidate {
-                relayed_from: from.get(&key).cloned(),
+                // The provenance record marks a relay even when the ledger has lost it.
+                relayed_from: listed
+                    .relay
+                    .map(|r| (r.from.agent, r.from.id))
+                    .or_else(|| from.get(&key).cloned()),
                 relayed_to: to.get(&key).cloned().unwrap_or_default(),
                 summary,
             }

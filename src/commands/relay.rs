@@ -53,6 +53,9 @@ pub struct Report {
     /// When the earlier relay was made (with `already_relayed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relayed_at: Option<String>,
+    /// Earlier relays of this source to the same agent and directory that this one replaces
+    /// (`clean --superseded` removes them once nobody continued them).
+    pub supersedes: Vec<ledger::Side>,
     #[serde(flatten)]
     pub plan: PlanReport,
     /// Secrets masked, by kind (`null` with --no-redact).
@@ -95,6 +98,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     }
     super::step("hashing the source");
     let source_sha = ledger::sha256_file(&located.path)?;
+    let source_bytes = std::fs::metadata(&located.path).map(|m| m.len()).ok();
     let source_side = ledger::Side {
         agent: source.agent.clone(),
         id: source.id.clone(),
@@ -112,15 +116,21 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     } else {
         Some(relay_lock(&source_sha, target.name())?)
     };
-    if !opts.force
-        && let Some(prev) = ledger::entries().into_iter().rev().find(|e| {
-            e.event == "relay"
-                && e.source.sha256 == source_sha
+    let entries = ledger::entries();
+    // Relays of this source to the same agent and directory that are still in place.
+    let earlier: Vec<&ledger::Entry> = ledger::live_relays(&entries)
+        .into_iter()
+        .filter(|e| {
+            e.source.agent == source.agent
+                && e.source.id == source.id
                 && e.target.agent == target.name()
                 && e.cwd == cwd
                 && e.standalone == opts.out.is_some()
                 && Path::new(&e.target.path).exists()
         })
+        .collect();
+    if !opts.force
+        && let Some(prev) = earlier.iter().rev().find(|e| e.source.sha256 == source_sha)
     {
         let resume_command = if prev.standalone {
             String::new()
@@ -138,11 +148,34 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             messages: prev.messages,
             bytes: prev.bytes as usize,
             relayed_at: Some(prev.time.clone()),
+            supersedes: Vec::new(),
             plan: PlanReport::default(),
             redactions: Redactions(None),
             notes: vec!["unchanged since the last relay; use --force to relay again".into()],
             warnings,
         });
+    }
+
+    // The new relay replaces the earlier ones not yet replaced.
+    let already_superseded = ledger::superseded(&entries);
+    let supersedes: Vec<ledger::Side> = earlier
+        .iter()
+        .filter(|e| !already_superseded.contains(&e.target.path))
+        .map(|e| e.target.clone())
+        .collect();
+    if !supersedes.is_empty() {
+        notes.push(format!(
+            "{} the earlier relay{} of this session ({}); `session-relay clean --superseded` removes {} once nobody continued {}",
+            if opts.dry_run { "would supersede" } else { "supersedes" },
+            if supersedes.len() == 1 { "" } else { "s" },
+            supersedes
+                .iter()
+                .map(|s| s.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if supersedes.len() == 1 { "it" } else { "them" },
+            if supersedes.len() == 1 { "it" } else { "them" },
+        ));
     }
 
     let now = Utc::now();
@@ -282,6 +315,8 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
                 "tokenizer": plan.fit.tokenizer,
                 "source_estimate": plan.fit.source.source_tokens,
             })),
+            source_bytes,
+            supersedes: supersedes.clone(),
         })?;
     }
 
@@ -296,6 +331,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         messages: plan.session.message_count(),
         bytes: native.bytes.len(),
         relayed_at: None,
+        supersedes,
         plan: plan.report(),
         redactions,
         notes,

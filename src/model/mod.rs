@@ -13,5 +13,5 @@ mod summary;
 mod tools;
 
 pub use session::*;
-pub use summary::Summary;
+pub use summary::{RecordedUsage, RelaySource, Summary};
 pub use tools::{ToolKind, generic_key_arg};

@@ -29,6 +29,42 @@ pub struct Summary {
     pub parent_id: Option<String>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub subagents: usize,
+    /// For a session session-relay wrote: the source its provenance record names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay_of: Option<RelaySource>,
+}
+
+/// The session a relayed session was made from, as its provenance record says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelaySource {
+    pub agent: String,
+    pub id: String,
+}
+
+impl RelaySource {
+    /// The source named by a provenance record session-relay embedded in a file.
+    pub fn from_provenance(p: &serde_json::Value) -> Option<RelaySource> {
+        let s = |k: &str| p.get(k).and_then(serde_json::Value::as_str);
+        (s("tool")? == "session-relay").then(|| RelaySource {
+            agent: s("source_agent").unwrap_or_default().to_string(),
+            id: s("source_id").unwrap_or_default().to_string(),
+        })
+    }
+}
+
+/// How full an agent's context was at its newest request, as the agent itself recorded it at
+/// the end of the session file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedUsage {
+    /// Tokens the context held (Claude Code: input + cache creation + cache read of the newest
+    /// answer; Codex: the newest request's total).
+    pub tokens: u64,
+    /// The model's context window, when the agent records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+    /// The model that answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -96,7 +96,14 @@ impl Text for Report {
         for d in &l.damaged {
             writeln!(out, "  {} {}", warn("damaged:"), safe(d))?;
         }
-        if self.hooks.supported {
+        if self.hooks.supported && self.hooks.hooks.is_empty() {
+            writeln!(
+                out,
+                "{}     none installed (`session-relay hooks install --agent AGENT` relays before \
+                 the agent compacts)",
+                "Hooks".bold()
+            )?;
+        } else if self.hooks.supported {
             writeln!(out, "{}", "Hooks".bold())?;
             for h in &self.hooks.hooks {
                 writeln!(

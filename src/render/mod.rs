@@ -5,11 +5,13 @@ mod clean;
 mod doctor;
 mod export;
 mod fit;
+mod hooks;
 mod list;
 pub mod picker;
 pub mod progress;
 mod relay;
 mod show;
+mod status;
 
 use std::io::{self, IsTerminal, Write};
 
@@ -45,13 +47,14 @@ pub fn json<R: Serialize>(report: &R, out: &mut dyn Write) -> Result<()> {
 
 /// A report on standard output, as JSON or text.
 pub fn emit<R: Serialize + Text>(report: &R, as_json: bool) -> Result<()> {
-    let mut out = io::stdout().lock();
+    // One write for a listing of thousands of lines, not one a line.
+    let mut out = io::BufWriter::new(io::stdout().lock());
     if as_json {
-        json(report, &mut out)
+        json(report, &mut out)?;
     } else {
         report.text(&mut out)?;
-        Ok(out.flush()?)
     }
+    Ok(out.flush()?)
 }
 
 /// Warnings for people, on standard error.

@@ -178,6 +178,7 @@ mod tests {
                 archived: false,
                 parent_id: None,
                 subagents: 0,
+                relay_of: None,
             },
             relayed_from: Some(("codex".into(), "01a22a8e-0000".into())),
             relayed_to: vec![],

@@ -186,7 +186,8 @@ fn doctor_reports_the_ledger_and_a_broken_config_instead_of_failing() {
     let bin = fake_bin(&env, "bin", &[]);
     let v = doctor(&env, &bin, &[]);
     assert_eq!(v["state"]["ledger"]["exists"], false);
-    assert_eq!(v["hooks"]["supported"], false);
+    assert_eq!(v["hooks"]["supported"], true);
+    assert_eq!(v["hooks"]["hooks"], serde_json::json!([]));
     env.ok(&["relay", "771ce1df", "--to", "codex", "--cwd", &proj]);
     let v = doctor(&env, &bin, &[]);
     let ledger = &v["state"]["ledger"];
@@ -249,4 +250,51 @@ fn verified_versions_agree_between_the_code_the_readme_and_the_installer() {
         checked += 1;
     }
     assert!(checked >= 2);
+}
+
+#[test]
+fn doctor_says_which_hooks_will_not_run_and_how_to_fix_them() {
+    let env = TestEnv::with_fixtures();
+    let bin = fake_bin(&env, "bin", &[]);
+    env.ok(&["hooks", "install", "--agent", "claude"]);
+    env.ok(&["hooks", "install", "--agent", "codex"]);
+    let v = doctor(&env, &bin, &[]);
+    let states: Vec<(&str, &str)> = v["hooks"]["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["agent"].as_str().unwrap(), h["state"].as_str().unwrap()))
+        .collect();
+    assert!(
+        states.contains(&("claude", "PreCompact installed")),
+        "{v:#}"
+    );
+    assert!(states.contains(&("codex", "PreCompact untrusted")), "{v:#}");
+    let problems = v["problems"].as_array().unwrap();
+    assert!(
+        problems.iter().any(|p| p["agent"] == "codex"
+            && p["fix"] == "session-relay hooks install --agent codex --trust"),
+        "{v:#}"
+    );
+
+    // The binary the hook runs is gone: the hook is outdated, and installing again fixes it.
+    let settings = env.claude_home().join("settings.json");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    let exe = env!("CARGO_BIN_EXE_session-relay");
+    std::fs::write(&settings, text.replace(exe, "/nonexistent/session-relay")).unwrap();
+    let v = doctor(&env, &bin, &[]);
+    assert!(
+        v["hooks"]["hooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["agent"] == "claude" && h["state"] == "PreCompact outdated"),
+        "{v:#}"
+    );
+    assert!(
+        problems_of(&v, "claude")
+            .iter()
+            .any(|p| p["fix"] == "session-relay hooks install --agent claude"),
+        "{v:#}"
+    );
 }

@@ -6,7 +6,8 @@ what the CLI does with it. This module holds what they have in common:
 - finding the CLIs that install.sh put in its cache (pinned versions),
 - a scratch folder, so that a check never writes into the home it was given,
 - a private tmux server to drive the interactive TUIs and read their screen,
-- a tiny mock of the Anthropic Messages API that records every request,
+- a tiny mock of the Anthropic Messages API that records every request, and one of the OpenAI
+  Responses API that runs a shell call and answers compactions (for Codex's hooks),
 - a report that prints PASS/FAIL/WARN lines and turns them into the exit status,
 - text helpers to pick words from a transcript that survive the TUIs' rendering.
 
@@ -441,6 +442,120 @@ class MockAnthropic:
         with self._lock:
             return [r["body"] for r in self.requests
                     if r["method"] == "POST" and r["path"].split("?")[0].endswith("/v1/messages")]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class MockResponses:
+    """The OpenAI Responses API, as far as Codex needs it to run a turn offline (a custom
+    model provider pointed at `url`/v1).
+
+    Every request is recorded. A turn whose user prompt contains `TOOL_WORD` is answered first
+    with a shell call (`echo` of a marker), then, once the call's output comes back, with a
+    text; any other turn with a text. A compaction request (Codex marks it `request_kind:
+    compaction` in its turn metadata; its prompt asks for a CONTEXT CHECKPOINT) is answered
+    with a summary. Every answer reports `input_tokens` usage: set it above the config's
+    `model_auto_compact_token_limit` and Codex compacts in the middle of the next turn, which
+    is when it runs its PreCompact hooks.
+    """
+
+    ANSWER = "MOCK_DONE"
+    SUMMARY = "MOCK_SUMMARY: the user asked for a shell command and got its output."
+    TOOL_WORD = "RUN_SHELL"
+
+    def __init__(self, input_tokens=100):
+        self.requests = []
+        self.input_tokens = input_tokens
+        self._lock = threading.Lock()
+        mock = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _json(self, code, obj):
+                data = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._json(200, {"object": "list", "data": [], "models": []})
+
+            def do_POST(self):
+                size = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(size) if size else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {}
+                meta = self.headers.get("x-codex-turn-metadata") or "{}"
+                with mock._lock:
+                    mock.requests.append({"path": self.path, "body": body, "meta": meta})
+                if self.path.split("?")[0].endswith("/responses/compact"):
+                    return self._json(200, {"output": [{"type": "message", "role": "user", "content": [
+                        {"type": "input_text", "text": mock.SUMMARY}]}]})
+                if not self.path.split("?")[0].endswith("/responses"):
+                    return self._json(404, {"error": {"message": "mock"}})
+                self._stream(mock._answer(body if isinstance(body, dict) else {}, meta))
+
+            def _stream(self, items):
+                n = len(mock.requests)
+                events = [{"type": "response.created", "response": {"id": f"resp_{n}"}}]
+                for i, item in enumerate(items):
+                    events.append({"type": "response.output_item.done", "output_index": i, "item": item})
+                usage = {"input_tokens": mock.input_tokens, "input_tokens_details": {"cached_tokens": 0},
+                         "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
+                         "total_tokens": mock.input_tokens + 20}
+                events.append({"type": "response.completed", "response": {"id": f"resp_{n}", "usage": usage}})
+                data = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def _answer(self, body, meta):
+        def text_item(text):
+            return {"type": "message", "role": "assistant", "id": f"msg_{uuid.uuid4().hex[:12]}",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+        items = body.get("input") or []
+        if '"request_kind":"compaction"' in meta.replace(" ", "") or "CONTEXT CHECKPOINT" in json.dumps(items[-1:]):
+            return [text_item(self.SUMMARY)]
+        # The turn so far: what follows the newest message the user typed.
+        prompt, since = "", []
+        for item in items:
+            if item.get("type") == "message" and item.get("role") == "user":
+                text = " ".join(c.get("text", "") for c in item.get("content") or [] if isinstance(c, dict))
+                if text and not text.lstrip().startswith("<"):
+                    prompt, since = text, []
+                    continue
+            since.append(item)
+        outputs = [i for i in since if i.get("type") in ("function_call_output", "custom_tool_call_output")]
+        if self.TOOL_WORD in prompt and not outputs:
+            tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+            cmd = "echo MOCK_SHELL_OUTPUT"
+            if "exec_command" in tools:
+                name, args = "exec_command", {"cmd": cmd}
+            elif "shell_command" in tools:
+                name, args = "shell_command", {"command": cmd}
+            else:
+                name, args = "shell", {"command": ["bash", "-lc", cmd]}
+            return [{"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:8]}", "call_id": f"call_{uuid.uuid4().hex[:8]}",
+                     "name": name, "arguments": json.dumps(args)}]
+        return [text_item(f"{self.ANSWER}: {prompt.strip()[:80]}")]
 
     def close(self):
         self.server.shutdown()

@@ -1,0 +1,146 @@
+//! `session-relay status`: the live sessions with how full their context is, as each agent
+//! recorded it at the end of the session file, and whether an up-to-date relay of each exists.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::list::{RelayMark, RelayMarks};
+use crate::config::Config;
+use crate::ledger::{self, Entry, Side};
+use crate::model::{Summary, Timestamp};
+
+/// The same scope as `list`'s.
+pub use super::list::Options;
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// The directory shown; `None` with `--all`.
+    pub dir: Option<String>,
+    pub sessions: Vec<Live>,
+    /// Files that could not be listed, with the reason.
+    pub warnings: Vec<String>,
+}
+
+/// One live session.
+#[derive(Debug, Serialize)]
+pub struct Live {
+    pub agent: String,
+    pub id: String,
+    pub path: String,
+    pub cwd: Option<String>,
+    pub title: Option<String>,
+    /// Last activity.
+    pub updated: Option<Timestamp>,
+    /// How full the context was at the newest request; `None` when the file records nothing.
+    pub context: Option<Context>,
+    /// The newest relay of this session into each agent.
+    pub relays: Vec<RelayState>,
+    /// Set when this session is itself a relay.
+    pub relay: Option<RelayMark>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Context {
+    /// Tokens the context held at the newest request.
+    pub tokens: u64,
+    /// The model's context window.
+    pub window: u64,
+    /// `recorded` (the agent wrote it into the session) or `config` (`context_window` of the
+    /// agent in the config, or its default).
+    pub window_from: &'static str,
+    /// tokens / window, in percent, one decimal.
+    pub percent: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RelayState {
+    /// The relay was made from the source as it is now (same size and SHA-256).
+    pub up_to_date: bool,
+    pub target: Side,
+    pub relayed_at: String,
+    pub resume_command: String,
+}
+
+pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
+    let scoped = super::list::in_scope(cfg, opts, true)?;
+    let entries = ledger::entries();
+    let relays = newest_relays(&entries);
+    let marks = RelayMarks::load();
+    // Each file's tail (and, for a relayed one, its hash) is independent of the others.
+    let sessions = scoped
+        .sessions
+        .into_par_iter()
+        .map(|s| {
+            let adapter = crate::adapters::by_name(&s.agent);
+            let context = adapter.and_then(|a| {
+                let u = a.recorded_usage(&s.path)?;
+                let (window, window_from) = match u.window {
+                    Some(w) => (w, "recorded"),
+                    None => (cfg.agent(a.name()).context_window, "config"),
+                };
+                Some(Context {
+                    percent: (u.tokens as f64 * 1000.0 / window.max(1) as f64).round() / 10.0,
+                    tokens: u.tokens,
+                    window,
+                    window_from,
+                    model: u.model,
+                })
+            });
+            let relay_states = relays
+                .get(&(s.agent.clone(), s.id.clone()))
+                .map(|es| es.iter().map(|e| relay_state(e, &s)).collect())
+                .unwrap_or_default();
+            Live {
+                relay: marks.of(&s),
+                agent: s.agent,
+                id: s.id,
+                path: s.path.display().to_string(),
+                cwd: s.cwd,
+                title: s.title,
+                updated: s.updated.or(s.created),
+                context,
+                relays: relay_states,
+            }
+        })
+        .collect();
+    Ok(Report {
+        dir: scoped.dir,
+        sessions,
+        warnings: scoped.warnings,
+    })
+}
+
+/// The newest relay still in place of each source session into each agent, by source.
+fn newest_relays(entries: &[Entry]) -> HashMap<(String, String), Vec<&Entry>> {
+    let mut out: HashMap<(String, String), Vec<&Entry>> = HashMap::new();
+    for e in ledger::live_relays(entries) {
+        if !e.is_store_relay() || !std::path::Path::new(&e.target.path).exists() {
+            continue;
+        }
+        let v = out
+            .entry((e.source.agent.clone(), e.source.id.clone()))
+            .or_default();
+        v.retain(|o| o.target.agent != e.target.agent);
+        v.push(e);
+    }
+    out
+}
+
+fn relay_state(e: &Entry, s: &Summary) -> RelayState {
+    // A source that changed size changed; one of the same size is hashed to be sure.
+    let up_to_date = e.source_bytes.is_none_or(|b| b == s.size)
+        && ledger::sha256_file(&s.path).is_ok_and(|h| h == e.source.sha256);
+    RelayState {
+        up_to_date,
+        resume_command: crate::adapters::by_name(&e.target.agent)
+            .map(|a| a.resume_command(&e.target.id, &e.cwd))
+            .unwrap_or_default(),
+        target: e.target.clone(),
+        relayed_at: e.time.clone(),
+    }
+}

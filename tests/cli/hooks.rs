@@ -1,0 +1,470 @@
+//! `hooks install|uninstall|status` on settings files of every shape, and `hook run` as the
+//! agents run it.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::common::TestEnv;
+
+fn settings(env: &TestEnv) -> PathBuf {
+    env.claude_home().join("settings.json")
+}
+
+/// The file's JSON without session-relay's handlers, and without empty event lists and an
+/// empty `hooks` object (on both sides of a comparison).
+fn without_ours(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(events) = v.get_mut("hooks").and_then(Value::as_object_mut) {
+        for groups in events.values_mut() {
+            if let Some(gs) = groups.as_array_mut() {
+                for g in gs.iter_mut() {
+                    if let Some(hs) = g.get_mut("hooks").and_then(Value::as_array_mut) {
+                        hs.retain(|h| {
+                            !h["command"]
+                                .as_str()
+                                .unwrap_or("")
+                                .contains("session-relay hook run")
+                        });
+                    }
+                }
+                gs.retain(|g| g["hooks"].as_array().is_none_or(|h| !h.is_empty()));
+            }
+        }
+        events.retain(|_, groups| groups.as_array().is_none_or(|g| !g.is_empty()));
+        if events.is_empty() {
+            v.as_object_mut().unwrap().remove("hooks");
+        }
+    }
+    v
+}
+
+fn ours<'a>(v: &'a Value, event: &str) -> Vec<&'a Value> {
+    v["hooks"][event]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["hooks"].as_array().into_iter().flatten())
+        .filter(|h| {
+            h["command"]
+                .as_str()
+                .unwrap_or("")
+                .contains("session-relay hook run")
+        })
+        .collect()
+}
+
+/// Settings files people have: other keys and hooks, odd layouts.
+const SHAPES: &[(&str, &str)] = &[
+    (
+        "other hooks, four spaces",
+        "{\n    \"model\": \"opus\",\n    \"permissions\": {\"allow\": [\"Bash(ls:*)\"]},\n    \"hooks\": {\n        \"Stop\": [\n            {\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send done\"}]}\n        ],\n        \"PreCompact\": [\n            {\n                \"matcher\": \"auto\",\n                \"hooks\": [\n                    {\n                        \"type\": \"command\",\n                        \"command\": \"~/bin/save-transcript.sh\",\n                        \"timeout\": 5\n                    }\n                ]\n            }\n        ]\n    }\n}\n",
+    ),
+    ("one line", "{\"model\":\"sonnet\",\"env\":{\"A\":\"1\"}}"),
+    (
+        "tabs and CRLF",
+        "{\r\n\t\"theme\": \"dark\",\r\n\t\"hooks\": {\r\n\t\t\"PreToolUse\": [{\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"guard\"}]}]\r\n\t}\r\n}\r\n",
+    ),
+    (
+        "odd spacing, unicode, no final newline",
+        "{ \"statusLine\" : { \"type\" : \"command\" , \"command\" : \"echo ✓ \\u00e9\" } ,\n  \"hooks\" : { } }",
+    ),
+    ("empty object", "{}\n"),
+];
+
+#[test]
+fn install_and_uninstall_round_trip_on_every_shape() {
+    for (what, original) in SHAPES {
+        let env = TestEnv::empty();
+        let file = settings(&env);
+        std::fs::write(&file, original).unwrap();
+        let before: Value = serde_json::from_str(original).unwrap();
+
+        let r = env.json(&["hooks", "install", "--agent", "claude", "--json"]);
+        assert_eq!(r["changed"], true, "{what}");
+        assert_eq!(r["created_file"], false, "{what}");
+        let installed = std::fs::read_to_string(&file).unwrap();
+        let after: Value = serde_json::from_str(&installed).unwrap();
+        assert_eq!(
+            without_ours(&after),
+            without_ours(&before),
+            "{what}:\n{installed}"
+        );
+        let hooks = ours(&after, "PreCompact");
+        assert_eq!(hooks.len(), 1, "{what}");
+        assert_eq!(hooks[0]["type"], "command");
+        assert_eq!(hooks[0]["timeout"], 60);
+        assert!(
+            hooks[0]["command"]
+                .as_str()
+                .unwrap()
+                .contains("session-relay hook run --to codex --home codex="),
+            "{}",
+            hooks[0]["command"]
+        );
+        // Every byte of the original is still there, in order: only text was added.
+        let mut rest = installed.as_str();
+        for c in original.chars() {
+            let at = rest
+                .find(c)
+                .unwrap_or_else(|| panic!("{what}: lost {c:?}:\n{installed}"));
+            rest = &rest[at + c.len_utf8()..];
+        }
+        if original.contains("\r\n") {
+            assert!(
+                !installed.replace("\r\n", "").contains('\n'),
+                "{what}: LF added"
+            );
+        }
+        // The backup is the original.
+        let backup = PathBuf::from(r["backup"].as_str().unwrap());
+        assert_eq!(std::fs::read_to_string(&backup).unwrap(), *original);
+
+        // Twice adds nothing.
+        let again = env.json(&["hooks", "install", "--agent", "claude", "--json"]);
+        assert_eq!(again["changed"], false, "{what}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), installed, "{what}");
+
+        let status = env.json(&["hooks", "status", "--json"]);
+        let claude = status["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == "claude")
+            .unwrap();
+        assert_eq!(claude["hooks"][0]["event"], "PreCompact", "{what}");
+        assert_eq!(claude["hooks"][0]["to"], "codex");
+        assert_eq!(claude["hooks"][0]["trust"], "not_needed");
+
+        // Nothing else changed: uninstall gives the file back byte for byte.
+        let u = env.json(&["hooks", "uninstall", "--agent", "claude", "--json"]);
+        assert_eq!(u["removed"], 1, "{what}");
+        assert_eq!(u["restored"], true, "{what}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), *original, "{what}");
+        let none = env.json(&["hooks", "uninstall", "--agent", "claude", "--json"]);
+        assert_eq!(none["removed"], 0);
+    }
+}
+
+#[test]
+fn uninstall_after_other_changes_removes_only_its_own_hook() {
+    let env = TestEnv::empty();
+    let file = settings(&env);
+    let (_, original) = SHAPES[0];
+    std::fs::write(&file, original).unwrap();
+    env.ok(&["hooks", "install", "--agent", "claude"]);
+    // The user (or Claude Code) changes something else meanwhile.
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    v["model"] = json!("haiku");
+    v["hooks"]["Stop"][0]["hooks"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "command", "command": "say bye"}));
+    std::fs::write(&file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let u = env.json(&["hooks", "uninstall", "--agent", "claude", "--json"]);
+    assert_eq!(u["removed"], 1);
+    assert_eq!(u["restored"], false);
+    let now: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(now, without_ours(&v));
+    assert_eq!(now["model"], "haiku");
+    assert_eq!(
+        now["hooks"]["PreCompact"][0]["hooks"][0]["command"],
+        "~/bin/save-transcript.sh"
+    );
+    assert_eq!(now["hooks"]["Stop"][0]["hooks"][1]["command"], "say bye");
+    // The backup of the file before the install is kept and said.
+    assert!(
+        u["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains(".session-relay.bak"),
+        "{u}"
+    );
+}
+
+#[test]
+fn a_missing_file_is_created_and_removed_again() {
+    let env = TestEnv::empty();
+    let file = settings(&env);
+    let r = env.json(&[
+        "hooks",
+        "install",
+        "--agent",
+        "claude",
+        "--session-end",
+        "--json",
+    ]);
+    assert_eq!(r["created_file"], true);
+    assert!(r["backup"].is_null());
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(ours(&v, "PreCompact").len(), 1);
+    assert_eq!(ours(&v, "SessionEnd").len(), 1);
+    // Installing again without --session-end takes that event out again.
+    env.ok(&["hooks", "install", "--agent", "claude"]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(ours(&v, "SessionEnd").len(), 0);
+    assert!(v["hooks"].get("SessionEnd").is_none(), "{v}");
+    // --to and --budget change the one hook in place.
+    env.ok(&[
+        "hooks", "install", "--agent", "claude", "--to", "claude", "--budget", "5000",
+    ]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let h = ours(&v, "PreCompact");
+    assert_eq!(h.len(), 1);
+    assert!(
+        h[0]["command"]
+            .as_str()
+            .unwrap()
+            .contains("--to claude --budget 5000")
+    );
+    let u = env.json(&["hooks", "uninstall", "--agent", "claude", "--json"]);
+    assert_eq!(u["restored"], true);
+    assert!(!file.exists());
+}
+
+#[test]
+fn a_malformed_settings_file_is_refused_and_left_alone() {
+    for bad in [
+        "{\n  // Claude Code refuses comments too\n  \"model\": \"opus\"\n}\n",
+        "{\"model\": \"opus\",}",
+        "{\"hooks\": []}",
+        "[]",
+        "{\"hooks\": {\"PreCompact\": {\"command\": \"x\"}}}",
+    ] {
+        let env = TestEnv::empty();
+        let file = settings(&env);
+        std::fs::write(&file, bad).unwrap();
+        let (code, err) = env.fails(&["hooks", "install", "--agent", "claude"]);
+        assert_eq!(code, 1, "{bad}");
+        assert!(err.contains(&file.display().to_string()), "{err}");
+        assert!(err.contains("nothing was changed"), "{err}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), bad);
+        let (code, _) = env.fails(&["hooks", "uninstall", "--agent", "claude"]);
+        assert_eq!(code, 1);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), bad);
+        let names: Vec<String> = std::fs::read_dir(env.claude_home())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.contains("bak")), "{names:?}");
+        // status says so, and goes on.
+        let s = env.json(&["hooks", "status", "--json"]);
+        assert!(
+            s["agents"][0]["error"]
+                .as_str()
+                .unwrap()
+                .contains("settings.json")
+        );
+    }
+}
+
+#[test]
+fn codex_hooks_need_trust_and_status_reads_it() {
+    let env = TestEnv::empty();
+    let file = env.codex_home().join("hooks.json");
+    let original = "{\n  \"hooks\": {\n    \"SessionStart\": [\n      {\n        \"matcher\": \"startup\",\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"echo hi\"\n          }\n        ]\n      }\n    ]\n  }\n}\n";
+    std::fs::write(&file, original).unwrap();
+    let r = env.json(&["hooks", "install", "--agent", "codex", "--json"]);
+    assert_eq!(r["hooks"][0]["trust"], "untrusted");
+    assert!(
+        r["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .contains("--to claude")
+    );
+    assert!(
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("/hooks")),
+        "{r}"
+    );
+    let text = env.ok(&["hooks", "status"]);
+    assert!(text.contains("NOT trusted yet"), "{text}");
+    // Codex records trust by the handler's key: path, event, group, handler.
+    let key = format!("{}:pre_compact:0:0", file.display());
+    std::fs::write(
+        env.codex_home().join("config.toml"),
+        format!("model = \"gpt-5.5\"\n\n[hooks.state.\"{key}\"]\ntrusted_hash = \"sha256:abc\"\n"),
+    )
+    .unwrap();
+    let s = env.json(&["hooks", "status", "--json"]);
+    let codex = s["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "codex")
+        .unwrap();
+    assert_eq!(codex["hooks"][0]["trust"], "trusted", "{s}");
+    let u = env.json(&["hooks", "uninstall", "--agent", "codex", "--json"]);
+    assert_eq!(u["restored"], true);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original);
+}
+
+fn run_hook(env: &TestEnv, to: &str, input: &str) -> (i32, String) {
+    let out = env
+        .cmd()
+        .args(["hook", "run", "--to", to])
+        .write_stdin(input.to_string())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+    )
+}
+
+fn payload(path: &Path, id: &str, event: &str) -> String {
+    json!({
+        "session_id": id,
+        "transcript_path": path,
+        "cwd": "/home/dev/projects/interactive",
+        "hook_event_name": event,
+        "trigger": "manual",
+    })
+    .to_string()
+}
+
+#[test]
+fn hook_run_relays_the_session_once_and_always_exits_0() {
+    let env = TestEnv::with_fixtures();
+    let source = env
+        .claude_home()
+        .join("projects/-home-dev-projects-interactive/771ce1df-ae7a-4516-8192-f08c38166af2.jsonl");
+    let input = payload(
+        &source,
+        "771ce1df-ae7a-4516-8192-f08c38166af2",
+        "PreCompact",
+    );
+    let (code, out) = run_hook(&env, "codex", &input);
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let id = out
+        .trim()
+        .strip_prefix("Relayed to Codex CLI: codex resume ")
+        .unwrap_or_else(|| panic!("{out}"));
+    let listed = env.list_json(&["list", "--agent", "codex", "--all", "--json"]);
+    let relayed = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap();
+    assert_eq!(relayed["relay"]["from"]["agent"], "claude");
+    // Idempotent.
+    let (code, out) = run_hook(&env, "codex", &input);
+    assert_eq!(code, 0);
+    assert_eq!(
+        out.trim(),
+        format!("Already relayed to Codex CLI: codex resume {id}")
+    );
+
+    // A Codex session's hook answers in Codex's JSON.
+    let rollout = env.codex_home().join(
+        "sessions/2026/11/30/rollout-2026-11-30T02-52-17-01a22a5e-1137-71a3-a6d7-914d1c237ed7.jsonl",
+    );
+    let (code, out) = run_hook(
+        &env,
+        "claude",
+        &payload(
+            &rollout,
+            "01a22a5e-1137-71a3-a6d7-914d1c237ed7",
+            "PreCompact",
+        ),
+    );
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        v["systemMessage"]
+            .as_str()
+            .unwrap()
+            .starts_with("Relayed to Claude Code: cd "),
+        "{v}"
+    );
+
+    // Whatever goes wrong, the agent goes on.
+    for bad in [
+        "",
+        "{not json",
+        "{\"session_id\": \"ffffffff-nope\"}",
+        "[1]",
+    ] {
+        let (code, out) = run_hook(&env, "codex", bad);
+        assert_eq!(code, 0, "{bad}");
+        assert!(
+            out.starts_with("session-relay could not relay this session to Codex CLI: "),
+            "{bad}: {out}"
+        );
+        assert_eq!(out.lines().count(), 1);
+    }
+    let broken_config = env
+        .cmd()
+        .args([
+            "--config",
+            "/nonexistent/config.yaml",
+            "hook",
+            "run",
+            "--to",
+            "codex",
+        ])
+        .write_stdin(input.clone())
+        .output()
+        .unwrap();
+    assert_eq!(broken_config.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&broken_config.stdout).contains("could not relay"));
+
+    // Every run is in the log, and hooks status shows the newest.
+    let log =
+        std::fs::read_to_string(env.dir.path().join("state/session-relay/hooks.log")).unwrap();
+    let entries: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 8);
+    assert_eq!(entries[0]["outcome"], "relayed");
+    assert_eq!(entries[0]["event"], "PreCompact");
+    assert_eq!(entries[0]["trigger"], "manual");
+    assert_eq!(entries[0]["target"]["id"], id);
+    assert_eq!(entries[1]["outcome"], "already_relayed");
+    assert_eq!(entries[3]["outcome"], "error");
+    let status = env.ok(&["hooks", "status"]);
+    assert!(status.contains("Recent hook runs"), "{status}");
+}
+
+#[test]
+fn the_installed_command_runs_as_the_agent_would_run_it() {
+    // The agent runs the command line through a shell, with the hook's JSON on stdin and
+    // without this shell's environment (here: no CODEX_HOME).
+    let env = TestEnv::with_fixtures();
+    env.ok(&["hooks", "install", "--agent", "claude"]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(settings(&env)).unwrap()).unwrap();
+    let command = ours(&v, "PreCompact")[0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(command.contains("--home codex="), "{command}");
+    let source = env
+        .claude_home()
+        .join("projects/-home-dev-projects-interactive/771ce1df-ae7a-4516-8192-f08c38166af2.jsonl");
+    let out = env
+        .cmd_of("sh")
+        .env_remove("CODEX_HOME")
+        .args(["-c", &command])
+        .write_stdin(payload(&source, "771ce1df", "PreCompact"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let line = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        line.starts_with("Relayed to Codex CLI: codex resume "),
+        "{line}"
+    );
+    let id = line.trim().rsplit(' ').next().unwrap();
+    assert!(
+        walkdir::WalkDir::new(env.codex_home().join("sessions"))
+            .into_iter()
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().contains(id))
+    );
+}

@@ -1,0 +1,191 @@
+//! Re-relaying a session that grew: a new relay that supersedes the earlier one in the ledger,
+//! `clean --superseded` for the replaced relays nobody continued, and `list` marking relays.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::TestEnv;
+
+const SOURCE: &str =
+    "projects/-home-dev-projects-interactive/771ce1df-ae7a-4516-8192-f08c38166af2.jsonl";
+
+fn grow(path: &Path, text: &str) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    std::io::Write::write_all(
+        &mut f,
+        format!("{{\"type\":\"last-prompt\",\"lastPrompt\":\"{text}\"}}\n").as_bytes(),
+    )
+    .unwrap();
+}
+
+fn relay(env: &TestEnv, proj: &str) -> Value {
+    env.json(&[
+        "relay", "771ce1df", "--to", "codex", "--cwd", proj, "--json",
+    ])
+}
+
+fn ledger(env: &TestEnv) -> Vec<Value> {
+    std::fs::read_to_string(env.dir.path().join("state/session-relay/ledger.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_grown_session_is_relayed_again_and_supersedes_the_earlier_relay() {
+    let mut env = TestEnv::with_fixtures();
+    env.removing_stores(); // the source grows on purpose
+    let proj = env.project();
+    let source = env.claude_home().join(SOURCE);
+
+    let first = relay(&env, &proj);
+    assert_eq!(first["already_relayed"], false);
+    assert_eq!(first["supersedes"], serde_json::json!([]));
+    let again = relay(&env, &proj);
+    assert_eq!(again["already_relayed"], true);
+    assert_eq!(again["target"]["id"], first["target"]["id"]);
+
+    grow(&source, "one more thing");
+    let second = relay(&env, &proj);
+    assert_eq!(second["already_relayed"], false, "{second}");
+    assert_ne!(second["target"]["id"], first["target"]["id"]);
+    assert_eq!(second["supersedes"][0]["id"], first["target"]["id"]);
+    assert!(
+        second["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("clean --superseded")),
+        "{second}"
+    );
+    let last = ledger(&env).pop().unwrap();
+    assert_eq!(last["supersedes"][0]["path"], first["target"]["path"]);
+    assert_eq!(
+        last["source_bytes"],
+        std::fs::metadata(&source).unwrap().len()
+    );
+    // Unchanged since: answered from the ledger with the newest relay.
+    let text = env.ok(&["relay", "771ce1df", "--to", "codex", "--cwd", &proj]);
+    assert!(
+        text.starts_with(&format!(
+            "Already relayed as Codex CLI session {}",
+            second["target"]["id"].as_str().unwrap()
+        )),
+        "{text}"
+    );
+    // A dry run of a grown source says what it would supersede and records nothing.
+    grow(&source, "and another");
+    let before = ledger(&env).len();
+    let dry = env.json(&[
+        "relay",
+        "771ce1df",
+        "--to",
+        "codex",
+        "--cwd",
+        &proj,
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(dry["supersedes"][0]["id"], second["target"]["id"]);
+    assert_eq!(ledger(&env).len(), before);
+    // A third relay supersedes the second only: the first is superseded already.
+    let third = relay(&env, &proj);
+    let replaced: Vec<&Value> = third["supersedes"].as_array().unwrap().iter().collect();
+    assert_eq!(replaced.len(), 1);
+    assert_eq!(replaced[0]["id"], second["target"]["id"]);
+}
+
+#[test]
+fn clean_superseded_removes_replaced_relays_nobody_continued() {
+    let mut env = TestEnv::with_fixtures();
+    env.removing_stores();
+    let proj = env.project();
+    let source = env.claude_home().join(SOURCE);
+    let first = relay(&env, &proj);
+    grow(&source, "step 2");
+    let second = relay(&env, &proj);
+    grow(&source, "step 3");
+    let third = relay(&env, &proj);
+    // Someone resumed the second relay and went on working in it.
+    let continued = PathBuf::from(second["target"]["path"].as_str().unwrap());
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&continued)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"timestamp\":\"2026-12-01T00:00:00Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"go on\"}}\n").unwrap();
+    drop(f);
+    // Another session relayed once: not superseded, not a candidate.
+    let other = env.json(&[
+        "relay", "01a22a5d", "--to", "claude", "--cwd", &proj, "--json",
+    ]);
+
+    let listed = env.list_json(&["list", "--cwd", &proj, "--json"]);
+    let mark = |id: &Value| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == *id)
+            .map(|s| s["relay"].clone())
+            .unwrap()
+    };
+    assert_eq!(mark(&first["target"]["id"])["superseded"], true);
+    assert_eq!(mark(&first["target"]["id"])["in_ledger"], true);
+    assert_eq!(
+        mark(&first["target"]["id"])["from"]["id"],
+        "771ce1df-ae7a-4516-8192-f08c38166af2"
+    );
+    assert_eq!(mark(&third["target"]["id"])["superseded"], false);
+    assert_eq!(mark(&other["target"]["id"])["from"]["agent"], "codex");
+    let text = env.ok(&["list", "--cwd", &proj]);
+    assert!(text.contains("[relay, superseded] relay_"), "{text}");
+    assert!(text.contains("[relay] relay_"), "{text}");
+    // Native sessions carry no mark.
+    let all = env.list_json(&["list", "--all", "--json"]);
+    let native = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "771ce1df-ae7a-4516-8192-f08c38166af2")
+        .unwrap();
+    assert!(native.get("relay").is_none(), "{native}");
+
+    let dry = env.json(&["clean", "--superseded", "--dry-run", "--json"]);
+    let actions: Vec<(String, String)> = dry["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap().to_string(),
+                s["action"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        vec![
+            (
+                first["target"]["id"].as_str().unwrap().to_string(),
+                "would_delete".into()
+            ),
+            (
+                second["target"]["id"].as_str().unwrap().to_string(),
+                "kept".into()
+            ),
+        ],
+        "{dry}"
+    );
+    let done = env.json(&["clean", "--superseded", "--yes", "--json"]);
+    assert_eq!(done["sessions"][0]["action"], "deleted");
+    assert!(!Path::new(first["target"]["path"].as_str().unwrap()).exists());
+    assert!(continued.exists());
+    assert!(Path::new(third["target"]["path"].as_str().unwrap()).exists());
+    assert!(Path::new(other["target"]["path"].as_str().unwrap()).exists());
+    // Its title line left Codex's index with it.
+    let index = std::fs::read_to_string(env.codex_home().join("session_index.jsonl")).unwrap();
+    assert!(!index.contains(first["target"]["id"].as_str().unwrap()));
+    assert!(index.contains(third["target"]["id"].as_str().unwrap()));
+}
