@@ -9,6 +9,7 @@ mod budget;
 mod clean;
 mod export;
 mod fuzz_readers;
+mod gemini;
 mod hostile;
 mod layout;
 mod list_and_select;
