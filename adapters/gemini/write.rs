@@ -19,7 +19,7 @@
 //!   them) follows as a `user` message of `functionResponse` parts, as the CLI itself records
 //!   results.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{Map, Value, json};
 
@@ -30,15 +30,8 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     let path = match &req.standalone {
         Some(p) => p.clone(),
         None => {
+            // A home where Gemini CLI never ran gets the folders its first start would make.
             let gemini = super::gemini_dir(&req.home);
-            if !gemini.is_dir() {
-                bail!(
-                    "Gemini CLI has not run with the home {} yet (no .gemini folder there): run \
-                     `gemini` once, or point GEMINI_CLI_HOME or --home gemini=DIR at the folder \
-                     that contains .gemini",
-                    req.home.display()
-                );
-            }
             let slug = super::project::slug_for(&gemini, &req.cwd);
             gemini
                 .join("tmp")

@@ -632,16 +632,31 @@ fn dry_run_and_clean_for_gemini() {
 }
 
 #[test]
-fn a_home_where_gemini_never_ran_is_refused() {
+fn a_home_where_gemini_never_ran_gets_what_its_first_start_would_make() {
     let env = TestEnv::with_fixtures();
     let proj = env.project();
     let bare = env.dir.path().join("bare-home");
     std::fs::create_dir_all(&bare).unwrap();
     let flag = format!("gemini={}", bare.display());
-    let (code, err) = env.fails(&[
-        "--home", &flag, "relay", "771ce1df", "--to", "gemini", "--cwd", &proj,
+    let r = env.json(&[
+        "--home", &flag, "relay", "771ce1df", "--to", "gemini", "--cwd", &proj, "--json",
     ]);
-    assert_eq!(code, 1);
-    assert!(err.contains("no .gemini folder"), "{err}");
-    assert!(!bare.join(".gemini").exists(), "nothing created");
+    assert!(
+        r["target"]["path"]
+            .as_str()
+            .unwrap()
+            .starts_with(bare.join(".gemini/tmp/proj/chats").to_str().unwrap())
+    );
+    let registry: Value =
+        serde_json::from_str(&std::fs::read_to_string(bare.join(".gemini/projects.json")).unwrap())
+            .unwrap();
+    assert_eq!(registry, json!({"projects": {proj.clone(): "proj"}}));
+    // A home that does not exist at all is refused, and nothing is created.
+    let missing = env.dir.path().join("no-such-home");
+    let flag = format!("gemini={}", missing.display());
+    let (code, err) = env.fails(&[
+        "--home", &flag, "relay", "771ce1df", "--to", "gemini", "--cwd", &proj, "--force",
+    ]);
+    assert_eq!(code, 4, "{err}");
+    assert!(!missing.exists());
 }

@@ -261,8 +261,6 @@ fn codex_session(env: &TestEnv, texts: &[String], name: &str) -> String {
 fn relay_everything(env: &TestEnv, ids: &[String], proj: &str) -> (String, Vec<Value>) {
     let mut written = String::new();
     let mut reports = Vec::new();
-    // Gemini CLI's home holds its .gemini folder once it has run.
-    std::fs::create_dir_all(env.home("gemini").join(".gemini")).unwrap();
     for id in ids {
         for to in session_relay::adapters::names() {
             let out = env.ok(&["relay", id, "--to", to, "--cwd", proj, "--json"]);
