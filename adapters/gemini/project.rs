@@ -22,19 +22,23 @@ pub fn registry(gemini: &Path) -> BTreeMap<String, String> {
     let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
         return BTreeMap::new();
     };
-    let Some(projects) = v.get("projects").and_then(Value::as_object) else {
+    if !valid_registry(&v) {
         return BTreeMap::new();
-    };
-    let mut out = BTreeMap::new();
-    for (path, slug) in projects {
-        match slug.as_str() {
-            Some(s) if valid_slug(s) => {
-                out.insert(path.clone(), s.to_string());
-            }
-            _ => return BTreeMap::new(),
-        }
     }
-    out
+    v["projects"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(path, slug)| (path.clone(), slug.as_str().unwrap_or_default().to_string()))
+        .collect()
+}
+
+/// What the CLI accepts as `projects.json`: `{"projects": {path: slug}}`, every slug
+/// `[a-z0-9-]+`.
+fn valid_registry(v: &Value) -> bool {
+    v.get("projects")
+        .and_then(Value::as_object)
+        .is_some_and(|o| o.values().all(|s| s.as_str().is_some_and(valid_slug)))
 }
 
 fn valid_slug(s: &str) -> bool {
@@ -189,12 +193,22 @@ pub fn register(home: &Path, written: &NativeSession, cwd: &str) -> Result<Vec<S
     }
     let path = gemini.join("projects.json");
     let mut doc: Value = match std::fs::read(&path) {
-        Ok(b) => serde_json::from_slice(&b).unwrap_or_else(|_| json!({"projects": {}})),
-        Err(_) => json!({"projects": {}}),
+        Ok(b) => match serde_json::from_slice::<Value>(&b) {
+            Ok(v) if valid_registry(&v) => v,
+            _ => {
+                // Not a registry the CLI reads: left as it is. The markers are enough, the
+                // CLI adopts the folder they name (and rewrites the file itself).
+                notes.push(format!(
+                    "{} is not a registry Gemini CLI reads; left as it is (the CLI finds {cwd} by its .project_root marker)",
+                    path.display()
+                ));
+                migrate_legacy(&gemini, &cwd, &slug, &written.path, &mut notes);
+                return Ok(notes);
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({"projects": {}}),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
-    if !doc.get("projects").is_some_and(Value::is_object) {
-        doc = json!({"projects": {}});
-    }
     let projects = doc["projects"].as_object_mut().expect("checked above");
     match projects.get(&cwd).and_then(Value::as_str) {
         Some(s) if s == slug => {}

@@ -660,3 +660,31 @@ fn a_home_where_gemini_never_ran_gets_what_its_first_start_would_make() {
     assert_eq!(code, 4, "{err}");
     assert!(!missing.exists());
 }
+
+#[test]
+fn a_registry_the_cli_would_not_read_is_left_as_it_is() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    // A slug outside [a-z0-9-]: Gemini CLI reads the whole file as empty.
+    let registry = gemini_dir(&env).join("projects.json");
+    let odd = r#"{"projects":{"/somewhere":"Not A Slug"}}"#;
+    std::fs::write(&registry, odd).unwrap();
+    let r = relay_json(&env, &["771ce1df", "--to", "gemini", "--cwd", &proj]);
+    assert_eq!(std::fs::read_to_string(&registry).unwrap(), odd);
+    assert!(
+        r["notes"].to_string().contains("left as it is"),
+        "{}",
+        r["notes"]
+    );
+    // The marker is what the CLI finds the project by.
+    let folder = Path::new(r["target"]["path"].as_str().unwrap())
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    assert_eq!(
+        std::fs::read_to_string(folder.join(".project_root")).unwrap(),
+        proj
+    );
+}
