@@ -402,6 +402,75 @@ mod tests {
         assert!(file_name("x", now).starts_with("session-2026-11-30T11-37-"));
     }
 
+    /// Any order of calls, results and words reads back as it was written: parallel results
+    /// out of order, thoughts and words between a call and its result.
+    #[test]
+    fn every_order_of_calls_and_results_reads_back_as_written() {
+        use crate::model::{Message, Role, Session};
+        let call = |id: &str| {
+            let mut m = Message::new(Role::ToolCall, "");
+            m.tool_call_id = Some(id.into());
+            m.tool_name = Some("run_shell_command".into());
+            m.tool_input = Some(json!({"command": format!("echo {id}")}));
+            m.key_arg = Some(format!("echo {id}"));
+            m
+        };
+        let result = |id: &str, error: bool| {
+            let mut m = Message::new(Role::ToolResult, format!("out {id}"));
+            m.tool_call_id = Some(id.into());
+            m.is_error = error;
+            m
+        };
+        let mut s = Session::new("gemini", "relay", "id");
+        s.messages = vec![
+            Message::new(Role::System, "# Handoff brief"),
+            Message::new(Role::User, "/etc/hosts first"),
+            Message::new(Role::Assistant, "Two at once."),
+            call("a"),
+            call("b"),
+            result("b", false),
+            result("a", true),
+            call("c"),
+            Message::new(Role::Reasoning, "**Wait**\n\nfor c"),
+            Message::new(Role::Assistant, "c is slow"),
+            result("c", false),
+            call("d"),
+            result("d", false),
+            call("e"),
+            result("e", false),
+            Message::new(Role::User, ""),
+            Message::new(Role::Assistant, "Done."),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("s.jsonl");
+        let req = WriteRequest {
+            home: dir.path().to_path_buf(),
+            id: "0199f022-0000-7000-8000-00000000aaaa".into(),
+            cwd: "/tmp/x".into(),
+            title: "t".into(),
+            provenance: json!({}),
+            now: Utc::now(),
+            standalone: Some(out.clone()),
+        };
+        let native = write(&s, &req).unwrap();
+        std::fs::write(&out, &native.bytes).unwrap();
+        let back = super::super::read::read(&out, Default::default()).unwrap();
+        assert_eq!(crate::verify::digest(&back), crate::verify::digest(&s));
+        // Results that could sit in their calls do; d and e are one call each.
+        let lines: Vec<Value> = String::from_utf8(native.bytes)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let with_result = lines
+            .iter()
+            .filter_map(|l| l["toolCalls"].as_array())
+            .flatten()
+            .filter(|c| c.get("result").is_some())
+            .count();
+        assert_eq!(with_result, 4, "a, b, d, e");
+    }
+
     #[test]
     fn thoughts_split_back_into_subject_and_body() {
         let t = Utc::now();
