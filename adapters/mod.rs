@@ -5,15 +5,16 @@ use crate::adapter::Adapter;
 
 pub mod claude;
 pub mod codex;
+pub mod gemini;
 
-static REGISTRY: &[&dyn Adapter] = &[&claude::ADAPTER, &codex::ADAPTER];
+static REGISTRY: &[&dyn Adapter] = &[&claude::ADAPTER, &codex::ADAPTER, &gemini::ADAPTER];
 
 /// Every adapter, in a stable order.
 pub fn registry() -> &'static [&'static dyn Adapter] {
     REGISTRY
 }
 
-/// The adapter called `name` (`claude`, `codex`).
+/// The adapter called `name` (`claude`, `codex`, `gemini`).
 pub fn by_name(name: &str) -> Option<&'static dyn Adapter> {
     registry().iter().copied().find(|a| a.name() == name)
 }

@@ -1,6 +1,6 @@
-//! Every fixture relayed in both directions (and as same-agent forks) into temporary homes,
-//! then judged by the REAL Codex and Claude Code CLIs through the checks in
-//! `tests/realclients/` (`check_codex.py`, `check_claude.py`).
+//! Every fixture relayed into every agent (other agents' sessions, and same-agent forks) in
+//! temporary homes, then judged by the REAL Codex, Claude Code and Gemini CLIs through the
+//! checks in `tests/realclients/` (`check_codex.py`, `check_claude.py`, `check_gemini.py`).
 //!
 //! These tests need the clients that `tests/realclients/install.sh` installs (`.ci/run` runs
 //! it), so they are ignored by a plain `cargo test`; run them with
@@ -19,11 +19,13 @@ use serde_json::{Value, json};
 /// The folder of the check scripts, after making sure the real CLIs they drive are installed.
 fn realclients() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/realclients");
-    assert!(
-        dir.join("check_codex.py").exists() && dir.join("check_claude.py").exists(),
-        "the real-client checks are missing from {}",
-        dir.display()
-    );
+    for check in ["check_codex.py", "check_claude.py", "check_gemini.py"] {
+        assert!(
+            dir.join(check).exists(),
+            "the real-client check {check} is missing from {}",
+            dir.display()
+        );
+    }
     let cache = std::env::var_os("REALCLIENTS_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -31,13 +33,14 @@ fn realclients() -> PathBuf {
                 .unwrap()
                 .join(".cache/session-relay-realclients")
         });
-    assert!(
-        cache.join("node_modules/.bin/codex").exists()
-            && cache.join("node_modules/.bin/claude").exists(),
-        "the real CLIs are not installed in {}: run `bash {}/install.sh` (needs the npm registry)",
-        cache.display(),
-        dir.display()
-    );
+    for cli in ["codex", "claude", "gemini"] {
+        assert!(
+            cache.join("node_modules/.bin").join(cli).exists(),
+            "the real CLIs are not installed in {}: run `bash {}/install.sh` (needs the npm registry)",
+            cache.display(),
+            dir.display()
+        );
+    }
     dir
 }
 
@@ -48,6 +51,7 @@ fn check(script: &Path, args: &[&str]) -> Result<(), String> {
         .args(args)
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
+        .env_remove("GEMINI_CLI_HOME")
         .output()
         .unwrap_or_else(|e| panic!("cannot run python3 {}: {e}", script.display()));
     if out.status.success() {
@@ -70,8 +74,8 @@ fn relay_and_check(
     source: &str,
     to: &str,
     proj: &str,
-    claude_checks: &str,
     extra: &[&str],
+    expect: &[&str],
 ) -> Result<(), String> {
     let out = env
         .cmd()
@@ -90,7 +94,7 @@ fn relay_and_check(
     // The checks look for plain words of the last prompt on screen; the public sample's
     // prompts are redaction markers in brackets, which it cannot pick, so name one for it.
     let written = std::fs::read_to_string(r["target"]["path"].as_str().unwrap()).unwrap();
-    let mut expect: Vec<&str> = Vec::new();
+    let mut expect: Vec<&str> = expect.iter().flat_map(|e| ["--expect", e]).collect();
     if written.contains("[REDACTED_PROMPT]") {
         expect = vec!["--expect", "REDACTED_PROMPT"];
     }
@@ -104,10 +108,20 @@ fn relay_and_check(
             ]
             .concat(),
         ),
+        // Listed for the directory, drawn in the TUI, and sent to the model with a new prompt.
+        "gemini" => check(
+            &scripts.join("check_gemini.py"),
+            &[
+                &["--checks", "lint,list,render,model"][..],
+                &expect,
+                &[env.home("gemini").to_str().unwrap(), proj, &id],
+            ]
+            .concat(),
+        ),
         _ => check(
             &scripts.join("check_claude.py"),
             &[
-                &["--checks", claude_checks][..],
+                &["--checks", "lint,load,render"][..],
                 &expect,
                 &[env.claude_home().to_str().unwrap(), proj, &id],
             ]
@@ -123,28 +137,36 @@ fn every_fixture_to(to: &str) {
     let proj = env.project();
     let mut failures = Vec::new();
     let mut checked = 0;
+    let mut nothing_to_relay = Vec::new();
     for (agent, path) in fixture_sessions() {
         let rel = path.strip_prefix(common::fixtures().join(agent)).unwrap();
-        let home = if agent == "claude" {
-            env.claude_home()
-        } else {
-            env.codex_home()
-        };
-        let source = home.join(rel);
+        let source = env.home(agent).join(rel);
+        // The stray file Gemini CLI leaves after a resume holds no prompt: there is nothing
+        // to relay (the relay says so), and Gemini itself deletes it at its next start.
+        let shown = env.json(&["show", source.to_str().unwrap(), "--json"]);
+        if shown["counts"]["user"].as_u64().unwrap_or(0) == 0 {
+            nothing_to_relay.push(format!("{agent}: {}", rel.display()));
+            continue;
+        }
         if let Err(e) = relay_and_check(
             &env,
             &scripts,
             source.to_str().unwrap(),
             to,
             &proj,
-            "lint,load,render",
+            &[],
             &[],
         ) {
             failures.push(e);
         }
         checked += 1;
     }
-    assert!(checked >= 23, "only {checked} fixtures");
+    assert!(checked >= 40, "only {checked} fixtures");
+    assert_eq!(
+        nothing_to_relay,
+        ["gemini: .gemini/tmp/demo/chats/session-2026-11-30T11-54-609f289a.jsonl"],
+        "only the stray file of a Gemini resume holds no prompt"
+    );
     assert!(
         failures.is_empty(),
         "{} of {checked} failed:\n{}",
@@ -163,6 +185,12 @@ fn every_fixture_relayed_to_codex_opens_in_real_codex() {
 #[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
 fn every_fixture_relayed_to_claude_opens_in_real_claude_code() {
     every_fixture_to("claude");
+}
+
+#[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
+fn every_fixture_relayed_to_gemini_opens_in_real_gemini() {
+    every_fixture_to("gemini");
 }
 
 /// A Codex session of more than 20 MB (tool outputs dominate, as in real long sessions).
@@ -237,7 +265,7 @@ fn write_big_codex_session(home: &Path, cwd: &str) -> (PathBuf, u64) {
 
 #[test]
 #[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
-fn a_generated_20_mb_session_relays_both_ways() {
+fn a_generated_20_mb_session_relays_to_every_agent() {
     let scripts = realclients();
     let env = TestEnv::empty();
     let proj = env.project();
@@ -248,8 +276,15 @@ fn a_generated_20_mb_session_relays_both_ways() {
     // Fitted to the default budget, the transcript loads without Claude Code compacting it
     // (relayed whole, its first request would be a compaction and the probe would follow a
     // summary: the load check catches that).
-    for to in ["claude", "codex"] {
-        if let Err(e) = relay_and_check(&env, &scripts, src, to, &proj, "lint,load,render", &[]) {
+    for to in ["claude", "codex", "gemini"] {
+        // Gemini CLI's 1M window takes all 520 turns; a terminal's scrollback cannot hold them
+        // drawn, so the TUI check looks for the last answer (the request check still sees all).
+        let expect: &[&str] = if to == "gemini" {
+            &["item_519 is defined in src/module_0519.rs"]
+        } else {
+            &[]
+        };
+        if let Err(e) = relay_and_check(&env, &scripts, src, to, &proj, &[], expect) {
             failures.push(e);
         }
     }
@@ -258,25 +293,18 @@ fn a_generated_20_mb_session_relays_both_ways() {
 
 #[test]
 #[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
-fn small_budget_relays_still_open_in_both_clis() {
+fn small_budget_relays_still_open_in_every_cli() {
     let scripts = realclients();
     let env = TestEnv::with_fixtures();
     let proj = env.project();
     let mut failures = Vec::new();
-    // Long fixtures of both agents, with compaction, parallel calls, todos and failures.
+    // Long fixtures of every agent, with compaction, parallel calls, todos and failures.
     for id in [
-        "771ce1df", "b62416f1", "5d0c3a1e", "01a22a5d", "01a22a5c", "0199b111",
+        "771ce1df", "b62416f1", "5d0c3a1e", "01a22a5d", "01a22a5c", "0199b111", "609f289a",
+        "2b3405f7", "7e1c0dd0",
     ] {
-        for to in ["claude", "codex"] {
-            let r = relay_and_check(
-                &env,
-                &scripts,
-                id,
-                to,
-                &proj,
-                "lint,load,render",
-                &["--budget", "1200"],
-            );
+        for to in ["claude", "codex", "gemini"] {
+            let r = relay_and_check(&env, &scripts, id, to, &proj, &["--budget", "1200"], &[]);
             if let Err(e) = r {
                 failures.push(e);
             }

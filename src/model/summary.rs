@@ -79,4 +79,15 @@ impl Summary {
             .and_then(Timestamp::time)
             .or_else(|| self.created.as_ref().and_then(Timestamp::time))
     }
+
+    /// Which of several files holding one session the listing shows, highest first: one with
+    /// a conversation, then the newest, then by path (an agent may keep a session in several
+    /// files: Gemini CLI leaves a copy of its start beside every resumed session).
+    pub fn listing_rank(&self) -> impl Ord + use<> {
+        (
+            self.messages > 0,
+            self.sort_time(),
+            std::cmp::Reverse(self.path.clone()),
+        )
+    }
 }

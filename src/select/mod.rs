@@ -160,6 +160,9 @@ pub fn list_with(cfg: &Config, agent: Option<&str>, opts: &ListOptions) -> Resul
                 Err(w) => warnings.push(w),
             }
         }
+        let mut mine = sessions.split_off(start);
+        one_row_per_session(&mut mine);
+        sessions.extend(mine);
         count_subagents(&mut sessions[start..]);
     }
     if opts.save_cache {
@@ -181,6 +184,30 @@ fn selection_listing(cfg: &Config, agent: Option<&str>) -> Result<Listing> {
             save_cache: false,
         },
     )
+}
+
+/// One row per session of an agent: when several files hold the same session id (Gemini CLI
+/// leaves a copy of a session's start beside every resumed session, and older homes keep a
+/// copy in a legacy folder), the one `Summary::listing_rank` prefers, as the agent's `ids` do.
+fn one_row_per_session(sessions: &mut Vec<Summary>) {
+    let mut best: std::collections::HashMap<String, usize> = Default::default();
+    for (i, s) in sessions.iter().enumerate() {
+        if s.parent_id.is_some() {
+            continue;
+        }
+        match best.get(&s.id) {
+            Some(&j) if sessions[j].listing_rank() >= s.listing_rank() => {}
+            _ => {
+                best.insert(s.id.clone(), i);
+            }
+        }
+    }
+    let mut i = 0;
+    sessions.retain(|s| {
+        let keep = s.parent_id.is_some() || best.get(&s.id) == Some(&i);
+        i += 1;
+        keep
+    });
 }
 
 /// Parents count the subagent transcripts that name them.

@@ -191,13 +191,10 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
     let cases = 300;
     for case in 0..cases {
         let source = session(&mut r, case);
-        let target_name = if r.chance(50) { "claude" } else { "codex" };
-        let target = adapters::by_name(target_name).unwrap();
-        let tokenizer = if target_name == "codex" {
-            Tokenizer::O200k
-        } else {
-            Tokenizer::Estimate
-        };
+        // Every registered agent as a target, with its own way of counting.
+        let names = adapters::names();
+        let target = adapters::by_name(names[r.index(names.len())]).unwrap();
+        let tokenizer = target.default_tokenizer();
         let git = GitState::default();
         let brief_text = brief(&BriefInput {
             session: &source,

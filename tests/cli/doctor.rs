@@ -63,6 +63,7 @@ fn doctor_compares_each_installed_cli_with_the_verified_versions() {
         &[
             ("codex", "codex-cli 0.171.0"),
             ("claude", "2.1.200 (Claude Code)"),
+            ("gemini", "0.61.0"),
         ],
     );
     let v = doctor(&env, &bin, &[]);
@@ -78,6 +79,8 @@ fn doctor_compares_each_installed_cli_with_the_verified_versions() {
         bin.join("codex").display().to_string()
     );
     assert!(problems_of(&v, "codex").is_empty(), "{v:#}");
+    assert_eq!(agent(&v, "gemini")["cli"]["status"], "verified");
+    assert!(problems_of(&v, "gemini").is_empty(), "{v:#}");
     let claude = agent(&v, "claude");
     assert_eq!(claude["cli"]["status"], "older");
     let p = problems_of(&v, "claude");
@@ -131,7 +134,7 @@ fn doctor_says_how_to_install_a_missing_cli_and_find_a_missing_home() {
     std::fs::remove_dir_all(env.codex_home()).unwrap();
     let nothing = fake_bin(&env, "empty-bin", &[]);
     let v = doctor(&env, &nothing, &[]);
-    for name in ["claude", "codex"] {
+    for name in ["claude", "codex", "gemini"] {
         assert_eq!(agent(&v, name)["cli"]["status"], "not_installed", "{name}");
     }
     let codex = problems_of(&v, "codex");
@@ -168,6 +171,7 @@ fn doctor_says_how_to_install_a_missing_cli_and_find_a_missing_home() {
 
     // No home at all is an error.
     std::fs::remove_dir_all(env.claude_home()).unwrap();
+    std::fs::remove_dir_all(env.home("gemini")).unwrap();
     let v = doctor(&env, &nothing, &[]);
     assert!(
         v["problems"]

@@ -150,6 +150,50 @@ const EXPECTED: &[(&str, &str, Option<&str>, &str)] = &[
         None,
         "Fix the failing test in utils.ts",
     ),
+    // Gemini CLI: a session kept in several files (the legacy folder's older copy, the stray
+    // file a resume leaves) is one row, the file the CLI itself would resume.
+    (
+        "804052ce-b39a-4855-a415-9a92a3b4274c",
+        "gemini",
+        Some("/home/dev/projects/demo"),
+        "Hello, what can you tell me about this project",
+    ),
+    (
+        "609f289a-9ae0-4ce7-9ed0-b63f796ea21c",
+        "gemini",
+        Some("/home/dev/projects/demo"),
+        "Set up a hello script and run it.",
+    ),
+    (
+        "2b3405f7-f3bb-4278-a845-4f4f2ebd5b1b",
+        "gemini",
+        Some("/home/dev/projects/demo"),
+        "Set up and edit a hello shell script",
+    ),
+    (
+        "d1ffa35c-57bd-4f7f-916e-ac04c4d13da1",
+        "gemini",
+        Some("/home/dev/work/demo"),
+        "Create a NOTES.md with one item and show it.",
+    ),
+    (
+        "0199a0f0-6c1e-7a51-9d2b-5e0c1a2b3c4d",
+        "gemini",
+        Some("/home/dev/projects/demo"),
+        "[relay from claude] Add a greeting script and run it",
+    ),
+    (
+        "7e1c0dd0-5a5a-4b4b-9c9c-0000000000dd",
+        "gemini",
+        Some("/home/dev/projects/odd"),
+        "Port the CSV parser to streaming reads; we must never load the whole file.",
+    ),
+    (
+        "5a1e6c3d-2f4b-4e8a-9c1d-0e2f3a4b5c6d",
+        "gemini",
+        None,
+        "Add a RELEASING.md with the release checklist",
+    ),
 ];
 
 #[test]
@@ -187,6 +231,10 @@ fn listing_counts_match_what_show_reads() {
         assert_eq!(row["messages"], shown["messages"], "message count of {id}");
         for field in ["cwd", "title", "created", "updated"] {
             assert_eq!(row[field], shown["session"][field], "{field} of {id}");
+        }
+        if row["agent"] == "gemini" {
+            // An id kept in several files resolves to the file the listing shows.
+            assert_eq!(row["path"], shown["session"]["source_path"], "file of {id}");
         }
     }
 }
@@ -446,9 +494,9 @@ fn a_malformed_config_names_file_line_and_key() {
     let (_, err) = env.fails(&["--config", cfg.to_str().unwrap(), "list"]);
     assert!(err.contains("recent_turn") && err.contains(":2:"), "{err}");
 
-    std::fs::write(&cfg, "agents:\n  gemini:\n    context_window: 10\n").unwrap();
+    std::fs::write(&cfg, "agents:\n  aider:\n    context_window: 10\n").unwrap();
     let (_, err) = env.fails(&["--config", cfg.to_str().unwrap(), "list"]);
-    assert!(err.contains("gemini") && err.contains(":2"), "{err}");
+    assert!(err.contains("aider") && err.contains(":2"), "{err}");
 
     std::fs::write(&cfg, "agents:\n  codex:\n    tokenizer: gpt2\n").unwrap();
     let (_, err) = env.fails(&["--config", cfg.to_str().unwrap(), "list"]);

@@ -10,6 +10,7 @@ mod clean;
 mod doctor;
 mod export;
 mod fuzz_readers;
+mod gemini;
 mod hooks;
 mod hostile;
 mod layout;

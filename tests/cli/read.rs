@@ -6,9 +6,27 @@ use serde_json::Value;
 
 fn snapshot_name(path: &std::path::Path) -> String {
     let name = path.file_name().unwrap().to_string_lossy();
-    name.trim_end_matches(".jsonl")
+    let stem = name
+        .trim_end_matches(".jsonl")
         .trim_end_matches(".json")
-        .replace(['.', ' '], "_")
+        .replace(['.', ' '], "_");
+    // Files of one name in two folders (Gemini CLI keeps an older copy of a session in its
+    // legacy project folder) are told apart by the folder above theirs.
+    let same_name = fixture_sessions()
+        .iter()
+        .filter(|(_, p)| p.file_name() == path.file_name())
+        .count();
+    if same_name > 1 {
+        let folder = path
+            .parent()
+            .and_then(|p| p.parent())
+            .and_then(|p| p.file_name())
+            .unwrap()
+            .to_string_lossy();
+        format!("{}_{stem}", folder.chars().take(12).collect::<String>())
+    } else {
+        stem
+    }
 }
 
 #[test]
@@ -16,10 +34,7 @@ fn show_json_of_every_fixture() {
     let env = TestEnv::with_fixtures();
     for (agent, path) in fixture_sessions() {
         let rel = path.strip_prefix(fixtures().join(agent)).unwrap();
-        let in_home = match agent {
-            "claude" => env.claude_home().join(rel),
-            _ => env.codex_home().join(rel),
-        };
+        let in_home = env.home(agent).join(rel);
         let v = env.json(&["show", in_home.to_str().unwrap(), "--json"]);
         assert_eq!(v["session"]["agent"], agent);
         insta::assert_json_snapshot!(
@@ -41,7 +56,11 @@ fn small_fixtures_export_to_pinned_neutral_jsonl() {
             continue;
         }
         let out = env.ok(&["export", path.to_str().unwrap(), "--format", "jsonl"]);
-        let out = out.replace(path.to_str().unwrap(), "[path]");
+        // Subagent transcripts are named by absolute path: keep the snapshot free of where
+        // the repository happens to be checked out.
+        let out = out
+            .replace(path.to_str().unwrap(), "[path]")
+            .replace(fixtures().to_str().unwrap(), "[fixtures]");
         insta::assert_snapshot!(format!("export_{agent}_{}", snapshot_name(&path)), out);
     }
 }

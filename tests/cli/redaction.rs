@@ -759,12 +759,15 @@ fn relay_everything(
     let mut written = String::new();
     let mut reports = Vec::new();
     for id in ids {
-        for to in ["claude", "codex"] {
+        for to in session_relay::adapters::names() {
             let out = env.ok(&[
                 "relay", id, "--to", to, "--cwd", proj, "--title", title, "--json",
             ]);
+            let r: Value = serde_json::from_str(&out).unwrap();
             written.push_str(&out);
-            reports.push(serde_json::from_str(&out).unwrap());
+            written
+                .push_str(&std::fs::read_to_string(r["target"]["path"].as_str().unwrap()).unwrap());
+            reports.push(r);
         }
         for format in ["jsonl", "markdown"] {
             written.push_str(&env.ok(&["export", id, "--format", format]));

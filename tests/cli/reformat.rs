@@ -175,8 +175,18 @@ fn write_value(v: &Value, style: &Style, r: &mut Rng, out: &mut String) {
     }
 }
 
-/// The file rewritten line by line; lines that are not JSON stay as they are.
+/// The file rewritten line by line; lines that are not JSON stay as they are. A file that is
+/// one JSON document over many lines (Gemini's older `session-*.json`) is rewritten whole.
 fn rewrite(bytes: &[u8], style: &Style, r: &mut Rng) -> Vec<u8> {
+    if bytes.trim_ascii().contains(&b'\n')
+        && let Ok(v) = serde_json::from_slice::<Value>(bytes)
+    {
+        let mut text = String::new();
+        write_value(&v, style, r, &mut text);
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, v, "rewriting changed the document");
+        return text.into_bytes();
+    }
     let mut out = Vec::with_capacity(bytes.len() * 2);
     let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     for (i, line) in lines.iter().enumerate() {
@@ -233,9 +243,24 @@ struct Answers {
 /// What of `show` must not change: all but the token estimate. Tool inputs keep the key order
 /// they were written in (serde_json's `preserve_order`) and are counted as JSON text, so a
 /// shuffle may move the estimate by a token.
+/// The context check's estimate of growth since the last recorded usage moves with it. A
+/// whole-document file (`.json`) is rewritten onto one line, so its physical line count goes too.
 fn show_fields(shown: &Value) -> Value {
     let mut v = shown.clone();
     v.as_object_mut().unwrap().remove("estimated_tokens");
+    if let Some(check) = v["context_check"].as_object_mut() {
+        check.remove("estimated_growth");
+        check.remove("ratio");
+    }
+    let whole_document = shown["session"]["source_path"]
+        .as_str()
+        .is_some_and(|p| p.ends_with(".json"));
+    if whole_document {
+        v["session"]["stats"]
+            .as_object_mut()
+            .unwrap()
+            .remove("lines");
+    }
     v
 }
 
@@ -338,7 +363,7 @@ fn listing_and_show_do_not_depend_on_json_layout() {
         for &seed in &SEEDS[..n] {
             let (env, changed) = rewritten_env(style, seed);
             assert!(
-                changed + 1 >= files,
+                changed == files,
                 "{name}: only {changed} of {files} files changed"
             );
             let what = format!("{name} (seed {seed:#x})");

@@ -224,29 +224,21 @@ pub fn fnv(bytes: &[u8]) -> u64 {
 }
 
 /// Every fixture session file of every registered agent: (agent, path). Each agent's
-/// fixtures are a home laid out as the agent lays it out, in `fixtures/<agent>/`.
+/// fixtures are a home laid out as the agent lays it out, in `fixtures/<agent>/`; its session
+/// files are what the agent's own adapter finds there (not its indexes or registries).
 pub fn fixture_sessions() -> Vec<(&'static str, PathBuf)> {
     let mut out = Vec::new();
-    for agent in session_relay::adapters::names() {
+    for adapter in session_relay::adapters::registry() {
+        let agent = adapter.name();
         let root = fixtures().join(agent);
         assert!(
             root.is_dir(),
             "no fixtures for {agent} in {}",
             root.display()
         );
-        for e in walkdir::WalkDir::new(&root)
-            .into_iter()
-            .filter_map(|e| e.ok())
-        {
-            let name = e.file_name().to_string_lossy();
-            let session = e.file_type().is_file()
-                && (name.ends_with(".jsonl") || name.ends_with(".json"))
-                && !name.ends_with(".meta.json")
-                && name != "session_index.jsonl";
-            if session {
-                out.push((agent, e.into_path()));
-            }
-        }
+        let found = adapter.session_files(&root);
+        assert!(!found.is_empty(), "no fixture sessions for {agent}");
+        out.extend(found.into_iter().map(|p| (agent, p)));
     }
     out.sort();
     out
