@@ -1,4 +1,6 @@
-//! Token counting. Codex's models use o200k_base, which tiktoken-rs counts exactly. Claude's
+//! Token counting. Codex's models use o200k_base, which the `tiktoken` crate counts exactly: the
+//! same counts as OpenAI's tiktoken (tests/cli/tokenizer.rs checks them against tiktoken-rs). A session's text is data: special-token text such as
+//! `<|endoftext|>` in it counts as the plain text it is, as the API tokenizes it. Claude's
 //! tokenizer is not public: `estimate` is a character-based count calibrated on real Claude Code
 //! usage (see the README for the data and how far off it can be).
 
@@ -34,12 +36,8 @@ impl Tokenizer {
             return 0;
         }
         match self {
-            Tokenizer::O200k => tiktoken_rs::o200k_base_singleton()
-                .encode_with_special_tokens(text)
-                .len(),
-            Tokenizer::Cl100k => tiktoken_rs::cl100k_base_singleton()
-                .encode_with_special_tokens(text)
-                .len(),
+            Tokenizer::O200k => encoding("o200k_base").count(text),
+            Tokenizer::Cl100k => encoding("cl100k_base").count(text),
             Tokenizer::Estimate => estimate_with(text, CURRENT),
             Tokenizer::EstimateLegacy => estimate_with(text, LEGACY),
         }
@@ -176,10 +174,15 @@ pub fn session_estimate(s: &Session) -> usize {
         .sum()
 }
 
-/// Loading o200k's tables takes a third of a second: do it on another core while the session
-/// is read.
+/// Loading o200k's tables (decompressing and hashing 200,000 byte strings) takes some 0.1 s of
+/// CPU: do it on another core while the session is read.
+/// One of the two vocabularies built in (Cargo.toml's `tiktoken` features).
+fn encoding(name: &str) -> &'static tiktoken::CoreBpe {
+    tiktoken::get_encoding(name).expect("o200k_base and cl100k_base are built in")
+}
+
 pub fn warm(tok: Tokenizer) {
-    if tok != Tokenizer::Estimate {
+    if matches!(tok, Tokenizer::O200k | Tokenizer::Cl100k) {
         std::thread::spawn(move || tok.count("warm"));
     }
 }

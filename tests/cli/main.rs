@@ -25,3 +25,4 @@ mod relay;
 mod shell;
 mod status;
 mod supersede;
+mod tokenizer;
