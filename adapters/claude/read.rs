@@ -453,18 +453,7 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                     while at > 0 && same(&session.messages[at - 1]) {
                         at -= 1;
                     }
-                    let (first_tokens, first_at_message) = match &session.context_usage {
-                        Some(u) => (u.first_tokens, u.first_at_message),
-                        None => (tokens, at),
-                    };
-                    session.context_usage = Some(crate::model::ContextUsage {
-                        tokens,
-                        window: None,
-                        at_message: at,
-                        first_tokens,
-                        first_at_message,
-                        model: model.map(str::to_string),
-                    });
+                    session.record_context_usage(tokens, at, model);
                 }
             }
             let content = e.value.pointer("/message/content");

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use serde_json::{Map, Value, json};
 
 use crate::jsonl::{self, Line, str_field};
-use crate::model::{ContextUsage, Message, Role, Session, SubagentLink, Timestamp, Todo};
+use crate::model::{Message, Role, Session, SubagentLink, Timestamp, Todo};
 
 // ------------------------------------------------------------------------- records, generic
 
@@ -717,18 +717,7 @@ fn usage(tokens: &Value, at: usize, model: Option<&str>, session: &mut Session) 
     if input == 0 {
         return;
     }
-    let (first_tokens, first_at_message) = match &session.context_usage {
-        Some(u) => (u.first_tokens, u.first_at_message),
-        None => (input, at),
-    };
-    session.context_usage = Some(ContextUsage {
-        tokens: input,
-        window: None,
-        at_message: at,
-        first_tokens,
-        first_at_message,
-        model: model.map(str::to_string),
-    });
+    session.record_context_usage(input, at, model);
 }
 
 fn tool_call(

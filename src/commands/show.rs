@@ -61,8 +61,10 @@ pub struct ContextCheck {
     /// Our count of the messages in between, with the tokenizer for the recorded model.
     pub estimated_growth: usize,
     pub tokenizer: &'static str,
-    /// recorded_growth / estimated_growth (1.0 = exact; below 1 our count is high).
-    pub ratio: f64,
+    /// recorded_growth / estimated_growth (1.0 = exact; below 1 our count is high); none when
+    /// no message lies between the two requests (one request, or none since the last
+    /// compaction).
+    pub ratio: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -151,7 +153,7 @@ pub fn session_report(s: &Session) -> SessionReport {
             recorded_growth: growth,
             estimated_growth: estimated,
             tokenizer: tok.name(),
-            ratio: growth as f64 / estimated.max(1) as f64,
+            ratio: (estimated > 0).then(|| growth as f64 / estimated as f64),
         }
     });
     SessionReport {

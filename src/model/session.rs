@@ -599,6 +599,34 @@ impl Session {
             .filter(|t| t.status != TodoStatus::Completed)
     }
 
+    /// Whether the agent compacted its context at or after message `from`: a request before
+    /// it and one after carried different conversations, so their recorded sizes do not compare.
+    pub fn compacted_since(&self, from: usize) -> bool {
+        self.messages
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .any(|m| m.metadata.get("kind").and_then(|k| k.as_str()) == Some("compaction"))
+    }
+
+    /// Records the context a request at message `at` carried (`tokens`, as the agent recorded
+    /// it). The session's first request stays the baseline of the newest one until a
+    /// compaction; after it, the first request past the compaction is.
+    pub fn record_context_usage(&mut self, tokens: u64, at: usize, model: Option<&str>) {
+        let (first_tokens, first_at_message) = match &self.context_usage {
+            Some(u) if !self.compacted_since(u.at_message) => (u.first_tokens, u.first_at_message),
+            _ => (tokens, at),
+        };
+        self.context_usage = Some(ContextUsage {
+            tokens,
+            window: None,
+            at_message: at,
+            first_tokens,
+            first_at_message,
+            model: model.map(str::to_string),
+        });
+    }
+
     /// Counts per role, in role order.
     pub fn role_counts(&self) -> BTreeMap<Role, usize> {
         let mut counts = BTreeMap::new();

@@ -125,16 +125,24 @@ impl Text for SessionReport {
             self.tokenizer
         )?;
         if let Some(c) = &self.context_check {
-            writeln!(
-                out,
-                "{} {} tokens at the newest request, as the agent recorded it; it grew by {} since the first request, which our {} count puts at {} ({:.2}x)",
-                "Context:".bold(),
-                c.recorded_tokens,
-                c.recorded_growth,
-                c.tokenizer,
-                c.estimated_growth,
-                c.ratio
-            )?;
+            match c.ratio {
+                Some(ratio) => writeln!(
+                    out,
+                    "{} {} tokens at the newest request, as the agent recorded it; it grew by {} since the first request (or the last compaction), which our {} count puts at {} ({:.2}x)",
+                    "Context:".bold(),
+                    c.recorded_tokens,
+                    c.recorded_growth,
+                    c.tokenizer,
+                    c.estimated_growth,
+                    ratio
+                )?,
+                None => writeln!(
+                    out,
+                    "{} {} tokens at the newest request, as the agent recorded it",
+                    "Context:".bold(),
+                    c.recorded_tokens,
+                )?,
+            }
         }
         if !s.files_touched.is_empty() {
             writeln!(out, "\n{}", "Files touched:".bold())?;

@@ -404,3 +404,56 @@ fn the_claude_estimate_matches_real_recorded_usage() {
         "the real Claude Code sessions are missing ({real})"
     );
 }
+
+/// A compaction starts the agent's context over: the context check compares the newest request
+/// with the first one after the last compaction, never with one before it.
+#[test]
+fn the_context_check_starts_over_at_a_compaction() {
+    let env = TestEnv::with_fixtures();
+    let source = fixture_sessions()
+        .into_iter()
+        .find(|(_, p)| p.to_string_lossy().contains("-home-dev-projects-compact/"))
+        .expect("the compacted Claude Code fixture")
+        .1;
+    // The context grows by 100 tokens a line up to the compaction, then starts over small.
+    let mut boundary = None;
+    let mut recorded = Vec::new();
+    let lines: Vec<String> = std::fs::read_to_string(&source)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            if v["subtype"] == "compact_boundary" {
+                boundary = Some(i);
+            }
+            if let Some(u) = v.pointer_mut("/message/usage") {
+                let tokens = if boundary.is_some() { 10 * i } else { 100 * i } as u64;
+                u["input_tokens"] = tokens.into();
+                recorded.push((i, tokens));
+            }
+            v.to_string()
+        })
+        .collect();
+    let boundary = boundary.expect("a compact_boundary line");
+    let path = env.work().join("compacted.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+
+    let v = env.json(&["show", path.to_str().unwrap(), "--json"]);
+    let newest = recorded.last().unwrap().1;
+    let first_after = recorded.iter().find(|(i, _)| *i > boundary).unwrap().1;
+    let check = &v["context_check"];
+    assert_eq!(check["recorded_tokens"], newest);
+    assert_eq!(check["recorded_growth"], newest - first_after, "{check}");
+    assert!(check["estimated_growth"].as_u64().unwrap() > 0, "{check}");
+    assert!(check["ratio"].as_f64().is_some(), "{check}");
+    // Before the compaction, the same session compares with its very first request.
+    let cut = env.work().join("before-compaction.jsonl");
+    std::fs::write(&cut, lines[..boundary].join("\n") + "\n").unwrap();
+    let v = env.json(&["show", cut.to_str().unwrap(), "--json"]);
+    let before: Vec<_> = recorded.iter().filter(|(i, _)| *i < boundary).collect();
+    assert_eq!(
+        v["context_check"]["recorded_growth"],
+        before.last().unwrap().1 - before[0].1
+    );
+}
