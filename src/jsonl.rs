@@ -58,7 +58,25 @@ pub fn read_line_bounded(
     buf: &mut Vec<u8>,
     max: usize,
 ) -> std::io::Result<(usize, bool)> {
+    read_line_keeping_end(r, buf, max, None)
+}
+
+/// How much of an oversized line's start and end a salvaged line keeps.
+pub const SALVAGE_HEAD: usize = 1 << 20;
+pub const SALVAGE_TAIL: usize = 64 << 10;
+
+/// `read_line_bounded`, also keeping in `end` the last `SALVAGE_TAIL` bytes (or more) of a line
+/// longer than `max`: what `salvage` needs.
+fn read_line_keeping_end(
+    r: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+    mut end: Option<&mut Vec<u8>>,
+) -> std::io::Result<(usize, bool)> {
     buf.clear();
+    if let Some(e) = end.as_deref_mut() {
+        e.clear();
+    }
     let mut total = 0;
     loop {
         let chunk = match r.fill_buf() {
@@ -75,12 +93,63 @@ pub fn read_line_bounded(
         };
         let room = max.saturating_sub(buf.len());
         buf.extend_from_slice(&chunk[..take.min(room)]);
+        if let Some(e) = end.as_deref_mut()
+            && take > room
+        {
+            e.extend_from_slice(&chunk[room.min(take)..take]);
+            if e.len() > 2 * SALVAGE_TAIL {
+                e.drain(..e.len() - SALVAGE_TAIL);
+            }
+        }
         total += take;
         r.consume(take);
         if done {
             return Ok((total, true));
         }
     }
+}
+
+/// An oversized line made readable: its first `SALVAGE_HEAD` and last `SALVAGE_TAIL` bytes
+/// around a note of what was cut, when both cuts fall inside one JSON string (a pasted log, a
+/// huge prompt or tool output: what makes a line that long). `head` is the line's start as
+/// read, `end` its last bytes, `len` its full length. None when the result is not valid JSON.
+pub fn salvage(head: &[u8], end: &[u8], len: usize) -> Option<Vec<u8>> {
+    let end = trim_ascii(end);
+    // The head: cut at a character boundary, and never inside an escape sequence.
+    let mut cut = head.len().min(SALVAGE_HEAD);
+    while cut > 0 && cut < head.len() && head[cut] & 0xC0 == 0x80 {
+        cut -= 1;
+    }
+    if let Some(back) = head[cut.saturating_sub(6)..cut]
+        .iter()
+        .rposition(|&b| b == b'\\')
+    {
+        cut = cut.saturating_sub(6) + back;
+    }
+    while cut > 0 && head[cut - 1] == b'\\' {
+        cut -= 1;
+    }
+    let head = &head[..cut];
+    let mut from = end.len().saturating_sub(SALVAGE_TAIL);
+    while from < end.len() && end[from] & 0xC0 == 0x80 {
+        from += 1;
+    }
+    let kept = head.len() + (end.len() - from);
+    let note = format!(
+        " [... {:.1} MB of this line cut by session-relay ...] ",
+        len.saturating_sub(kept) as f64 / (1 << 20) as f64
+    );
+    // The end may start inside an escape sequence (`\"`, `\u00e9`): try the next few starts.
+    for start in from..(from + 8).min(end.len()) {
+        let mut line = Vec::with_capacity(kept + note.len());
+        line.extend_from_slice(head);
+        line.extend_from_slice(note.as_bytes());
+        line.extend_from_slice(&end[start..]);
+        if serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_ok() {
+            return Some(line);
+        }
+    }
+    None
 }
 
 /// Summary of a whole pass over a file.
@@ -90,6 +159,8 @@ pub struct PassStats {
     pub malformed: Vec<(usize, String)>,
     /// Lines over `MAX_LINE`: (line number, length).
     pub oversized: Vec<(usize, usize)>,
+    /// Lines over `MAX_LINE` read as their start and end (see `salvage`): (line number, length).
+    pub salvaged: Vec<(usize, usize)>,
     pub invalid_utf8_lines: Vec<usize>,
     /// The last line had no newline and did not parse: an agent cut off mid-write.
     pub truncated_tail: bool,
@@ -157,6 +228,7 @@ pub fn for_each_line_with(
     );
     let mut stats = PassStats::default();
     let mut buf = Vec::new();
+    let mut end = Vec::new();
     let mut no = 0usize;
     let mut eof = false;
     while !eof {
@@ -165,8 +237,9 @@ pub fn for_each_line_with(
         let mut bytes = 0;
         let mut read = 0u64;
         while bytes < BLOCK {
-            let (n, terminated) = read_line_bounded(&mut *reader, &mut buf, MAX_LINE)
-                .with_context(|| format!("read error in {} after line {no}", path.display()))?;
+            let (n, terminated) =
+                read_line_keeping_end(&mut *reader, &mut buf, MAX_LINE, Some(&mut end))
+                    .with_context(|| format!("read error in {} after line {no}", path.display()))?;
             if n == 0 {
                 eof = true;
                 break;
@@ -174,9 +247,17 @@ pub fn for_each_line_with(
             read += n as u64;
             no += 1;
             if n > MAX_LINE {
-                stats.lines += 1;
-                stats.oversized.push((no, n));
-                continue;
+                match salvage(&buf, &end, n) {
+                    Some(line) => {
+                        stats.salvaged.push((no, n));
+                        buf = line;
+                    }
+                    None => {
+                        stats.lines += 1;
+                        stats.oversized.push((no, n));
+                        continue;
+                    }
+                }
             }
             if no == 1 && buf.starts_with(BOM) {
                 stats.bom = true;
@@ -268,10 +349,18 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &str) -> bool) -> Result
     // and its length so far.
     let mut partial: Vec<u8> = Vec::new();
     let mut partial_len = 0usize;
+    // Of a line longer than MAX_LINE, its last bytes too, to salvage it as the reader does.
+    let mut end: Vec<u8> = Vec::new();
     let mut no = 0usize;
-    let keep = |partial: &mut Vec<u8>, bytes: &[u8]| {
+    let keep = |partial: &mut Vec<u8>, end: &mut Vec<u8>, bytes: &[u8]| {
         let room = MAX_LINE.saturating_sub(partial.len());
         partial.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        if bytes.len() > room {
+            end.extend_from_slice(&bytes[room..]);
+            if end.len() > 2 * SALVAGE_TAIL {
+                end.drain(..end.len() - SALVAGE_TAIL);
+            }
+        }
     };
     loop {
         let chunk = match reader.fill_buf() {
@@ -284,7 +373,7 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &str) -> bool) -> Result
         };
         if chunk.is_empty() {
             if partial_len > 0 {
-                scan_line(no + 1, &partial, partial_len, &mut f);
+                scan_line(no + 1, &partial, &end, partial_len, &mut f);
             }
             return Ok(());
         }
@@ -294,15 +383,16 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &str) -> bool) -> Result
         if partial_len > 0 {
             match memchr::memchr(b'\n', rest) {
                 Some(i) => {
-                    keep(&mut partial, &rest[..=i]);
+                    keep(&mut partial, &mut end, &rest[..=i]);
                     no += 1;
-                    go_on = scan_line(no, &partial, partial_len + i + 1, &mut f);
+                    go_on = scan_line(no, &partial, &end, partial_len + i + 1, &mut f);
                     partial.clear();
+                    end.clear();
                     partial_len = 0;
                     rest = &rest[i + 1..];
                 }
                 None => {
-                    keep(&mut partial, rest);
+                    keep(&mut partial, &mut end, rest);
                     partial_len += len;
                     rest = &[];
                 }
@@ -312,11 +402,11 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &str) -> bool) -> Result
             match memchr::memchr(b'\n', rest) {
                 Some(i) => {
                     no += 1;
-                    go_on = scan_line(no, &rest[..=i], i + 1, &mut f);
+                    go_on = scan_line(no, &rest[..=i], &[], i + 1, &mut f);
                     rest = &rest[i + 1..];
                 }
                 None => {
-                    keep(&mut partial, rest);
+                    keep(&mut partial, &mut end, rest);
                     partial_len = rest.len();
                     rest = &[];
                 }
@@ -329,12 +419,25 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &str) -> bool) -> Result
     }
 }
 
-/// One line for `scan_lines`: `bytes` is the line as kept (with its newline), `len` its full
-/// length. Returns what `f` returns (true for a line `f` does not see).
-fn scan_line(no: usize, bytes: &[u8], len: usize, f: &mut impl FnMut(usize, &str) -> bool) -> bool {
+/// One line for `scan_lines`: `bytes` is the line as kept (with its newline), `end` the last
+/// bytes of a line longer than that, `len` its full length. Returns what `f` returns (true for
+/// a line `f` does not see).
+fn scan_line(
+    no: usize,
+    bytes: &[u8],
+    end: &[u8],
+    len: usize,
+    f: &mut impl FnMut(usize, &str) -> bool,
+) -> bool {
     let bytes = if no == 1 { strip_bom(bytes) } else { bytes };
-    // As `for_each_line_prepared`: a line over MAX_LINE is skipped whole.
-    if len > MAX_LINE || trim_ascii(bytes).is_empty() {
+    // As `for_each_line_with`: a line over MAX_LINE is salvaged, or skipped whole.
+    if len > MAX_LINE {
+        return match salvage(bytes, end, len) {
+            Some(line) => scan_line(no, &line, &[], line.len(), f),
+            None => true,
+        };
+    }
+    if trim_ascii(bytes).is_empty() {
         return true;
     }
     match std::str::from_utf8(bytes) {
@@ -371,6 +474,43 @@ pub fn tail_lines(path: &Path, max: u64) -> Result<Vec<Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Wherever the cuts fall among escapes and multi-byte characters, a line whose giant
+    /// string runs past both cuts is salvaged as valid JSON that keeps the fields around it.
+    #[test]
+    fn salvage_survives_any_cut_among_escapes_and_multibyte_characters() {
+        let units = [
+            "a", "\\\"", "\\\\", "\\n", "\\u00e9", "é", "日本", "😀", " ",
+        ];
+        let mut seed = 0x5a1_7a6e_u64;
+        for shift in 0..64 {
+            let mut text = "p".repeat(shift);
+            while text.len() < SALVAGE_HEAD + 3 * SALVAGE_TAIL {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(units[(seed >> 33) as usize % units.len()]);
+            }
+            let line = format!("{{\"id\":\"x\",\"text\":\"{text}\",\"after\":{shift}}}");
+            let end = &line.as_bytes()[line.len() - SALVAGE_TAIL - shift..];
+            let head = &line.as_bytes()[..SALVAGE_HEAD + 100];
+            let kept = salvage(head, end, line.len() + (40 << 20)).expect("salvaged");
+            let v: Value = serde_json::from_slice(&kept).unwrap();
+            assert_eq!(v["id"], "x");
+            assert_eq!(v["after"], shift);
+            let t = v["text"].as_str().unwrap();
+            assert!(t.starts_with(&"p".repeat(shift)));
+            assert!(t.contains("MB of this line cut by session-relay"));
+        }
+        // When the two ends do not make JSON (here the end never closes the string), nothing is
+        // made up.
+        let two = format!(
+            "{{\"a\":\"{}\",\"b\":\"{}\"}}",
+            "x".repeat(SALVAGE_HEAD + 10),
+            "y"
+        );
+        assert!(salvage(two.as_bytes(), &two.as_bytes()[5..SALVAGE_HEAD], two.len()).is_none());
+    }
 
     /// `scan_lines` hands over exactly the lines `for_each_line` parses, also across the
     /// reader's 64 KB buffer and for lines longer than it.

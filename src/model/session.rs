@@ -536,6 +536,19 @@ impl Session {
                 ),
             );
         }
+        for (no, len) in &pass.salvaged {
+            self.warn(
+                Some(*no),
+                format!(
+                    "line of {:.1} MB is longer than the {} MB limit for one line: read as its \
+                     first {} MB and last {} KB",
+                    *len as f64 / (1 << 20) as f64,
+                    MAX_LINE >> 20,
+                    crate::jsonl::SALVAGE_HEAD >> 20,
+                    crate::jsonl::SALVAGE_TAIL >> 10
+                ),
+            );
+        }
         if let Some(first) = pass.invalid_utf8_lines.first() {
             self.warn(
                 Some(*first),

@@ -21,7 +21,7 @@ fn user_line(text: &str) -> String {
 }
 
 #[test]
-fn a_100_mb_single_line_is_skipped_with_a_message() {
+fn a_100_mb_single_line_is_salvaged_with_a_message() {
     let env = TestEnv::empty();
     let id = "0199aaaa-0000-7000-8000-000000000100";
     let path = codex_file(&env, &format!("rollout-2026-11-20T10-00-00-{id}.jsonl"));
@@ -39,8 +39,20 @@ fn a_100_mb_single_line_is_skipped_with_a_message() {
     assert!(std::fs::metadata(&path).unwrap().len() > 100 << 20);
     let v = env.json(&["show", id, "--json"]);
     let warnings = v["session"]["warnings"].to_string();
-    assert!(warnings.contains("line of 100.0 MB skipped"), "{warnings}");
+    assert!(
+        warnings.contains("line of 100.0 MB is longer than the 32 MB limit for one line: read as its first 1 MB and last 64 KB"),
+        "{warnings}"
+    );
     assert_eq!(v["counts"]["user"], 2, "the lines around it are read");
+    let export = env.ok(&["export", id, "--format", "jsonl", "--no-redact"]);
+    let output = export
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|m| m["role"] == "tool_result")
+        .expect("the huge tool output is read, shortened");
+    let text = output["content"].as_str().unwrap();
+    assert!(text.starts_with("xxxx"), "{}", &text[..80]);
+    assert!(text.len() < 2 << 20, "{}", text.len());
     let rows = env.list_json(&["list", "--all", "--json"]);
     assert_eq!(rows[0]["messages"], 2);
     let out = env.ok(&["export", id]);
@@ -329,4 +341,79 @@ fn a_byte_order_mark_is_ignored_with_a_warning_and_nothing_is_lost() {
             "{agent}"
         );
     }
+}
+
+/// A first request over the 32 MB line limit (a pasted log) is still the first request: the
+/// relay's title and goal come from its start, and the reports say what was cut, with the line.
+#[test]
+fn a_40_mb_first_request_stays_the_first_request() {
+    let env = TestEnv::empty();
+    let dir = env.claude_home().join("projects/-tmp-hostile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sid = "7e0c3a1e-7b2f-4e8a-9c6d-1f2e3a4b5c6d";
+    let line = |uuid: &str, parent: Option<&str>, ts: u32, role: &str, text: &str| {
+        let content = if role == "user" {
+            json!(text)
+        } else {
+            json!([{"type": "text", "text": text}])
+        };
+        json!({"parentUuid": parent, "isSidechain": false, "type": role, "uuid": uuid,
+            "sessionId": sid, "cwd": "/tmp/hostile", "version": "2.1.332",
+            "timestamp": format!("2026-11-20T10:00:{ts:02}.000Z"),
+            "message": {"role": role, "content": content}})
+        .to_string()
+    };
+    // Escapes, quotes and multi-byte characters all along, so the cuts land among them.
+    let unit = "Port the parser to streaming reads. \"quoted\" \\ path\\to — 日本語 é\n\t";
+    let mut request = String::from("FIRST REQUEST: ");
+    while request.len() < 40 << 20 {
+        request.push_str(unit);
+    }
+    request.push_str(" END OF FIRST REQUEST");
+    let lines = [
+        line("u1", None, 1, "user", &request),
+        line("a1", Some("u1"), 2, "assistant", "Reading it."),
+        line("u2", Some("a1"), 3, "user", "second request"),
+        line("a2", Some("u2"), 4, "assistant", "Done."),
+    ];
+    let path = dir.join(format!("{sid}.jsonl"));
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() > 40 << 20);
+
+    let v = env.json(&["show", sid, "--json"]);
+    let warning = v["session"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["line"] == 1)
+        .unwrap_or_else(|| panic!("no warning for line 1: {v}"));
+    assert!(
+        warning["message"]
+            .as_str()
+            .unwrap()
+            .contains("read as its first 1 MB and last 64 KB"),
+        "{warning}"
+    );
+    assert_eq!(v["counts"]["user"], 2, "{v}");
+    assert!(
+        v["session"]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("FIRST REQUEST: Port the parser"),
+        "{}",
+        v["session"]["title"]
+    );
+
+    // The listing agrees.
+    let rows = env.list_json(&["list", "--all", "--json"]);
+    assert_eq!(rows[0]["title"], v["session"]["title"]);
+    assert_eq!(rows[0]["messages"], v["messages"]);
+
+    let proj = env.project();
+    let r = env.json(&["relay", sid, "--to", "codex", "--cwd", &proj, "--json"]);
+    let warnings = r["warnings"].to_string();
+    assert!(warnings.contains("read as its first 1 MB"), "{warnings}");
+    let written = std::fs::read_to_string(r["target"]["path"].as_str().unwrap()).unwrap();
+    assert!(written.contains("FIRST REQUEST: Port the parser"));
+    assert!(written.contains("second request"));
 }
