@@ -89,9 +89,24 @@ pub fn plan_relay(
     crate::plan::plan(cfg, source, target)
 }
 
-/// Set to read every turn of a relayed session in full (for checking that reading only the
-/// newest turns in full changes nothing, and for debugging).
+/// Set to read every turn of a relayed session in full, and every tool output of a session
+/// `show` reads (for checking that reading in part changes nothing, and for debugging).
 pub const FULL_READ_ENV: &str = "SESSION_RELAY_FULL_READ";
+
+fn full_read_asked() -> bool {
+    std::env::var_os(FULL_READ_ENV).is_some_and(|v| !v.is_empty())
+}
+
+/// How `show` reads a session of `size` bytes: one over 8 MB as a relay reads it, each tool
+/// output cut while parsing to what a relay could keep. Its report needs only their sizes,
+/// and a full read of 100 MB holds 100 MB of outputs.
+pub fn show_read_options(size: u64) -> ReadOptions {
+    if size > 8 << 20 && !full_read_asked() {
+        crate::plan::read_options_full()
+    } else {
+        ReadOptions::default()
+    }
+}
 
 /// How a relay to `target` reads its source (see `plan::read_options`).
 pub fn relay_read_options(
@@ -99,7 +114,7 @@ pub fn relay_read_options(
     target: &dyn crate::adapter::Adapter,
     budget: Option<usize>,
 ) -> ReadOptions {
-    if std::env::var_os(FULL_READ_ENV).is_some_and(|v| !v.is_empty()) {
+    if full_read_asked() {
         return crate::plan::read_options_full();
     }
     crate::plan::read_options(crate::plan::budget_for(cfg, target, budget).0)

@@ -93,7 +93,9 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     match &opts.to {
         Some(to) => Ok(Report::Fit(Box::new(preview(cfg, opts, to)?))),
         None => {
-            let (_, mut s) = load(cfg, &opts.session, &opts.scope, Default::default())?;
+            let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
+            let size = std::fs::metadata(&located.path).map_or(0, |m| m.len());
+            let mut s = located.read_with(super::show_read_options(size))?;
             if !opts.no_redact {
                 cfg.redactor()?.header(&mut s);
             }
@@ -130,10 +132,16 @@ pub fn session_report(s: &Session) -> SessionReport {
     }
     // An exact count of a huge session costs seconds and says little more than an estimate.
     let size: usize = s.messages.iter().map(|m| m.content.len()).sum();
-    let (estimated_tokens, tokenizer) = if size <= EXACT_COUNT_MAX {
+    let cut = s
+        .messages
+        .iter()
+        .any(|m| m.metadata.contains_key("original_chars"));
+    let (estimated_tokens, tokenizer) = if size <= EXACT_COUNT_MAX && !cut {
         (tokens::session_tokens(s), "o200k_base")
     } else {
-        (tokens::session_estimate(s), "estimate (characters / 4)")
+        // Outputs cut while reading count at their size in the source.
+        let n = s.messages.iter().map(plan::fit::source_tokens).sum();
+        (n, "estimate (characters / 4)")
     };
     let context_check = s.context_usage.as_ref().map(|u| {
         let tok = match u.model.as_deref() {
@@ -143,9 +151,19 @@ pub fn session_report(s: &Session) -> SessionReport {
         };
         let end = u.at_message.min(s.messages.len());
         let start = u.first_at_message.min(end);
+        // An output cut while reading counts in proportion to its size in the source.
         let estimated: usize = s.messages[start..end]
             .iter()
-            .map(|m| crate::plan::fit::cost(tok, m))
+            .map(|m| {
+                let n = crate::plan::fit::cost(tok, m);
+                match m.metadata.get("original_chars").and_then(|v| v.as_u64()) {
+                    Some(original) => {
+                        let kept = m.content.chars().count().max(1);
+                        (n as u64 * original / kept as u64) as usize
+                    }
+                    None => n,
+                }
+            })
             .sum();
         let growth = u.tokens.saturating_sub(u.first_tokens);
         ContextCheck {

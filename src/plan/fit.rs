@@ -120,7 +120,7 @@ pub fn cost(tok: Tokenizer, m: &Message) -> usize {
 
 /// The source-side size of a message: an estimate, cheap enough for any session, of the
 /// message as the source held it (before any output was cut while reading).
-fn source_tokens(m: &Message) -> usize {
+pub fn source_tokens(m: &Message) -> usize {
     let input = m.tool_input.as_ref().map_or(0, |i| match i {
         serde_json::Value::String(s) if *s == m.content => 0,
         serde_json::Value::String(s) => s.len(),

@@ -287,3 +287,46 @@ fn reading_in_part_changes_nothing_for_a_long_codex_session() {
         }
     }
 }
+
+/// `show` of a session over 8 MB reads its tool outputs cut, as a relay does: it says the same
+/// as a full read, but for estimates that now count cut outputs at their source size.
+#[test]
+fn show_of_a_long_session_says_what_a_full_read_says() {
+    let env = TestEnv::empty();
+    let claude = write_long_claude_session(&env, "5e55b0b0-0000-4000-8000-00000000a11b", 600);
+    let codex = write_long_codex_session(&env, "0199e000-0000-7000-8000-00000000a11c", 600);
+    for path in [claude, codex] {
+        assert!(std::fs::metadata(&path).unwrap().len() > 8 << 20);
+        let p = path.to_str().unwrap();
+        let cut = env.json(&["show", p, "--json"]);
+        let out = env
+            .cmd()
+            .env(session_relay::commands::FULL_READ_ENV, "1")
+            .args(["show", p, "--json"])
+            .output()
+            .unwrap();
+        let full: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let close = |a: &serde_json::Value, b: &serde_json::Value| {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            (a - b).abs() <= b * 0.001
+        };
+        assert!(
+            close(&cut["estimated_tokens"], &full["estimated_tokens"]),
+            "{p}"
+        );
+        let rest = |mut v: serde_json::Value| {
+            let o = v.as_object_mut().unwrap();
+            o.remove("estimated_tokens");
+            o.remove("context_check");
+            v
+        };
+        assert_eq!(rest(cut.clone()), rest(full.clone()), "{p}");
+        if let Some(check) = full.get("context_check") {
+            let growth = &cut["context_check"]["estimated_growth"];
+            assert!(
+                close(growth, &check["estimated_growth"]),
+                "{p}: {growth} vs {check}"
+            );
+        }
+    }
+}
