@@ -119,10 +119,18 @@ pub trait Adapter: Sync {
     fn verified_versions(&self) -> &'static [&'static str] {
         &[]
     }
-    /// How to install the newest verified version of the CLI (for `doctor`'s advice), e.g. an
-    /// npm command.
-    fn cli_install(&self) -> Option<String> {
+    /// The npm package the CLI is published as, when it is (`@openai/codex`).
+    fn npm_package(&self) -> Option<&'static str> {
         None
+    }
+    /// How to install the newest verified version of the CLI (for `doctor`'s advice): by
+    /// default, npm's command for `npm_package` at the last of `verified_versions`.
+    fn cli_install(&self) -> Option<String> {
+        let package = self.npm_package()?;
+        Some(match self.verified_versions().last() {
+            Some(v) => format!("npm install -g {package}@{v}"),
+            None => format!("npm install -g {package}"),
+        })
     }
     /// Context window of the agent's current default models, in tokens.
     fn default_context_window(&self) -> u64;

@@ -51,11 +51,8 @@ impl Adapter for Claude {
         VERIFIED
     }
 
-    fn cli_install(&self) -> Option<String> {
-        Some(format!(
-            "npm install -g @anthropic-ai/claude-code@{}",
-            VERIFIED[VERIFIED.len() - 1]
-        ))
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("@anthropic-ai/claude-code")
     }
 
     fn default_context_window(&self) -> u64 {

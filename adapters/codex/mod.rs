@@ -55,11 +55,8 @@ impl Adapter for Codex {
         VERIFIED
     }
 
-    fn cli_install(&self) -> Option<String> {
-        Some(format!(
-            "npm install -g @openai/codex@{}",
-            VERIFIED[VERIFIED.len() - 1]
-        ))
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("@openai/codex")
     }
 
     fn default_context_window(&self) -> u64 {

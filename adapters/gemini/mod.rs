@@ -54,11 +54,8 @@ impl Adapter for Gemini {
         VERIFIED
     }
 
-    fn cli_install(&self) -> Option<String> {
-        Some(format!(
-            "npm install -g @google/gemini-cli@{}",
-            VERIFIED[VERIFIED.len() - 1]
-        ))
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("@google/gemini-cli")
     }
 
     fn default_context_window(&self) -> u64 {

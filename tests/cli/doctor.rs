@@ -251,9 +251,15 @@ fn verified_versions_agree_between_the_code_the_readme_and_the_installer() {
                     && l.ends_with(&format!(":-{newest}}}"))),
             "install.sh does not pin {cli} {newest}"
         );
+        // The package doctor tells users to install is the one the real-client tests install.
+        let package = a.npm_package().expect("a CLI published on npm");
+        assert!(
+            install.contains(&format!("\"{package}@${cli}_v\"")),
+            "install.sh does not install {package}"
+        );
         checked += 1;
     }
-    assert!(checked >= 2);
+    assert!(checked >= 3);
 }
 
 #[test]
