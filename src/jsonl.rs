@@ -44,6 +44,43 @@ pub fn head(path: &Path, max: usize) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// A session kept as one JSON document (Codex's older `.json` rollouts, Gemini CLI's older
+/// `session-*.json`), as `read_document` finds it.
+pub enum Document {
+    /// The document's bytes, a byte order mark taken off (`bom`).
+    Bytes { bytes: Vec<u8>, bom: bool },
+    /// Too large to read whole: what to warn.
+    TooLarge(String),
+}
+
+/// Reads a whole-document session, refusing one over twice `MAX_LINE` (a document cannot be
+/// read in part) and taking a byte order mark off.
+pub fn read_document(path: &Path) -> Result<Document> {
+    let size = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
+    if size > MAX_LINE as u64 * 2 {
+        return Ok(Document::TooLarge(format!(
+            "{} is a {:.0} MB single JSON document; documents over {} MB are not read",
+            path.display(),
+            size as f64 / (1 << 20) as f64,
+            MAX_LINE >> 19
+        )));
+    }
+    let mut bytes = Vec::new();
+    open(path)?
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let bom = bytes.starts_with(BOM);
+    if bom {
+        bytes.drain(..BOM.len());
+    }
+    Ok(Document::Bytes { bytes, bom })
+}
+
+/// The warning for a byte order mark a reader took off.
+pub const BOM_WARNING: &str = "the file starts with a UTF-8 byte order mark; it was ignored";
+
 /// What happened to one line.
 pub enum Line {
     Json(Value),

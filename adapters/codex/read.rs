@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{Value, json};
 
 use crate::adapter::REDUCED_OUTPUT_CHARS;
@@ -372,29 +372,18 @@ fn read_typescript_document(
         max_output: opts.max_tool_output,
         ..Default::default()
     };
-    let size = std::fs::metadata(path)?.len();
-    if size > jsonl::MAX_LINE as u64 * 2 {
-        session.warn(
-            None,
-            format!(
-                "{} is a {:.0} MB single JSON document; documents over {} MB are not read",
-                path.display(),
-                size as f64 / (1 << 20) as f64,
-                jsonl::MAX_LINE >> 19
-            ),
-        );
-        return Ok(session);
-    }
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut jsonl::open(path)?, &mut bytes)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    if bytes.starts_with(jsonl::BOM) {
-        bytes.drain(..jsonl::BOM.len());
-        session.warn(
-            Some(1),
-            "the file starts with a UTF-8 byte order mark; it was ignored",
-        );
-    }
+    let bytes = match jsonl::read_document(path)? {
+        jsonl::Document::TooLarge(why) => {
+            session.warn(None, why);
+            return Ok(session);
+        }
+        jsonl::Document::Bytes { bytes, bom } => {
+            if bom {
+                session.warn(Some(1), jsonl::BOM_WARNING);
+            }
+            bytes
+        }
+    };
     let text = String::from_utf8_lossy(&bytes);
     let doc: Value = match serde_json::from_str(&text) {
         Ok(v) => v,

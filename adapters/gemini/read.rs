@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::{Map, Value, json};
 
 use crate::jsonl::{self, Line, str_field};
@@ -384,22 +384,18 @@ fn read_document(
     conv: &mut Conversation<(Value, usize)>,
     max: Option<usize>,
 ) -> Result<bool> {
-    let size = std::fs::metadata(path)?.len();
-    if size > jsonl::MAX_LINE as u64 * 2 {
-        session.warn(
-            None,
-            format!(
-                "{} is a {:.0} MB single JSON document; documents over {} MB are not read",
-                path.display(),
-                size as f64 / (1 << 20) as f64,
-                jsonl::MAX_LINE >> 19
-            ),
-        );
-        return Ok(true);
-    }
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut jsonl::open(path)?, &mut bytes)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = match jsonl::read_document(path)? {
+        jsonl::Document::TooLarge(why) => {
+            session.warn(None, why);
+            return Ok(true);
+        }
+        jsonl::Document::Bytes { bytes, bom } => {
+            if bom {
+                session.warn(Some(1), jsonl::BOM_WARNING);
+            }
+            bytes
+        }
+    };
     let text = String::from_utf8_lossy(&bytes);
     let Ok(mut v) = serde_json::from_str::<Value>(&text) else {
         return Ok(false);

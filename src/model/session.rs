@@ -559,10 +559,7 @@ impl Session {
             );
         }
         if pass.bom {
-            self.warn(
-                Some(1),
-                "the file starts with a UTF-8 byte order mark; it was ignored",
-            );
+            self.warn(Some(1), crate::jsonl::BOM_WARNING);
         }
         if pass.truncated_tail {
             self.extra

@@ -296,11 +296,16 @@ fn a_byte_order_mark_is_ignored_with_a_warning_and_nothing_is_lost() {
     for (agent, id) in [
         ("codex", "0199b111-2222-7333-8444-555566667777"),
         ("claude", "5d0c3a1e-7b2f-4e8a-9c6d-1f2e3a4b5c6d"),
+        ("gemini", "7e1c0dd0-5a5a-4b4b-9c9c-0000000000dd"),
+        // Whole-document sessions: Codex's older `.json` and Gemini CLI's.
+        ("codex", "0c5f1e7a-3d2b-4c1a-9e8f-7a6b5c4d3e2f"),
+        ("gemini", "5a1e6c3d-2f4b-4e8a-9c1d-0e2f3a4b5c6d"),
     ] {
         let plain = env.json(&["show", id, "--json"]);
         let path = std::path::PathBuf::from(plain["session"]["source_path"].as_str().unwrap());
         // A copy with a BOM, outside the store: found by its content, read alike.
-        let copy = env.work().join(format!("bom-{agent}.jsonl"));
+        let ext = path.extension().unwrap().to_str().unwrap();
+        let copy = env.work().join(format!("bom-{agent}-{id}.{ext}"));
         let mut bytes = b"\xEF\xBB\xBF".to_vec();
         bytes.extend(std::fs::read(&path).unwrap());
         std::fs::write(&copy, bytes).unwrap();
