@@ -275,22 +275,12 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         // The TypeScript era's single document: small and rare, so read it properly.
         let s = super::read::read(path, None, Default::default())?;
         return Ok(Summary {
-            id: s.id.clone(),
-            agent: super::NAME.to_string(),
-            path: path.to_path_buf(),
-            cwd: s.cwd.clone(),
-            title: s.title.clone(),
-            created: s.created.clone(),
-            updated: s.updated.clone(),
-            messages: s.message_count(),
-            size,
             archived,
-            parent_id: None,
-            subagents: 0,
             relay_of: s
                 .extra
                 .get("session_relay")
                 .and_then(RelaySource::from_provenance),
+            ..Summary::of_session(&s, path, size)
         });
     }
     let mut scan = Scan::default();

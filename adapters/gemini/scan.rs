@@ -56,22 +56,8 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     if path.extension().is_some_and(|e| e == "json") {
         // The older single document: small and rare, so read it properly.
         let s = read::read(path, Default::default())?;
-        return Ok(Summary {
-            id: s.id.clone(),
-            agent: super::NAME.to_string(),
-            path: path.to_path_buf(),
-            cwd: s.cwd.clone(),
-            title: s.title.clone(),
-            created: s.created.clone(),
-            updated: s.updated.clone(),
-            messages: s.message_count(),
-            size,
-            archived: false,
-            parent_id: s.parent_id.clone(),
-            subagents: 0,
-            // The older document is never written by a relay.
-            relay_of: None,
-        });
+        // The older document is never written by a relay: no `relay_of`.
+        return Ok(Summary::of_session(&s, path, size));
     }
     let mut conv: Conversation<Light> = Conversation::default();
     let mut reader = crate::jsonl::open(path)?;

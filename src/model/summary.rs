@@ -80,6 +80,27 @@ impl Summary {
             .or_else(|| self.created.as_ref().and_then(Timestamp::time))
     }
 
+    /// The listing row of a session read in full (a listing does that for the small, rare
+    /// whole-document files instead of scanning them). `archived` and `relay_of` are the
+    /// caller's to set.
+    pub fn of_session(s: &super::Session, path: &std::path::Path, size: u64) -> Summary {
+        Summary {
+            id: s.id.clone(),
+            agent: s.agent.clone(),
+            path: path.to_path_buf(),
+            cwd: s.cwd.clone(),
+            title: s.title.clone(),
+            created: s.created.clone(),
+            updated: s.updated.clone(),
+            messages: s.message_count(),
+            size,
+            archived: false,
+            parent_id: s.parent_id.clone(),
+            subagents: 0,
+            relay_of: None,
+        }
+    }
+
     /// Which of several files holding one session the listing shows, highest first: one with
     /// a conversation, then the newest, then by path (an agent may keep a session in several
     /// files: Gemini CLI leaves a copy of its start beside every resumed session).
