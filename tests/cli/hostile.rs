@@ -422,3 +422,105 @@ fn a_40_mb_first_request_stays_the_first_request() {
     assert!(written.contains("FIRST REQUEST: Port the parser"));
     assert!(written.contains("second request"));
 }
+
+/// A Claude session whose first request is `first_line` (raw bytes, no newline), then three
+/// ordinary lines. Returns the session id.
+fn claude_with_raw_first_line(env: &TestEnv, make: impl Fn(&str) -> Vec<u8>) -> &'static str {
+    let dir = env.claude_home().join("projects/-tmp-hostile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sid = "7e0c3a1e-7b2f-4e8a-9c6d-1f2e3a4b5c6e";
+    let line = |uuid: &str, parent: &str, ts: u32, role: &str, text: &str| {
+        json!({"parentUuid": parent, "isSidechain": false, "type": role, "uuid": uuid,
+            "sessionId": sid, "cwd": "/tmp/hostile", "version": "2.1.332",
+            "timestamp": format!("2026-11-20T10:00:{ts:02}.000Z"),
+            "message": {"role": role, "content": [{"type": "text", "text": text}]}})
+        .to_string()
+    };
+    let mut file = make(sid);
+    file.push(b'\n');
+    for l in [
+        line("a1", "u1", 2, "assistant", "Reading it."),
+        line("u2", "a1", 3, "user", "second request"),
+        line("a2", "u2", 4, "assistant", "Done."),
+    ] {
+        file.extend_from_slice(l.as_bytes());
+        file.push(b'\n');
+    }
+    std::fs::write(dir.join(format!("{sid}.jsonl")), file).unwrap();
+    sid
+}
+
+/// The first line of such a session: a request of `text`.
+fn first_request(sid: &str, text: &str) -> Vec<u8> {
+    json!({"parentUuid": null, "isSidechain": false, "type": "user", "uuid": "u1",
+        "sessionId": sid, "cwd": "/tmp/hostile", "version": "2.1.332",
+        "timestamp": "2026-11-20T10:00:01.000Z",
+        "message": {"role": "user", "content": text}})
+    .to_string()
+    .into_bytes()
+}
+
+/// `show` and `list` both read the first request of a salvaged first line.
+fn assert_first_request_read(env: &TestEnv, sid: &str) {
+    let v = env.json(&["show", sid, "--json"]);
+    assert_eq!(v["counts"]["user"], 2, "{}", v["session"]["warnings"]);
+    let title = v["session"]["title"].as_str().unwrap_or_default().to_string();
+    assert!(title.starts_with("FIRST REQUEST"), "{title}");
+    let rows = env.list_json(&["list", "--all", "--json"]);
+    assert_eq!(rows[0]["title"], v["session"]["title"]);
+    assert_eq!(rows[0]["messages"], v["messages"]);
+}
+
+/// A byte order mark before a huge first line: the listing salvaged the line (it strips the
+/// mark first) while the reader tried to salvage it with the mark and skipped it, so `show`
+/// titled the session after the second request.
+#[test]
+fn a_byte_order_mark_before_a_huge_first_line_does_not_lose_it() {
+    let env = TestEnv::empty();
+    let sid = claude_with_raw_first_line(&env, |sid| {
+        let mut text = String::from("FIRST REQUEST: ");
+        text.push_str(&"x".repeat(34 << 20));
+        let mut line = jsonl_bom();
+        line.extend(first_request(sid, &text));
+        line
+    });
+    assert_first_request_read(&env, sid);
+}
+
+fn jsonl_bom() -> Vec<u8> {
+    b"\xEF\xBB\xBF".to_vec()
+}
+
+/// A line only a few bytes over the 32 MB limit: its last bytes past the limit alone do not
+/// close the JSON, so the line was skipped instead of read as its first 1 MB and last 64 KB.
+#[test]
+fn a_line_just_over_the_limit_is_salvaged_too() {
+    for over in [1usize, 2, 40] {
+        let env = TestEnv::empty();
+        let sid = claude_with_raw_first_line(&env, |sid| {
+            let base = first_request(sid, "FIRST REQUEST: ");
+            // With its newline the line is 32 MB + `over` bytes.
+            let pad = (32 << 20) + over - 1 - base.len();
+            first_request(sid, &format!("FIRST REQUEST: {}", "x".repeat(pad)))
+        });
+        assert_first_request_read(&env, sid);
+    }
+}
+
+/// The 1 MB cut falling inside an escaped surrogate pair (`\ud83d\ude00`, as JSON writers
+/// that escape non-ASCII write an emoji) left a lone leading surrogate: the salvaged line
+/// then failed to parse and the first request was lost.
+#[test]
+fn a_cut_inside_an_escaped_surrogate_pair_keeps_the_line() {
+    for shift in 0..12 {
+        let env = TestEnv::empty();
+        let sid = claude_with_raw_first_line(&env, |sid| {
+            let mut text = format!("FIRST REQUEST: {}", "a".repeat(shift));
+            text.push_str(&"\u{1F600}".repeat((1 << 20) / 12 + 100));
+            text.push_str(&"x".repeat(33 << 20));
+            let line = String::from_utf8(first_request(sid, &text)).unwrap();
+            line.replace('\u{1F600}', "\\ud83d\\ude00").into_bytes()
+        });
+        assert_first_request_read(&env, sid);
+    }
+}
