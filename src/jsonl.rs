@@ -151,6 +151,19 @@ fn read_line_keeping_end(
 /// huge prompt or tool output: what makes a line that long). `head` is the line's start as
 /// read, `end` its last bytes, `len` its full length. None when the result is not valid JSON.
 pub fn salvage(head: &[u8], end: &[u8], len: usize) -> Option<Vec<u8>> {
+    // A line only a little over the limit has fewer than `SALVAGE_TAIL` bytes past it: the
+    // rest of its last `SALVAGE_TAIL` bytes are the end of `head`.
+    let joined;
+    let end = if end.len() < SALVAGE_TAIL && head.len() > SALVAGE_HEAD {
+        let from = head
+            .len()
+            .saturating_sub(SALVAGE_TAIL - end.len())
+            .max(SALVAGE_HEAD);
+        joined = [&head[from..], end].concat();
+        &joined[..]
+    } else {
+        end
+    };
     let end = trim_ascii(end);
     // The head: cut at a character boundary, and never inside an escape sequence.
     let mut cut = head.len().min(SALVAGE_HEAD);
@@ -162,6 +175,15 @@ pub fn salvage(head: &[u8], end: &[u8], len: usize) -> Option<Vec<u8>> {
         .rposition(|&b| b == b'\\')
     {
         cut = cut.saturating_sub(6) + back;
+    }
+    // Nor after the leading half of an escaped surrogate pair (`\ud83d` of `\ud83d\ude00`).
+    if cut >= 6
+        && head[cut - 6] == b'\\'
+        && head[cut - 5].eq_ignore_ascii_case(&b'u')
+        && head[cut - 4].eq_ignore_ascii_case(&b'd')
+        && matches!(head[cut - 3].to_ascii_lowercase(), b'8'..=b'9' | b'a'..=b'b')
+    {
+        cut -= 6;
     }
     while cut > 0 && head[cut - 1] == b'\\' {
         cut -= 1;
@@ -283,6 +305,10 @@ pub fn for_each_line_with(
             }
             read += n as u64;
             no += 1;
+            if no == 1 && buf.starts_with(BOM) {
+                stats.bom = true;
+                buf.drain(..BOM.len());
+            }
             if n > MAX_LINE {
                 match salvage(&buf, &end, n) {
                     Some(line) => {
@@ -295,10 +321,6 @@ pub fn for_each_line_with(
                         continue;
                     }
                 }
-            }
-            if no == 1 && buf.starts_with(BOM) {
-                stats.bom = true;
-                buf.drain(..BOM.len());
             }
             let line = trim_ascii(&buf);
             if line.is_empty() {

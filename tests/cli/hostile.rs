@@ -464,7 +464,10 @@ fn first_request(sid: &str, text: &str) -> Vec<u8> {
 fn assert_first_request_read(env: &TestEnv, sid: &str) {
     let v = env.json(&["show", sid, "--json"]);
     assert_eq!(v["counts"]["user"], 2, "{}", v["session"]["warnings"]);
-    let title = v["session"]["title"].as_str().unwrap_or_default().to_string();
+    let title = v["session"]["title"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     assert!(title.starts_with("FIRST REQUEST"), "{title}");
     let rows = env.list_json(&["list", "--all", "--json"]);
     assert_eq!(rows[0]["title"], v["session"]["title"]);
