@@ -170,6 +170,16 @@ pub fn salvage(head: &[u8], end: &[u8], len: usize) -> Option<Vec<u8>> {
     while cut > 0 && cut < head.len() && head[cut] & 0xC0 == 0x80 {
         cut -= 1;
     }
+    // Nor inside a word: a key or token cut in two would keep a piece that redaction no
+    // longer recognises. So the cut moves back over a run of token characters (at most
+    // `SEAM_MAX` bytes of it).
+    let word_start = head[..cut]
+        .iter()
+        .rev()
+        .take(SEAM_MAX)
+        .take_while(|&&b| is_token_byte(b))
+        .count();
+    cut -= word_start;
     if let Some(back) = head[cut.saturating_sub(6)..cut]
         .iter()
         .rposition(|&b| b == b'\\')
@@ -193,22 +203,54 @@ pub fn salvage(head: &[u8], end: &[u8], len: usize) -> Option<Vec<u8>> {
     while from < end.len() && end[from] & 0xC0 == 0x80 {
         from += 1;
     }
+    // The end starts after the word the cut fell in, for the same reason.
+    from += end[from..]
+        .iter()
+        .take(SEAM_MAX)
+        .take_while(|&&b| is_token_byte(b))
+        .count();
     let kept = head.len() + (end.len() - from);
     let note = format!(
         " [... {:.1} MB of this line cut by session-relay ...] ",
         len.saturating_sub(kept) as f64 / (1 << 20) as f64
     );
     // The end may start inside an escape sequence (`\"`, `\u00e9`): try the next few starts.
+    // A join that parses is kept only when the note sits in one long string, the one both cuts
+    // fell in (an eighth of what is kept, at least): two cuts in different places of, say, an array of many small records can make
+    // valid JSON that is a different record.
     for start in from..(from + 8).min(end.len()) {
         let mut line = Vec::with_capacity(kept + note.len());
         line.extend_from_slice(head);
         line.extend_from_slice(note.as_bytes());
         line.extend_from_slice(&end[start..]);
-        if serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_ok() {
-            return Some(line);
-        }
+        let Ok(v) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        // (The string is measured decoded: an escape takes up to six bytes for one.)
+        return match string_holding(&v, note.trim()) {
+            Some(n) if n * 8 >= kept => Some(line),
+            _ => None,
+        };
     }
     None
+}
+
+/// How far from a cut `salvage` looks for the edge of the word it fell in.
+const SEAM_MAX: usize = 512;
+
+/// Bytes of words, identifiers, tokens and keys (base64 and URL-safe alphabets included).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'+' | b'/' | b'=')
+}
+
+/// The length of the string value that holds `note`, if one does (not an object key).
+fn string_holding(v: &Value, note: &str) -> Option<usize> {
+    match v {
+        Value::String(s) => s.contains(note).then_some(s.len()),
+        Value::Array(items) => items.iter().find_map(|x| string_holding(x, note)),
+        Value::Object(map) => map.values().find_map(|x| string_holding(x, note)),
+        _ => None,
+    }
 }
 
 /// Summary of a whole pass over a file.
@@ -533,6 +575,67 @@ pub fn tail_lines(path: &Path, max: u64) -> Result<Vec<Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A token cut in two at either seam is dropped whole, not kept in a piece that redaction
+    /// would no longer recognise.
+    #[test]
+    fn salvage_drops_a_token_cut_at_either_seam() {
+        let key = format!("sk-ant-api03-{}-XYZAA", "A1b2C3d4".repeat(12));
+        for offset in [1usize, 7, 13, 60, key.len() - 2] {
+            // The head's cut falls `offset` bytes into one copy of the key, the tail's start
+            // `offset` bytes into another.
+            let prefix = "{\"id\":\"x\",\"text\":\"";
+            let pad = SALVAGE_HEAD - offset - prefix.len();
+            let filler = "lorem ipsum ".repeat(pad / 12 + 1);
+            let text = format!(
+                "{} {key} {} {key} the end",
+                &filler[..pad - 1],
+                "dolor sit ".repeat(SALVAGE_TAIL / 10 + 10)
+            );
+            let line = format!("{prefix}{text}\"}}");
+            assert_eq!(
+                &line[SALVAGE_HEAD - offset..SALVAGE_HEAD - offset + 6],
+                "sk-ant"
+            );
+            let tail_at = line.rfind(&key).unwrap() + offset;
+            let suffix = &line.as_bytes()[tail_at..];
+            let end = [&vec![b' '; SALVAGE_TAIL - suffix.len()][..], suffix].concat();
+            let kept = salvage(line.as_bytes(), &end, line.len() + (40 << 20)).expect("salvaged");
+            let kept = String::from_utf8(kept).unwrap();
+            for piece in key.as_bytes().windows(8) {
+                let piece = std::str::from_utf8(piece).unwrap();
+                if piece.chars().all(|c| c.is_ascii_alphanumeric()) {
+                    assert!(!kept.contains(piece), "offset {offset}: {piece} kept");
+                }
+            }
+            let v: Value = serde_json::from_str(&kept).unwrap();
+            assert!(v["text"].as_str().unwrap().ends_with("the end"));
+        }
+    }
+
+    /// Cuts that fall in two different small records can join into valid JSON that is not
+    /// the line: refused, so the line is skipped with its warning.
+    #[test]
+    fn salvage_refuses_cuts_that_join_two_records() {
+        for shift in 0..40 {
+            // The first record padded by `shift` bytes moves both cuts across the records.
+            let mut line = format!(
+                "{{\"content\":[{{\"id\":\"first\",\"text\":\"{}\"}},",
+                "x".repeat(shift)
+            );
+            let mut i = 0;
+            while line.len() < SALVAGE_HEAD + 2 * SALVAGE_TAIL {
+                line.push_str(&format!(
+                    "{{\"id\":\"toolu_{i:07}\",\"text\":\"out {i}\"}},"
+                ));
+                i += 1;
+            }
+            line.push_str("{\"id\":\"last\",\"text\":\"end\"}]}");
+            let end = &line.as_bytes()[line.len() - SALVAGE_TAIL + shift..];
+            let got = salvage(line.as_bytes(), end, line.len() + (40 << 20));
+            assert!(got.is_none(), "shift {shift}");
+        }
+    }
 
     /// Wherever the cuts fall among escapes and multi-byte characters, a line whose giant
     /// string runs past both cuts is salvaged as valid JSON that keeps the fields around it.
