@@ -223,7 +223,8 @@ pub fn salvage(head: &[u8], end: &[u8], len: usize) -> Option<Vec<u8>> {
         line.extend_from_slice(head);
         line.extend_from_slice(note.as_bytes());
         line.extend_from_slice(&end[start..]);
-        let Ok(v) = serde_json::from_slice::<Value>(&line) else {
+        // Invalid UTF-8 is read lossily, as for any line (the caller does the same).
+        let Ok(v) = serde_json::from_str::<Value>(&String::from_utf8_lossy(&line)) else {
             continue;
         };
         // (The string is measured decoded: an escape takes up to six bytes for one.)
@@ -664,6 +665,16 @@ mod tests {
             assert!(t.starts_with(&"p".repeat(shift)));
             assert!(t.contains("MB of this line cut by session-relay"));
         }
+        // Invalid UTF-8 next to either cut is read lossily, not a reason to drop the line.
+        let mut bad = format!("{{\"a\":\"{}", "é".repeat(SALVAGE_HEAD / 2)).into_bytes();
+        bad[SALVAGE_HEAD - 3] = 0xFF;
+        let mut tail = vec![b'z'; SALVAGE_TAIL];
+        tail[7] = 0xC3;
+        tail.extend_from_slice(b"\"}");
+        bad.extend_from_slice(&tail);
+        let kept = salvage(&bad, &tail, bad.len() + (40 << 20)).expect("salvaged");
+        let v: Value = serde_json::from_str(&String::from_utf8_lossy(&kept)).unwrap();
+        assert!(v["a"].as_str().unwrap().contains('\u{fffd}'));
         // When the two ends do not make JSON (here the end never closes the string), nothing is
         // made up.
         let two = format!(
