@@ -527,3 +527,101 @@ fn a_cut_inside_an_escaped_surrogate_pair_keeps_the_line() {
         assert_first_request_read(&env, sid);
     }
 }
+
+/// Several huge lines in a row, the last one without a newline: each salvaged on its own, with
+/// a warning naming it.
+#[test]
+fn several_huge_lines_and_a_huge_last_line_are_each_salvaged() {
+    let env = TestEnv::empty();
+    let sid = "7e0c3a1e-7b2f-4e8a-9c6d-1f2e3a4b5c70";
+    let line = |uuid: &str, parent: Option<&str>, ts: u32, role: &str, text: &str| {
+        let content = if role == "user" {
+            json!(text)
+        } else {
+            json!([{"type": "text", "text": text}])
+        };
+        json!({"parentUuid": parent, "isSidechain": false, "type": role, "uuid": uuid,
+            "sessionId": sid, "cwd": "/tmp/hostile", "version": "2.1.332",
+            "timestamp": format!("2026-11-20T10:00:{ts:02}.000Z"),
+            "message": {"role": role, "content": content}})
+        .to_string()
+    };
+    let lines = [
+        line("u1", None, 1, "user", &huge_text("FIRST REQUEST")),
+        line("a1", Some("u1"), 2, "assistant", &huge_text("FIRST ANSWER")),
+        line("u2", Some("a1"), 3, "user", &huge_text("SECOND REQUEST")),
+        line("a2", Some("u2"), 4, "assistant", &huge_text("LAST ANSWER")),
+    ];
+    let path = env.work().join(format!("{sid}.jsonl"));
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let v = env.json(&["show", path.to_str().unwrap(), "--json"]);
+    assert_eq!(v["counts"]["user"], 2, "{}", v["session"]["warnings"]);
+    assert_eq!(v["counts"]["assistant"], 2, "{}", v["session"]["warnings"]);
+    assert_eq!(salvaged_lines(&v), [1, 2, 3, 4]);
+    assert!(
+        v["session"]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("FIRST REQUEST"),
+        "{}",
+        v["session"]["title"]
+    );
+    let export = env.ok(&["export", path.to_str().unwrap(), "--format", "markdown"]);
+    assert!(export.contains("LAST ANSWER"));
+}
+
+/// A compressed Codex rollout (`.jsonl.zst`) with huge lines reads as the plain file does.
+#[test]
+fn huge_lines_in_a_compressed_rollout_are_salvaged_as_in_a_plain_one() {
+    let env = TestEnv::empty();
+    let id = "0199aaaa-0000-7000-8000-000000000177";
+    let name = format!("rollout-2026-11-20T10-00-00-{id}.jsonl");
+    let plain = codex_file(&env, &name);
+    let lines = [
+        meta_line(id),
+        user_line(&huge_text("FIRST REQUEST")),
+        user_line("second request"),
+        user_line(&huge_text("LAST REQUEST")),
+    ];
+    std::fs::write(&plain, lines.join("\n")).unwrap();
+    let bytes = std::fs::read(&plain).unwrap();
+    let compressed = env.work().join(format!("{name}.zst"));
+    std::fs::write(&compressed, zstd::encode_all(&bytes[..], 1).unwrap()).unwrap();
+    drop(bytes);
+    let a = env.json(&["show", plain.to_str().unwrap(), "--json"]);
+    let b = env.json(&["show", compressed.to_str().unwrap(), "--json"]);
+    assert_eq!(a["counts"]["user"], 3, "{}", a["session"]["warnings"]);
+    assert_eq!(salvaged_lines(&a), [2, 4]);
+    assert_eq!(salvaged_lines(&b), [2, 4]);
+    assert_eq!(a["counts"], b["counts"]);
+    assert_eq!(a["session"]["title"], b["session"]["title"]);
+    assert!(
+        a["session"]["title"]
+            .as_str()
+            .unwrap()
+            .starts_with("FIRST REQUEST"),
+        "{}",
+        a["session"]["title"]
+    );
+}
+
+/// A request of some 33 MB of log, starting with `label`.
+fn huge_text(label: &str) -> String {
+    format!("{label}: {}", "log line 42 ok\n".repeat((33 << 20) / 15))
+}
+
+/// The lines `show` says it salvaged.
+fn salvaged_lines(v: &Value) -> Vec<u64> {
+    v["session"]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| {
+            w["message"]
+                .as_str()
+                .unwrap()
+                .contains("read as its first 1 MB")
+        })
+        .map(|w| w["line"].as_u64().unwrap())
+        .collect()
+}
