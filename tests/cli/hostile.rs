@@ -357,16 +357,7 @@ fn a_40_mb_first_request_stays_the_first_request() {
     std::fs::create_dir_all(&dir).unwrap();
     let sid = "7e0c3a1e-7b2f-4e8a-9c6d-1f2e3a4b5c6d";
     let line = |uuid: &str, parent: Option<&str>, ts: u32, role: &str, text: &str| {
-        let content = if role == "user" {
-            json!(text)
-        } else {
-            json!([{"type": "text", "text": text}])
-        };
-        json!({"parentUuid": parent, "isSidechain": false, "type": role, "uuid": uuid,
-            "sessionId": sid, "cwd": "/tmp/hostile", "version": "2.1.332",
-            "timestamp": format!("2026-11-20T10:00:{ts:02}.000Z"),
-            "message": {"role": role, "content": content}})
-        .to_string()
+        claude_line(sid, uuid, parent, ts, role, text)
     };
     // Escapes, quotes and multi-byte characters all along, so the cuts land among them.
     let unit = "Port the parser to streaming reads. \"quoted\" \\ path\\to — 日本語 é\n\t";
@@ -535,16 +526,7 @@ fn several_huge_lines_and_a_huge_last_line_are_each_salvaged() {
     let env = TestEnv::empty();
     let sid = "7e0c3a1e-7b2f-4e8a-9c6d-1f2e3a4b5c70";
     let line = |uuid: &str, parent: Option<&str>, ts: u32, role: &str, text: &str| {
-        let content = if role == "user" {
-            json!(text)
-        } else {
-            json!([{"type": "text", "text": text}])
-        };
-        json!({"parentUuid": parent, "isSidechain": false, "type": role, "uuid": uuid,
-            "sessionId": sid, "cwd": "/tmp/hostile", "version": "2.1.332",
-            "timestamp": format!("2026-11-20T10:00:{ts:02}.000Z"),
-            "message": {"role": role, "content": content}})
-        .to_string()
+        claude_line(sid, uuid, parent, ts, role, text)
     };
     let lines = [
         line("u1", None, 1, "user", &huge_text("FIRST REQUEST")),
@@ -624,4 +606,26 @@ fn salvaged_lines(v: &Value) -> Vec<u64> {
         })
         .map(|w| w["line"].as_u64().unwrap())
         .collect()
+}
+
+/// One line of a Claude Code session in `/tmp/hostile`: a user request (plain text) or an
+/// assistant answer (a text block).
+fn claude_line(
+    sid: &str,
+    uuid: &str,
+    parent: Option<&str>,
+    ts: u32,
+    role: &str,
+    text: &str,
+) -> String {
+    let content = if role == "user" {
+        json!(text)
+    } else {
+        json!([{"type": "text", "text": text}])
+    };
+    json!({"parentUuid": parent, "isSidechain": false, "type": role, "uuid": uuid,
+        "sessionId": sid, "cwd": "/tmp/hostile", "version": "2.1.332",
+        "timestamp": format!("2026-11-20T10:00:{ts:02}.000Z"),
+        "message": {"role": role, "content": content}})
+    .to_string()
 }
