@@ -7,11 +7,13 @@
 //! - `markdown`: the session as a Markdown handoff document.
 
 pub mod markdown;
+mod meta;
 pub mod neutral;
 mod session;
 mod summary;
 mod tools;
 
+pub use meta::Meta;
 pub use session::*;
 pub use summary::{RecordedUsage, RelaySource, Summary};
 pub use tools::{ToolKind, generic_key_arg};

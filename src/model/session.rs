@@ -10,7 +10,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::ToolKind;
+use super::{Meta, ToolKind};
 
 /// Bumped whenever a field changes meaning or a required field is added.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -231,8 +231,8 @@ pub struct Message {
     pub is_error: bool,
     /// Source-specific facts: `kind` (context, instructions, compaction, compact_summary, ...),
     /// source line number, ids, image sources, signatures' presence.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub metadata: BTreeMap<String, Value>,
+    #[serde(default, skip_serializing_if = "Meta::is_empty")]
+    pub metadata: Meta,
 }
 
 impl Message {
@@ -247,7 +247,7 @@ impl Message {
             tool_kind: None,
             key_arg: None,
             is_error: false,
-            metadata: BTreeMap::new(),
+            metadata: Meta::new(),
         }
     }
 
