@@ -82,8 +82,8 @@ pub fn read_document(path: &Path) -> Result<Document> {
 pub const BOM_WARNING: &str = "the file starts with a UTF-8 byte order mark; it was ignored";
 
 /// What happened to one line.
-pub enum Line {
-    Json(Value),
+pub enum Line<T = Value> {
+    Json(T),
     /// Not JSON: the parse error. The caller reports it with the line number.
     Malformed(String),
 }
@@ -311,7 +311,27 @@ pub fn for_each_line_with(
     path: &Path,
     pass: Pass,
     prepare: impl Fn(&mut Value) + Sync,
-    mut f: impl FnMut(usize, Line) -> Result<()>,
+    f: impl FnMut(usize, Line) -> Result<()>,
+) -> Result<PassStats> {
+    for_each_line_mapped(
+        path,
+        pass,
+        |_, mut v| {
+            prepare(&mut v);
+            v
+        },
+        f,
+    )
+}
+
+/// `for_each_line_with`, with each parsed line turned by `map(line_number, value)` into what
+/// the caller keeps, in parallel: a reader's per-line work runs on every core, and the value
+/// is dropped on the thread that built it.
+pub fn for_each_line_mapped<T: Send>(
+    path: &Path,
+    pass: Pass,
+    map: impl Fn(usize, Value) -> T + Sync,
+    mut f: impl FnMut(usize, Line<T>) -> Result<()>,
 ) -> Result<PassStats> {
     use rayon::prelude::*;
     let mut reader = open(path)?;
@@ -334,11 +354,12 @@ pub fn for_each_line_with(
     let mut no = 0usize;
     let mut eof = false;
     while !eof {
-        // Read a block of raw lines...
-        let mut block: Vec<(usize, Vec<u8>, bool)> = Vec::new();
-        let mut bytes = 0;
+        // Read a block of raw lines into one buffer (a buffer per line would grow from empty
+        // for every line: most of the allocator's work on a long session)...
+        let mut data: Vec<u8> = Vec::with_capacity(BLOCK + (BLOCK >> 3));
+        let mut block: Vec<(usize, std::ops::Range<usize>, bool)> = Vec::new();
         let mut read = 0u64;
-        while bytes < BLOCK {
+        while data.len() < BLOCK {
             let (n, terminated) =
                 read_line_keeping_end(&mut *reader, &mut buf, MAX_LINE, Some(&mut end))
                     .with_context(|| format!("read error in {} after line {no}", path.display()))?;
@@ -373,35 +394,31 @@ pub fn for_each_line_with(
             if no < pass.from_line {
                 continue;
             }
-            bytes += line.len();
-            // The buffer itself goes to the parser (JSON allows the surrounding whitespace):
-            // no copy of each line on the hot path.
-            block.push((no, std::mem::take(&mut buf), terminated));
+            let start = data.len();
+            data.extend_from_slice(line);
+            block.push((no, start..data.len(), terminated));
         }
         if let Some(p) = &progress {
             p.advance(read);
         }
         // ...parse it on every core...
-        let parsed: Vec<(usize, bool, bool, Result<Value, String>)> = block
+        let parsed: Vec<(usize, bool, bool, Result<T, String>)> = block
             .into_par_iter()
-            .map(|(no, line, terminated)| {
-                let (text, lossy) = match String::from_utf8(line) {
-                    Ok(s) => (s, false),
-                    Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), true),
+            .map(|(no, range, terminated)| {
+                let bytes = &data[range];
+                let (text, lossy) = match std::str::from_utf8(bytes) {
+                    Ok(s) => (std::borrow::Cow::Borrowed(s), false),
+                    Err(_) => (String::from_utf8_lossy(bytes), true),
                 };
                 let parsed = match &pass.prune {
                     Some(prune) => pruned::parse(text.trim().as_bytes(), prune),
                     None => serde_json::from_str::<Value>(text.trim()),
                 };
-                let r = parsed
-                    .map(|mut v| {
-                        prepare(&mut v);
-                        v
-                    })
-                    .map_err(|e| e.to_string());
+                let r = parsed.map(|v| map(no, v)).map_err(|e| e.to_string());
                 (no, terminated, lossy, r)
             })
             .collect();
+        drop(data);
         // ...and hand the lines on in order. A cut-off last line (no newline, does not parse)
         // is an agent still writing, not a malformed line.
         for (no, terminated, lossy, r) in parsed {

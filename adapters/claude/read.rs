@@ -36,15 +36,54 @@ const NON_CONVERSATION_TYPES: &[&str] = &[
     "api-request",
 ];
 
+/// A chain line as the reader keeps it: what it adds to the session, not the parsed line.
 struct Entry {
     line: usize,
     kind: String,
-    uuid: Option<String>,
-    parent: Option<String>,
-    logical_parent: Option<String>,
     sidechain: bool,
+    /// What the line adds to the session, in order (see `stage`).
+    ops: Vec<Op>,
+    /// A user line with the person's own words: a turn starts here.
+    starts_turn: bool,
+    /// A tool output of the line was read only in part.
+    reduced: bool,
+    /// The line's content in characters as a full read keeps it, to size the tail.
+    chars: usize,
+}
+
+/// One line as the thread that parsed it hands it on.
+struct Facts {
     timestamp: Option<String>,
-    value: Value,
+    session_id: Option<String>,
+    version: Option<String>,
+    branch: Option<String>,
+    cwd: Option<String>,
+    entrypoint: Option<String>,
+    body: Body,
+}
+
+enum Body {
+    /// Not an object with a string `type`.
+    NoType,
+    Chain(Entry, Link),
+    /// Any other line type, whole.
+    Other(String, Value),
+}
+
+/// What a chain line does to the session, applied in file order on the branch (see `apply`):
+/// staging it where the line is parsed lets the parsed line go there and then.
+enum Op {
+    Push(Message),
+    Warn(usize, String),
+    Touch(String),
+    Todos(Vec<Todo>),
+    /// An assistant line's usage: the prompt held everything before its API message.
+    Usage {
+        tokens: u64,
+        message_id: Option<String>,
+        model: Option<String>,
+    },
+    Skipped(String),
 }
 
 pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
@@ -86,73 +125,73 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         (m, _) => m,
     };
     let reduced = opts.full_tail_tokens.is_some();
-    let prepare = move |v: &mut Value| {
-        if let Some(max) = first_max {
-            shrink(v, max, reduced);
-        }
-    };
     let first_pass = jsonl::Pass {
         prune: first_max.map(prune),
         from_line: 0,
     };
-    let pass = jsonl::for_each_line_with(path, first_pass, prepare, |no, line| {
-        let Line::Json(v) = line else { return Ok(()) };
-        let Some(kind) = str_field(&v, "type").map(str::to_string) else {
-            not_an_object += 1;
-            *session
-                .stats
-                .unknown_types
-                .entry("<no type>".into())
-                .or_default() += 1;
-            return Ok(());
-        };
-        if let Some(ts) = str_field(&v, "timestamp") {
-            times.see_str(ts);
-        }
-        if let Some(s) = str_field(&v, "sessionId") {
-            session_id.get_or_insert_with(|| s.to_string());
-        }
-        if let Some(s) = str_field(&v, "version") {
-            version = Some(s.to_string());
-        }
-        if let Some(s) = str_field(&v, "gitBranch") {
-            branch = Some(s.to_string());
-        }
-        if let Some(s) = str_field(&v, "cwd") {
-            cwd.get_or_insert_with(|| s.to_string());
-        }
-        if let Some(s) = str_field(&v, "entrypoint") {
-            entrypoint.get_or_insert_with(|| s.to_string());
-        }
-        match kind.as_str() {
-            k if CHAIN_TYPES.contains(&k) => {
-                entries.push(Entry {
-                    line: no,
-                    uuid: str_field(&v, "uuid").map(str::to_string),
-                    parent: str_field(&v, "parentUuid").map(str::to_string),
-                    logical_parent: str_field(&v, "logicalParentUuid").map(str::to_string),
-                    sidechain: v.get("isSidechain").and_then(Value::as_bool) == Some(true),
-                    timestamp: str_field(&v, "timestamp").map(str::to_string),
-                    kind,
-                    value: slim(v),
-                });
+    let mut links: Vec<Link> = Vec::new();
+    let pass = jsonl::for_each_line_mapped(
+        path,
+        first_pass,
+        |no, v| facts(no, v, first_max, reduced, max.unwrap_or(usize::MAX)),
+        |_, line| {
+            let Line::Json(f) = line else { return Ok(()) };
+            let kind = match f.body {
+                Body::NoType => {
+                    not_an_object += 1;
+                    *session
+                        .stats
+                        .unknown_types
+                        .entry("<no type>".into())
+                        .or_default() += 1;
+                    return Ok(());
+                }
+                Body::Chain(entry, link) => {
+                    entries.push(entry);
+                    links.push(link);
+                    None
+                }
+                Body::Other(kind, v) => Some((kind, v)),
+            };
+            if let Some(ts) = &f.timestamp {
+                times.see_str(ts);
             }
-            "custom-title" => custom_title = str_field(&v, "customTitle").map(str::to_string),
-            "ai-title" => {
-                ai_title = str_field(&v, "aiTitle")
-                    .or_else(|| str_field(&v, "title"))
-                    .map(str::to_string)
+            if let Some(s) = f.session_id {
+                session_id.get_or_insert(s);
             }
-            "summary" => summaries.push(v),
-            "last-prompt" => last_prompt = str_field(&v, "lastPrompt").map(str::to_string),
-            "tag" => tags.push(v),
-            k if NON_CONVERSATION_TYPES.contains(&k) => {
-                *session.stats.skipped_types.entry(kind).or_default() += 1;
+            if let Some(s) = f.version {
+                version = Some(s);
             }
-            _ => *session.stats.unknown_types.entry(kind).or_default() += 1,
-        }
-        Ok(())
-    })?;
+            if let Some(s) = f.branch {
+                branch = Some(s);
+            }
+            if let Some(s) = f.cwd {
+                cwd.get_or_insert(s);
+            }
+            if let Some(s) = f.entrypoint {
+                entrypoint.get_or_insert(s);
+            }
+            let Some((kind, v)) = kind else {
+                return Ok(());
+            };
+            match kind.as_str() {
+                "custom-title" => custom_title = str_field(&v, "customTitle").map(str::to_string),
+                "ai-title" => {
+                    ai_title = str_field(&v, "aiTitle")
+                        .or_else(|| str_field(&v, "title"))
+                        .map(str::to_string)
+                }
+                "summary" => summaries.push(v),
+                "last-prompt" => last_prompt = str_field(&v, "lastPrompt").map(str::to_string),
+                "tag" => tags.push(v),
+                k if NON_CONVERSATION_TYPES.contains(&k) => {
+                    *session.stats.skipped_types.entry(kind).or_default() += 1;
+                }
+                _ => *session.stats.unknown_types.entry(kind).or_default() += 1,
+            }
+            Ok(())
+        },
+    )?;
     session.record_pass(&pass);
 
     if let Some(id) = session_id.clone() {
@@ -212,13 +251,14 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         }
     }
 
-    let active = active_lines(&entries, subagent_of.is_some(), &mut session);
+    let active = active_lines(&entries, &links, subagent_of.is_some(), &mut session);
+    drop(links);
     if let (Some(max), Some(tail)) = (max, opts.full_tail_tokens) {
         read_tail_in_full(path, &mut entries, &active, tail, max)?;
     }
     let mut todos: Option<Vec<Todo>> = None;
-    for e in entries.iter().filter(|e| active.contains(&e.line)) {
-        convert(e, &mut session, &mut todos);
+    for e in entries.into_iter().filter(|e| active.contains(&e.line)) {
+        apply(e.ops, &mut session, &mut todos);
     }
     if let Some(t) = todos {
         session.todos = t;
@@ -235,21 +275,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     Ok(session)
 }
 
-/// The keys of a chain line that `convert` reads: the envelope every line repeats (cwd,
-/// session id, version, branch, ...) is read once above and need not be kept per line.
-const KEPT_KEYS: &[&str] = &[
-    "message",
-    "isMeta",
-    "isCompactSummary",
-    "isApiErrorMessage",
-    "toolUseResult",
-    "subtype",
-    "content",
-    "compactMetadata",
-    "attachment",
-];
-
-/// The keys of a line's `message` that `convert` reads, and of its `usage`.
+/// The keys of a line's `message` that `stage` reads, and of its `usage`.
 const KEPT_MESSAGE_KEYS: &[&str] = &["role", "id", "model", "content", "usage"];
 const KEPT_USAGE_KEYS: &[&str] = &[
     "input_tokens",
@@ -257,37 +283,150 @@ const KEPT_USAGE_KEYS: &[&str] = &[
     "cache_read_input_tokens",
 ];
 
-fn keep(v: Value, keys: &[&str]) -> Value {
-    match v {
-        Value::Object(mut o) => {
-            let mut kept = serde_json::Map::with_capacity(keys.len());
-            for k in keys {
-                if let Some(x) = o.remove(*k) {
-                    kept.insert((*k).to_string(), x);
-                }
-            }
-            Value::Object(kept)
+/// What the reader keeps of line `no`, worked out where it was parsed. `max` cuts tool
+/// outputs (see `shrink`); `reduced` marks cut outputs as read only in part.
+/// `full_max` is what a full read cuts outputs to (for `Entry::chars`).
+fn facts(no: usize, mut v: Value, max: Option<usize>, reduced: bool, full_max: usize) -> Facts {
+    let field = |v: &Value, k: &str| str_field(v, k).map(str::to_string);
+    let Some(kind) = field(&v, "type") else {
+        return Facts {
+            timestamp: None,
+            session_id: None,
+            version: None,
+            branch: None,
+            cwd: None,
+            entrypoint: None,
+            body: Body::NoType,
+        };
+    };
+    let mut f = Facts {
+        timestamp: field(&v, "timestamp"),
+        session_id: field(&v, "sessionId"),
+        version: field(&v, "version"),
+        branch: field(&v, "gitBranch"),
+        cwd: field(&v, "cwd"),
+        entrypoint: field(&v, "entrypoint"),
+        body: Body::NoType,
+    };
+    f.body = if CHAIN_TYPES.contains(&kind.as_str()) {
+        if let Some(max) = max {
+            shrink(&mut v, max, reduced);
         }
-        other => other,
+        let (entry, link) = chain_entry(no, kind, &v, full_max);
+        Body::Chain(entry, link)
+    } else {
+        Body::Other(kind, v)
+    };
+    f
+}
+
+/// A chain line staged (see `Op`), and its link for the branch choice.
+fn chain_entry(no: usize, kind: String, v: &Value, full_max: usize) -> (Entry, Link) {
+    let uuid = str_field(v, "uuid");
+    let timestamp = str_field(v, "timestamp");
+    let sidechain = v.get("isSidechain").and_then(Value::as_bool) == Some(true);
+    let ids = |block_kind: &str, key: &str| -> Vec<String> {
+        blocks(v)
+            .filter(|b| str_field(b, "type") == Some(block_kind))
+            .filter_map(|b| str_field(b, key).map(str::to_string))
+            .collect()
+    };
+    let link = Link {
+        user: kind == "user",
+        assistant: kind == "assistant",
+        uuid: uuid.map(str::to_string),
+        parent: str_field(v, "parentUuid")
+            .or_else(|| str_field(v, "logicalParentUuid"))
+            .map(str::to_string),
+        sidechain,
+        time: timestamp.and_then(crate::model::parse_time),
+        message_id: v
+            .pointer("/message/id")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        tool_uses: ids("tool_use", "id"),
+        tool_results: ids("tool_result", "tool_use_id"),
+    };
+    let entry = Entry {
+        line: no,
+        sidechain,
+        ops: stage(no, &kind, uuid, timestamp, v),
+        starts_turn: kind == "user" && starts_turn(v),
+        reduced: blocks(v).any(|b| b.get("_reduced").is_some()),
+        chars: content_chars(v, full_max),
+        kind,
+    };
+    (entry, link)
+}
+
+/// A line's content in characters as a full read keeps it: what the tail is sized by.
+fn content_chars(v: &Value, max: usize) -> usize {
+    use crate::jsonl::pruned::ORIGINAL_CHARS;
+    v.pointer("/message/content").map_or(0, |c| match c {
+        Value::String(s) => s.len(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .map(|b| match b.get(ORIGINAL_CHARS).and_then(Value::as_u64) {
+                Some(n) => (n as usize).min(max),
+                None => b.to_string().len(),
+            })
+            .sum(),
+        _ => 0,
+    })
+}
+
+/// Applies a chain line's staged operations to the session.
+fn apply(ops: Vec<Op>, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
+    for op in ops {
+        match op {
+            Op::Push(m) => session.messages.push(m),
+            Op::Warn(line, w) => session.warn(Some(line), w),
+            Op::Touch(p) => session.touch_file(&p),
+            Op::Todos(t) => *todos = Some(t),
+            Op::Usage {
+                tokens,
+                message_id,
+                model,
+            } => {
+                let same = |m: &Message| {
+                    message_id.is_some()
+                        && m.metadata.get("message_id").and_then(Value::as_str)
+                            == message_id.as_deref()
+                };
+                let mut at = session.messages.len();
+                while at > 0 && same(&session.messages[at - 1]) {
+                    at -= 1;
+                }
+                session.record_context_usage(tokens, at, model.as_deref());
+            }
+            Op::Skipped(k) => *session.stats.skipped_types.entry(k).or_default() += 1,
+        }
     }
 }
 
-fn slim(v: Value) -> Value {
-    let mut v = keep(v, KEPT_KEYS);
-    if let Some(m) = v.get_mut("message") {
-        let mut message = keep(std::mem::take(m), KEPT_MESSAGE_KEYS);
-        if let Some(u) = message.get_mut("usage") {
-            *u = keep(std::mem::take(u), KEPT_USAGE_KEYS);
-        }
-        *m = message;
+/// Collects a chain line's operations (see `Op`).
+struct Stage(Vec<Op>);
+
+impl Stage {
+    fn push(&mut self, m: Message) {
+        self.0.push(Op::Push(m));
     }
-    v
+    fn touch_file(&mut self, p: &str) {
+        self.0.push(Op::Touch(p.to_string()));
+    }
+    fn skip(&mut self, kind: String) {
+        self.0.push(Op::Skipped(kind));
+    }
 }
 
 /// Line numbers of the entries on the branch Claude Code loads (see `chain::active_branch`).
-fn active_lines(entries: &[Entry], subagent: bool, session: &mut Session) -> HashSet<usize> {
-    let links: Vec<Link> = entries.iter().map(link).collect();
-    let branch = chain::active_branch(&links, subagent);
+fn active_lines(
+    entries: &[Entry],
+    links: &[Link],
+    subagent: bool,
+    session: &mut Session,
+) -> HashSet<usize> {
+    let branch = chain::active_branch(links, subagent);
     if let Some(i) = branch.cycle_at {
         session.warn(Some(entries[i].line), "parentUuid cycle; walk stopped");
     }
@@ -309,31 +448,6 @@ fn active_lines(entries: &[Entry], subagent: bool, session: &mut Session) -> Has
     branch.included.iter().map(|&i| entries[i].line).collect()
 }
 
-/// What the branch choice needs of an entry.
-fn link(e: &Entry) -> Link {
-    let ids = |kind: &str, key: &str| -> Vec<String> {
-        blocks(&e.value)
-            .filter(|b| str_field(b, "type") == Some(kind))
-            .filter_map(|b| str_field(b, key).map(str::to_string))
-            .collect()
-    };
-    Link {
-        user: e.kind == "user",
-        assistant: e.kind == "assistant",
-        uuid: e.uuid.clone(),
-        parent: e.parent.clone().or_else(|| e.logical_parent.clone()),
-        sidechain: e.sidechain,
-        time: e.timestamp.as_deref().and_then(crate::model::parse_time),
-        message_id: e
-            .value
-            .pointer("/message/id")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        tool_uses: ids("tool_use", "id"),
-        tool_results: ids("tool_result", "tool_use_id"),
-    }
-}
-
 fn blocks(v: &Value) -> impl Iterator<Item = &Value> {
     v.pointer("/message/content")
         .and_then(Value::as_array)
@@ -341,24 +455,33 @@ fn blocks(v: &Value) -> impl Iterator<Item = &Value> {
         .flatten()
 }
 
-fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
-    let ts = e.timestamp.as_deref().map(Timestamp::parse);
+/// What chain line `line` of type `kind` adds to the session (see `Op`).
+fn stage(
+    line: usize,
+    kind: &str,
+    uuid: Option<&str>,
+    timestamp: Option<&str>,
+    v: &Value,
+) -> Vec<Op> {
+    let mut out = Stage(Vec::new());
+    let session = &mut out;
+    let ts = timestamp.map(Timestamp::parse);
     let base = |role: Role, content: String| {
         let mut m = Message::new(role, content)
             .with_time(ts.clone())
-            .with_meta("line", e.line);
-        if let Some(u) = &e.uuid {
-            m = m.with_meta("uuid", u.as_str());
+            .with_meta("line", line);
+        if let Some(u) = uuid {
+            m = m.with_meta("uuid", u);
         }
         m
     };
-    match e.kind.as_str() {
+    match kind {
         "user" => {
-            let meta = e.value.get("isMeta").and_then(Value::as_bool) == Some(true);
-            let summary = e.value.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
-            match e.value.pointer("/message/content") {
+            let meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
+            let summary = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
+            match v.pointer("/message/content") {
                 Some(Value::String(s)) => {
-                    session.messages.push(classify_user_text(
+                    session.push(classify_user_text(
                         base(Role::User, s.clone()),
                         meta,
                         summary,
@@ -393,15 +516,15 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                                 if b.get("_reduced").is_some() {
                                     m = m.with_meta("reduced", true);
                                 }
-                                if let Some(Value::String(s)) = e.value.get("toolUseResult")
+                                if let Some(Value::String(s)) = v.get("toolUseResult")
                                     && s.starts_with("User rejected")
                                 {
                                     m = m.with_meta("rejected", true);
                                 }
-                                session.messages.push(m);
+                                session.push(m);
                             }
                             Some(other) => {
-                                session.messages.push(
+                                session.push(
                                     base(Role::System, format!("[{other} block]"))
                                         .with_meta("kind", "unsupported_block")
                                         .with_meta("block", b.clone()),
@@ -415,16 +538,18 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                         if !images.is_empty() {
                             m = m.with_meta("images", Value::Array(images));
                         }
-                        session.messages.push(classify_user_text(m, meta, summary));
+                        session.push(classify_user_text(m, meta, summary));
                     }
                 }
-                _ => session.warn(Some(e.line), "user line without message content"),
+                _ => session
+                    .0
+                    .push(Op::Warn(line, "user line without message content".into())),
             }
         }
         "assistant" => {
-            let message_id = e.value.pointer("/message/id").and_then(Value::as_str);
-            let model = e.value.pointer("/message/model").and_then(Value::as_str);
-            let api_error = e.value.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
+            let message_id = v.pointer("/message/id").and_then(Value::as_str);
+            let model = v.pointer("/message/model").and_then(Value::as_str);
+            let api_error = v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
             let with_ids = |mut m: Message| {
                 if let Some(id) = message_id {
                     m = m.with_meta("message_id", id);
@@ -438,30 +563,29 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                 m
             };
             // Each line of an API message repeats its usage; the last one seen is the newest.
-            if let Some(u) = e.value.pointer("/message/usage").filter(|_| !api_error) {
+            if let Some(u) = v.pointer("/message/usage").filter(|_| !api_error) {
                 let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
                 let tokens = n("input_tokens")
                     + n("cache_creation_input_tokens")
                     + n("cache_read_input_tokens");
                 if tokens > 0 {
                     // The prompt held everything before this API message's first line.
-                    let same = |m: &Message| {
-                        message_id.is_some()
-                            && m.metadata.get("message_id").and_then(Value::as_str) == message_id
-                    };
-                    let mut at = session.messages.len();
-                    while at > 0 && same(&session.messages[at - 1]) {
-                        at -= 1;
-                    }
-                    session.record_context_usage(tokens, at, model);
+                    session.0.push(Op::Usage {
+                        tokens,
+                        message_id: message_id.map(str::to_string),
+                        model: model.map(str::to_string),
+                    });
                 }
             }
-            let content = e.value.pointer("/message/content");
+            let content = v.pointer("/message/content");
             let items: Vec<Value> = match content {
                 Some(Value::Array(a)) => a.clone(),
                 Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
                 _ => {
-                    session.warn(Some(e.line), "assistant line without message content");
+                    session.0.push(Op::Warn(
+                        line,
+                        "assistant line without message content".into(),
+                    ));
                     Vec::new()
                 }
             };
@@ -469,17 +593,16 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                 match str_field(b, "type") {
                     Some("text") => {
                         let t = str_field(b, "text").unwrap_or_default().to_string();
-                        session.messages.push(with_ids(base(Role::Assistant, t)));
+                        session.push(with_ids(base(Role::Assistant, t)));
                     }
                     Some("thinking") => {
                         let t = str_field(b, "thinking").unwrap_or_default().to_string();
                         let signed = str_field(b, "signature").is_some_and(|s| !s.is_empty());
                         session
-                            .messages
                             .push(with_ids(base(Role::Reasoning, t)).with_meta("signed", signed));
                     }
                     Some("redacted_thinking") => {
-                        session.messages.push(
+                        session.push(
                             with_ids(base(Role::Reasoning, String::new()))
                                 .with_meta("redacted", true),
                         );
@@ -487,7 +610,7 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                     Some("tool_use") | Some("server_tool_use") => {
                         let name = str_field(b, "name").unwrap_or("?").to_string();
                         let input = b.get("input").cloned().unwrap_or(Value::Null);
-                        note_tool_effects(session, &name, &input, todos);
+                        note_tool_effects(session, &name, &input);
                         let mut m = with_ids(base(Role::ToolCall, String::new()));
                         m.tool_call_id = str_field(b, "id").map(str::to_string);
                         let (kind, key) = super::tools::classify(&name, &input);
@@ -497,10 +620,10 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                         // An absent input and a null one are the same to every writer (and to the
                         // neutral JSONL, which cannot tell them apart).
                         m.tool_input = Some(input).filter(|v| !v.is_null());
-                        session.messages.push(m);
+                        session.push(m);
                     }
                     Some(other) => {
-                        session.messages.push(
+                        session.push(
                             with_ids(base(Role::System, format!("[{other} block]")))
                                 .with_meta("kind", "unsupported_block")
                                 .with_meta("block", b.clone()),
@@ -510,42 +633,41 @@ fn convert(e: &Entry, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                 }
             }
         }
-        "system" => match str_field(&e.value, "subtype") {
+        "system" => match str_field(v, "subtype") {
             Some("compact_boundary") => {
                 let mut m = base(
                     Role::System,
-                    str_field(&e.value, "content")
+                    str_field(v, "content")
                         .unwrap_or("Conversation compacted")
                         .to_string(),
                 )
                 .with_meta("kind", "compaction");
-                if let Some(cm) = e.value.get("compactMetadata") {
+                if let Some(cm) = v.get("compactMetadata") {
                     m = m.with_meta("compact_metadata", cm.clone());
                 }
-                session.messages.push(m);
+                session.push(m);
             }
             Some("informational") | Some("local_command") => {
-                if let Some(c) = str_field(&e.value, "content") {
+                if let Some(c) = str_field(v, "content") {
                     session
-                        .messages
                         .push(base(Role::System, c.to_string()).with_meta("kind", "informational"));
                 }
             }
             other => {
                 let key = format!("system:{}", other.unwrap_or("?"));
-                *session.stats.skipped_types.entry(key).or_default() += 1;
+                session.skip(key);
             }
         },
         kind => {
-            let sub = e
-                .value
+            let sub = v
                 .pointer("/attachment/type")
                 .and_then(Value::as_str)
                 .map(|s| format!("{kind}:{s}"))
                 .unwrap_or_else(|| kind.to_string());
-            *session.stats.skipped_types.entry(sub).or_default() += 1;
+            session.skip(sub);
         }
     }
+    out.0
 }
 
 /// How a relay's read prunes a line: `toolUseResult` (the UI's copy of a tool output) is
@@ -556,8 +678,39 @@ fn prune(max: usize) -> jsonl::pruned::Prune {
         regions: &[&["message", "content", "*", "content"]],
         max_chars: max,
         keep_json: false,
+        keep: &[
+            (&[], ROOT_KEYS),
+            (&["message"], KEPT_MESSAGE_KEYS),
+            (&["message", "usage"], KEPT_USAGE_KEYS),
+        ],
+        keep_types: CHAIN_TYPES,
     }
 }
+
+/// The keys of a chain line the reader uses: those `convert` reads, and those read of every
+/// line for the session (its id, times, cwd, branch) and its chain.
+const ROOT_KEYS: &[&str] = &[
+    "message",
+    "isMeta",
+    "isCompactSummary",
+    "isApiErrorMessage",
+    "toolUseResult",
+    "subtype",
+    "content",
+    "compactMetadata",
+    "attachment",
+    "type",
+    "timestamp",
+    "sessionId",
+    "version",
+    "gitBranch",
+    "cwd",
+    "entrypoint",
+    "uuid",
+    "parentUuid",
+    "logicalParentUuid",
+    "isSidechain",
+];
 
 /// Makes each tool output of a (pruned) line one text of at most `max` characters, with its
 /// full length in `_original_chars` when it was cut. `reduced` marks cut outputs as read only
@@ -601,34 +754,18 @@ fn read_tail_in_full(
     tail: usize,
     max: usize,
 ) -> Result<()> {
-    use crate::jsonl::pruned::ORIGINAL_CHARS;
     let mut tokens = 0usize;
     let mut from = None;
     for e in entries.iter().rev().filter(|e| active.contains(&e.line)) {
-        let mut chars = e.value.pointer("/message/content").map_or(0, |c| match c {
-            Value::String(s) => s.len(),
-            Value::Array(blocks) => blocks
-                .iter()
-                .map(|b| match b.get(ORIGINAL_CHARS).and_then(Value::as_u64) {
-                    Some(n) => (n as usize).min(max),
-                    None => b.to_string().len(),
-                })
-                .sum(),
-            _ => 0,
-        });
-        chars += 200;
-        tokens += chars / 4;
-        if e.kind == "user" && tokens >= tail && starts_turn(e) {
+        tokens += (e.chars + 200) / 4;
+        if tokens >= tail && e.starts_turn {
             from = Some(e.line);
             break;
         }
     }
     // Everything read in part: the tail is the whole session.
     let from = from.unwrap_or(0);
-    if !entries
-        .iter()
-        .any(|e| e.line >= from && blocks(&e.value).any(|b| b.get("_reduced").is_some()))
-    {
+    if !entries.iter().any(|e| e.line >= from && e.reduced) {
         return Ok(());
     }
     let at: std::collections::HashMap<usize, usize> = entries
@@ -636,16 +773,18 @@ fn read_tail_in_full(
         .enumerate()
         .map(|(i, e)| (e.line, i))
         .collect();
-    jsonl::for_each_line_with(
+    jsonl::for_each_line_mapped(
         path,
         jsonl::Pass {
             prune: Some(prune(max)),
             from_line: from,
         },
-        move |v: &mut Value| shrink(v, max, false),
+        |no, v| facts(no, v, Some(max), false, max),
         |no, line| {
-            if let (Line::Json(v), Some(&i)) = (line, at.get(&no)) {
-                entries[i].value = slim(v);
+            if let (Line::Json(f), Some(&i)) = (line, at.get(&no))
+                && let Body::Chain(entry, _) = f.body
+            {
+                entries[i] = entry;
             }
             Ok(())
         },
@@ -654,10 +793,10 @@ fn read_tail_in_full(
 }
 
 /// Whether a chain line starts a turn: a user line with the person's own words.
-fn starts_turn(e: &Entry) -> bool {
-    let meta = e.value.get("isMeta").and_then(Value::as_bool) == Some(true);
-    let summary = e.value.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
-    match e.value.pointer("/message/content") {
+fn starts_turn(v: &Value) -> bool {
+    let meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
+    let summary = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
+    match v.pointer("/message/content") {
         Some(Value::String(s)) => injected_kind(s, meta, summary).is_none(),
         Some(Value::Array(items)) => items.iter().any(|b| {
             str_field(b, "type") == Some("text")
@@ -750,12 +889,7 @@ fn flatten_content(c: Option<&Value>) -> String {
     }
 }
 
-fn note_tool_effects(
-    session: &mut Session,
-    name: &str,
-    input: &Value,
-    todos: &mut Option<Vec<Todo>>,
-) {
+fn note_tool_effects(session: &mut Stage, name: &str, input: &Value) {
     if super::tools::WRITE_TOOLS.contains(&name) {
         for key in ["file_path", "notebook_path", "path"] {
             if let Some(p) = str_field(input, key) {
@@ -767,7 +901,7 @@ fn note_tool_effects(
     if name == "TodoWrite"
         && let Some(items) = input.get("todos").and_then(Value::as_array)
     {
-        *todos = Some(
+        session.0.push(Op::Todos(
             items
                 .iter()
                 .map(|t| Todo {
@@ -778,7 +912,7 @@ fn note_tool_effects(
                     status: TodoStatus::parse(str_field(t, "status").unwrap_or("pending")),
                 })
                 .collect(),
-        );
+        ));
     }
 }
 

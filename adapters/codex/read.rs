@@ -78,6 +78,8 @@ fn prune(max: usize) -> jsonl::pruned::Prune {
         ],
         max_chars: max,
         keep_json: true,
+        keep: &[],
+        keep_types: &[],
     }
 }
 

@@ -22,6 +22,13 @@ pub struct Prune {
     /// Leave strings that hold a JSON document (start with `{`) whole: their reader parses
     /// them (older Codex outputs carry their exit code that way).
     pub keep_json: bool,
+    /// Objects at these key paths (`*` as in `regions`) keep only the listed keys; the others
+    /// are skipped without building anything. A long session repeats an envelope of a dozen
+    /// keys on every line, and building it only to drop it is most of a line's parse.
+    pub keep: &'static [(&'static [&'static str], &'static [&'static str])],
+    /// `keep` applies only to lines whose root `type` is one of these; any other line is
+    /// parsed again without it (lines of other types are rare and read whole).
+    pub keep_types: &'static [&'static str],
 }
 
 /// The key written next to a cut string: its length in characters before the cut.
@@ -38,6 +45,20 @@ pub fn parse(bytes: &[u8], prune: &Prune) -> serde_json::Result<Value> {
     .deserialize(&mut de)?
     .0;
     de.end()?;
+    if !prune.keep.is_empty()
+        && !v
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| prune.keep_types.contains(&t))
+    {
+        return parse(
+            bytes,
+            &Prune {
+                keep: &[],
+                ..*prune
+            },
+        );
+    }
     Ok(v)
 }
 
@@ -54,14 +75,19 @@ struct Node<'a> {
 
 impl Node<'_> {
     fn in_region(&self) -> bool {
-        self.prune.regions.iter().any(|region| {
-            region.len() <= self.path.len()
-                && region.iter().zip(self.path.iter()).all(|(r, p)| match p {
-                    Step::Key(k) => *r == "*" || r == k,
-                    Step::Index => *r == "*",
-                })
-        })
+        self.prune
+            .regions
+            .iter()
+            .any(|region| region.len() <= self.path.len() && matches(region, self.path))
     }
+}
+
+/// Whether the start of `path` matches `pattern`.
+fn matches(pattern: &[&str], path: &[Step]) -> bool {
+    pattern.iter().zip(path.iter()).all(|(r, p)| match p {
+        Step::Key(k) => *r == "*" || r == k,
+        Step::Index => *r == "*",
+    })
 }
 
 /// A parsed value, and the length of a string that was cut (to be recorded by its object).
@@ -160,10 +186,18 @@ impl<'de> Visitor<'de> for NodeVisitor<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
         let root = self.path.is_empty();
+        let keep = self
+            .prune
+            .keep
+            .iter()
+            .find(|(at, _)| at.len() == self.path.len() && matches(at, self.path))
+            .map(|(_, keys)| *keys);
         let mut out = Map::new();
         let mut cut_chars: Option<usize> = None;
         while let Some(key) = map.next_key::<String>()? {
-            if root && self.prune.skip_root.contains(&key.as_str()) {
+            if (root && self.prune.skip_root.contains(&key.as_str()))
+                || keep.is_some_and(|keys| !keys.contains(&key.as_str()))
+            {
                 map.next_value::<IgnoredAny>()?;
                 continue;
             }
@@ -196,6 +230,8 @@ mod tests {
         regions: &[&["message", "content", "*", "content"]],
         max_chars: 30,
         keep_json: false,
+        keep: &[],
+        keep_types: &[],
     };
 
     #[test]
