@@ -673,17 +673,29 @@ fn stage(
 /// How a relay's read prunes a line: `toolUseResult` (the UI's copy of a tool output) is
 /// skipped, tool outputs are cut to `max` characters while parsed.
 fn prune(max: usize) -> jsonl::pruned::Prune {
+    use jsonl::pruned::Keep;
     jsonl::pruned::Prune {
         skip_root: &["toolUseResult"],
         regions: &[&["message", "content", "*", "content"]],
         max_chars: max,
         keep_json: false,
         keep: &[
-            (&[], ROOT_KEYS),
-            (&["message"], KEPT_MESSAGE_KEYS),
-            (&["message", "usage"], KEPT_USAGE_KEYS),
+            Keep {
+                types: CHAIN_TYPES,
+                at: &[],
+                keys: ROOT_KEYS,
+            },
+            Keep {
+                types: CHAIN_TYPES,
+                at: &["message"],
+                keys: KEPT_MESSAGE_KEYS,
+            },
+            Keep {
+                types: CHAIN_TYPES,
+                at: &["message", "usage"],
+                keys: KEPT_USAGE_KEYS,
+            },
         ],
-        keep_types: CHAIN_TYPES,
     }
 }
 

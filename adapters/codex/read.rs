@@ -64,6 +64,10 @@ fn output_message(
 /// `max` characters while parsed; outputs that are JSON documents stay whole, since the exit
 /// code of older rollouts is inside them.
 fn prune(max: usize) -> jsonl::pruned::Prune {
+    use jsonl::pruned::Keep;
+    /// Line types read for a few fields: events (most are counted and skipped), the turn
+    /// context (its model and cwd), usage records (counted).
+    const BOOKKEEPING: &[&str] = &["event_msg", "turn_context", "token_usage_record"];
     jsonl::pruned::Prune {
         skip_root: &[],
         regions: &[
@@ -78,8 +82,42 @@ fn prune(max: usize) -> jsonl::pruned::Prune {
         ],
         max_chars: max,
         keep_json: true,
-        keep: &[],
-        keep_types: &[],
+        keep: &[
+            Keep {
+                types: BOOKKEEPING,
+                at: &[],
+                keys: &["type", "timestamp", "payload", "id", "record_type"],
+            },
+            Keep {
+                types: &["event_msg"],
+                at: &["payload"],
+                keys: &["type", "changes", "item", "message", "text"],
+            },
+            Keep {
+                types: &["event_msg"],
+                at: &["payload", "item"],
+                keys: &[
+                    "type",
+                    "id",
+                    "content",
+                    "summary_text",
+                    "command",
+                    "aggregated_output",
+                    "exit_code",
+                    "changes",
+                ],
+            },
+            Keep {
+                types: &["turn_context"],
+                at: &["payload"],
+                keys: &["model", "cwd"],
+            },
+            Keep {
+                types: &["token_usage_record"],
+                at: &["payload"],
+                keys: &[],
+            },
+        ],
     }
 }
 

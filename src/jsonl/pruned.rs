@@ -22,13 +22,21 @@ pub struct Prune {
     /// Leave strings that hold a JSON document (start with `{`) whole: their reader parses
     /// them (older Codex outputs carry their exit code that way).
     pub keep_json: bool,
-    /// Objects at these key paths (`*` as in `regions`) keep only the listed keys; the others
-    /// are skipped without building anything. A long session repeats an envelope of a dozen
-    /// keys on every line, and building it only to drop it is most of a line's parse.
-    pub keep: &'static [(&'static [&'static str], &'static [&'static str])],
-    /// `keep` applies only to lines whose root `type` is one of these; any other line is
-    /// parsed again without it (lines of other types are rare and read whole).
-    pub keep_types: &'static [&'static str],
+    /// Objects that keep only some of their keys, the others skipped without building
+    /// anything: a long session repeats an envelope of a dozen keys on every line, and
+    /// building it only to drop it is much of a line's parse.
+    pub keep: &'static [Keep],
+}
+
+/// Of the lines of some types, the object at a key path keeps only the listed keys.
+#[derive(Debug, Clone, Copy)]
+pub struct Keep {
+    /// The root `type`s of the lines it applies to. A key is skipped only once the line's
+    /// type is known: where `type` comes late in a line, what precedes it is built whole.
+    pub types: &'static [&'static str],
+    /// The object's key path (`*` as in `regions`; empty: the root).
+    pub at: &'static [&'static str],
+    pub keys: &'static [&'static str],
 }
 
 /// The key written next to a cut string: its length in characters before the cut.
@@ -37,28 +45,14 @@ pub const ORIGINAL_CHARS: &str = "_original_chars";
 /// Parses one line, pruned.
 pub fn parse(bytes: &[u8], prune: &Prune) -> serde_json::Result<Value> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let mut path: Vec<Step> = Vec::new();
+    let mut ctx = Ctx::default();
     let v = Node {
         prune,
-        path: &mut path,
+        ctx: &mut ctx,
     }
     .deserialize(&mut de)?
     .0;
     de.end()?;
-    if !prune.keep.is_empty()
-        && !v
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| prune.keep_types.contains(&t))
-    {
-        return parse(
-            bytes,
-            &Prune {
-                keep: &[],
-                ..*prune
-            },
-        );
-    }
     Ok(v)
 }
 
@@ -68,9 +62,17 @@ enum Step {
     Index,
 }
 
+/// Where the parse is in a line.
+#[derive(Default)]
+struct Ctx {
+    path: Vec<Step>,
+    /// The line's `type`, once read.
+    root_type: Option<String>,
+}
+
 struct Node<'a> {
     prune: &'a Prune,
-    path: &'a mut Vec<Step>,
+    ctx: &'a mut Ctx,
 }
 
 impl Node<'_> {
@@ -78,7 +80,7 @@ impl Node<'_> {
         self.prune
             .regions
             .iter()
-            .any(|region| region.len() <= self.path.len() && matches(region, self.path))
+            .any(|region| region.len() <= self.ctx.path.len() && matches(region, &self.ctx.path))
     }
 }
 
@@ -104,7 +106,7 @@ impl<'de> DeserializeSeed<'de> for Node<'_> {
         };
         d.deserialize_any(NodeVisitor {
             prune: self.prune,
-            path: self.path,
+            ctx: self.ctx,
             cut,
         })
     }
@@ -112,11 +114,24 @@ impl<'de> DeserializeSeed<'de> for Node<'_> {
 
 struct NodeVisitor<'a> {
     prune: &'a Prune,
-    path: &'a mut Vec<Step>,
+    ctx: &'a mut Ctx,
     cut: Option<usize>,
 }
 
 impl NodeVisitor<'_> {
+    /// Whether `key` of the object being read is built (see `Keep`).
+    fn keeps(&self, key: &str) -> bool {
+        let Some(t) = self.ctx.root_type.as_deref() else {
+            return true;
+        };
+        let path = &self.ctx.path;
+        self.prune
+            .keep
+            .iter()
+            .filter(|k| k.at.len() == path.len() && k.types.contains(&t) && matches(k.at, path))
+            .all(|k| k.keys.contains(&key))
+    }
+
     fn string(&self, s: &str) -> Parsed {
         match self.cut {
             Some(_) if self.prune.keep_json && s.trim_start().starts_with('{') => {
@@ -173,44 +188,42 @@ impl<'de> Visitor<'de> for NodeVisitor<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Parsed, A::Error> {
         let mut out = Vec::new();
-        self.path.push(Step::Index);
+        self.ctx.path.push(Step::Index);
         while let Some((v, _)) = seq.next_element_seed(Node {
             prune: self.prune,
-            path: self.path,
+            ctx: self.ctx,
         })? {
             out.push(v);
         }
-        self.path.pop();
+        self.ctx.path.pop();
         Ok((Value::Array(out), None))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
-        let root = self.path.is_empty();
-        let keep = self
-            .prune
-            .keep
-            .iter()
-            .find(|(at, _)| at.len() == self.path.len() && matches(at, self.path))
-            .map(|(_, keys)| *keys);
+        let root = self.ctx.path.is_empty();
         let mut out = Map::new();
         let mut cut_chars: Option<usize> = None;
         while let Some(key) = map.next_key::<String>()? {
-            if (root && self.prune.skip_root.contains(&key.as_str()))
-                || keep.is_some_and(|keys| !keys.contains(&key.as_str()))
-            {
+            if (root && self.prune.skip_root.contains(&key.as_str())) || !self.keeps(&key) {
                 map.next_value::<IgnoredAny>()?;
                 continue;
             }
-            self.path.push(Step::Key(key));
+            self.ctx.path.push(Step::Key(key));
             let (v, cut) = map.next_value_seed(Node {
                 prune: self.prune,
-                path: self.path,
+                ctx: self.ctx,
             })?;
-            let Some(Step::Key(key)) = self.path.pop() else {
+            let Some(Step::Key(key)) = self.ctx.path.pop() else {
                 unreachable!("the path holds the key pushed above")
             };
             if let Some(n) = cut {
                 cut_chars = Some(cut_chars.unwrap_or(0) + n);
+            }
+            if root
+                && key == "type"
+                && let Value::String(t) = &v
+            {
+                self.ctx.root_type = Some(t.clone());
             }
             out.insert(key, v);
         }
@@ -231,7 +244,6 @@ mod tests {
         max_chars: 30,
         keep_json: false,
         keep: &[],
-        keep_types: &[],
     };
 
     #[test]
