@@ -341,7 +341,8 @@ fn chain_entry(no: usize, kind: String, v: &Value, full_max: usize) -> (Entry, L
         sidechain,
         time: timestamp.and_then(crate::model::parse_time),
         message_id: v
-            .pointer("/message/id")
+            .get("message")
+            .and_then(|m| m.get("id"))
             .and_then(Value::as_str)
             .map(str::to_string),
         tool_uses: ids("tool_use", "id"),
@@ -359,10 +360,15 @@ fn chain_entry(no: usize, kind: String, v: &Value, full_max: usize) -> (Entry, L
     (entry, link)
 }
 
+/// `message.<key>` of a line (`Value::pointer` parses its path on every call).
+fn message_field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    v.get("message").and_then(|m| m.get(key))
+}
+
 /// A line's content in characters as a full read keeps it: what the tail is sized by.
 fn content_chars(v: &Value, max: usize) -> usize {
     use crate::jsonl::pruned::ORIGINAL_CHARS;
-    v.pointer("/message/content").map_or(0, |c| match c {
+    message_field(v, "content").map_or(0, |c| match c {
         Value::String(s) => s.len(),
         Value::Array(blocks) => blocks
             .iter()
@@ -449,7 +455,7 @@ fn active_lines(
 }
 
 fn blocks(v: &Value) -> impl Iterator<Item = &Value> {
-    v.pointer("/message/content")
+    message_field(v, "content")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -479,7 +485,7 @@ fn stage(
         "user" => {
             let meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
             let summary = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
-            match v.pointer("/message/content") {
+            match message_field(v, "content") {
                 Some(Value::String(s)) => {
                     session.push(classify_user_text(
                         base(Role::User, s.clone()),
@@ -547,8 +553,8 @@ fn stage(
             }
         }
         "assistant" => {
-            let message_id = v.pointer("/message/id").and_then(Value::as_str);
-            let model = v.pointer("/message/model").and_then(Value::as_str);
+            let message_id = message_field(v, "id").and_then(Value::as_str);
+            let model = message_field(v, "model").and_then(Value::as_str);
             let api_error = v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
             let with_ids = |mut m: Message| {
                 if let Some(id) = message_id {
@@ -563,7 +569,7 @@ fn stage(
                 m
             };
             // Each line of an API message repeats its usage; the last one seen is the newest.
-            if let Some(u) = v.pointer("/message/usage").filter(|_| !api_error) {
+            if let Some(u) = message_field(v, "usage").filter(|_| !api_error) {
                 let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
                 let tokens = n("input_tokens")
                     + n("cache_creation_input_tokens")
@@ -577,7 +583,7 @@ fn stage(
                     });
                 }
             }
-            let content = v.pointer("/message/content");
+            let content = message_field(v, "content");
             let items: Vec<Value> = match content {
                 Some(Value::Array(a)) => a.clone(),
                 Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
@@ -808,7 +814,7 @@ fn read_tail_in_full(
 fn starts_turn(v: &Value) -> bool {
     let meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
     let summary = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
-    match v.pointer("/message/content") {
+    match message_field(v, "content") {
         Some(Value::String(s)) => injected_kind(s, meta, summary).is_none(),
         Some(Value::Array(items)) => items.iter().any(|b| {
             str_field(b, "type") == Some("text")

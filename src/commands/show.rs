@@ -99,7 +99,10 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             if !opts.no_redact {
                 cfg.redactor()?.header(&mut s);
             }
-            Ok(Report::Session(Box::new(session_report(&s))))
+            let report = session_report(&s);
+            // Freeing a long session takes a while and nothing waits for it (see `relay`).
+            std::thread::spawn(move || drop(s));
+            Ok(Report::Session(Box::new(report)))
         }
     }
 }
