@@ -826,13 +826,13 @@ fn fill_result(res: &mut Message, result: &Value, call_id: &str, status: &str) {
         }
     };
     if let Some(code) = exit_code(&content) {
-        res.metadata.insert("exit_code".into(), json!(code));
+        res.metadata.insert("exit_code", json!(code));
         if code != 0 {
             error = true;
         }
     }
     if let Some(n) = original {
-        res.metadata.insert("original_chars".into(), json!(n));
+        res.metadata.insert("original_chars", json!(n));
     }
     res.content = content;
     res.is_error = error;

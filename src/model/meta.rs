@@ -1,14 +1,17 @@
 //! A message's metadata: a handful of keys per message, tens of thousands of messages in a long
 //! session. A `BTreeMap` gives each message a node of eleven slots (about a kilobyte) for its
 //! two or three keys; this keeps them in a small vector sorted by key, and reads, writes and
-//! serialises exactly as the `BTreeMap` did (keys in order, a later insert replacing).
+//! serialises exactly as the `BTreeMap` did (keys in order, a later insert replacing). Keys
+//! are nearly always the readers' literals, kept without an allocation each.
+
+use std::borrow::Cow;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Meta(Vec<(String, Value)>);
+pub struct Meta(Vec<(Cow<'static, str>, Value)>);
 
 impl Meta {
     pub fn new() -> Meta {
@@ -16,7 +19,7 @@ impl Meta {
     }
 
     fn find(&self, key: &str) -> Result<usize, usize> {
-        self.0.binary_search_by(|(k, _)| k.as_str().cmp(key))
+        self.0.binary_search_by(|(k, _)| k.as_ref().cmp(key))
     }
 
     pub fn get(&self, key: &str) -> Option<&Value> {
@@ -32,7 +35,8 @@ impl Meta {
     }
 
     /// Sets `key`, returning the value it replaced.
-    pub fn insert(&mut self, key: String, value: Value) -> Option<Value> {
+    pub fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: Value) -> Option<Value> {
+        let key = key.into();
         match self.find(&key) {
             Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
             Err(i) => {
@@ -58,16 +62,16 @@ impl Meta {
         self.0.len()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Value)> {
-        self.0.iter().map(|(k, v)| (k, v))
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.0.iter().map(|(k, v)| (k.as_ref(), v))
     }
 
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&String, &mut Value)> {
-        self.0.iter_mut().map(|(k, v)| (&*k, v))
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut Value)> {
+        self.0.iter_mut().map(|(k, v)| (&**k, v))
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = &String> {
-        self.0.iter().map(|(k, _)| k)
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(k, _)| k.as_ref())
     }
 }
 
@@ -75,7 +79,7 @@ impl Serialize for Meta {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.0.len()))?;
         for (k, v) in &self.0 {
-            map.serialize_entry(k, v)?;
+            map.serialize_entry(k.as_ref(), v)?;
         }
         map.end()
     }
@@ -98,17 +102,6 @@ impl<'de> Deserialize<'de> for Meta {
             }
         }
         d.deserialize_map(MetaVisitor)
-    }
-}
-
-impl<'a> IntoIterator for &'a Meta {
-    type Item = (&'a String, &'a Value);
-    type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (String, Value)>,
-        fn(&'a (String, Value)) -> (&'a String, &'a Value),
-    >;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter().map(|(k, v)| (k, v))
     }
 }
 
@@ -144,10 +137,7 @@ mod tests {
                     assert_eq!(meta.remove(key), reference.remove(key));
                 } else {
                     let v = Value::from(step);
-                    assert_eq!(
-                        meta.insert(key.into(), v.clone()),
-                        reference.insert(key.into(), v)
-                    );
+                    assert_eq!(meta.insert(key, v.clone()), reference.insert(key.into(), v));
                 }
                 assert_eq!(meta.get(key), reference.get(key));
                 assert_eq!(meta.len(), reference.len());

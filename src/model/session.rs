@@ -256,8 +256,8 @@ impl Message {
         self
     }
 
-    pub fn with_meta(mut self, key: &str, value: impl Into<Value>) -> Message {
-        self.metadata.insert(key.to_string(), value.into());
+    pub fn with_meta(mut self, key: &'static str, value: impl Into<Value>) -> Message {
+        self.metadata.insert(key, value.into());
         self
     }
 
@@ -709,7 +709,7 @@ impl Session {
                 _ => continue,
             };
             if !paired {
-                m.metadata.insert("orphan".into(), Value::Bool(true));
+                m.metadata.insert("orphan", Value::Bool(true));
                 if m.role == Role::ToolCall {
                     orphan_calls.push(i);
                 } else {

@@ -104,7 +104,7 @@ pub fn shape(
                         c.tool_kind = m.tool_kind;
                         c.key_arg = m.key_arg.clone();
                         if let Some(custom) = m.metadata.get("custom") {
-                            c.metadata.insert("custom".into(), custom.clone());
+                            c.metadata.insert("custom", custom.clone());
                         }
                         out.messages.push(c);
                     }
@@ -139,7 +139,7 @@ pub fn shape(
                     // it only in part stay for the fit.
                     for key in ["exit_code", "original_chars", "reduced"] {
                         if let Some(v) = m.metadata.get(key) {
-                            r.metadata.insert(key.into(), v.clone());
+                            r.metadata.insert(key, v.clone());
                         }
                     }
                     out.messages.push(r);
@@ -154,7 +154,7 @@ pub fn shape(
                     // What the source held, for the report: the call's output in full.
                     .with_meta("source_chars", m.output_chars());
                     if let Some(v) = m.metadata.get("reduced") {
-                        t.metadata.insert("reduced".into(), v.clone());
+                        t.metadata.insert("reduced", v.clone());
                     }
                     out.messages.push(t);
                 } else {
