@@ -79,6 +79,8 @@ fn prune(max: usize) -> jsonl::pruned::Prune {
             &["payload", "unified_diff"],
             &["payload", "item", "aggregated_output"],
             &["output"],
+            // Read only for whether it is there: reasoning the next model cannot decrypt.
+            &["payload", "encrypted_content"],
         ],
         max_chars: max,
         keep_json: true,
@@ -935,6 +937,13 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
             .with_meta("line", no)
             .with_meta("from_event", true)
     };
+    if state.has_response_conversation {
+        // The events' conversation is used only when no response item carries one (see
+        // `finish`), and once one has, none will be needed: not building them saves a long
+        // rollout's every command output a second time.
+        state.event_messages.clear();
+        return;
+    }
     let out = &mut state.event_messages;
     match kind {
         "user_message" => {
