@@ -52,12 +52,32 @@ pub fn trim_output(text: &str, max: usize) -> String {
     }
     let head_len = max * 2 / 3;
     let tail_len = max - head_len;
-    let head: String = text.chars().take(head_len).collect();
-    let tail: String = text.chars().skip(n - tail_len).collect();
     format!(
-        "{head}\n[… {} chars cut …]\n{tail}",
-        n - head_len - tail_len
+        "{}\n[… {} chars cut …]\n{}",
+        first_chars(text, head_len),
+        n - head_len - tail_len,
+        last_chars(text, tail_len)
     )
+}
+
+/// The first `n` characters of `text` (all of it when shorter).
+fn first_chars(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}
+
+/// The last `n` characters of `text` (all of it when shorter), found from the end: an output
+/// cut to its head and tail need not be walked through in between.
+fn last_chars(text: &str, n: usize) -> &str {
+    if n == 0 {
+        return "";
+    }
+    match text.char_indices().rev().nth(n - 1) {
+        Some((i, _)) => &text[i..],
+        None => text,
+    }
 }
 
 /// Text from a session made safe to print on a terminal: control characters (newlines
@@ -95,12 +115,11 @@ pub fn trim_output_of(text: &str, max: usize, n: usize) -> String {
     }
     let head_len = max * 2 / 3;
     let tail_len = max - head_len;
-    let have = text.chars().count();
-    let head: String = text.chars().take(head_len).collect();
-    let tail: String = text.chars().skip(have.saturating_sub(tail_len)).collect();
     format!(
-        "{head}\n[… {} chars cut …]\n{tail}",
-        n - head_len - tail_len
+        "{}\n[… {} chars cut …]\n{}",
+        first_chars(text, head_len),
+        n - head_len - tail_len,
+        last_chars(text, tail_len)
     )
 }
 
@@ -233,6 +252,50 @@ mod tests {
         let once = trim_output(&full, 90);
         assert_eq!(trim_output_of(&once, 90, 500), once);
         assert_eq!(trim_output_of(&full, 90, 500), once);
+    }
+
+    /// The cut finds its tail from the end; it must give what walking every character gave,
+    /// for any mix of one- to four-byte characters and any limit.
+    #[test]
+    fn cuts_match_a_character_by_character_cut() {
+        let naive = |text: &str, max: usize, n: usize| -> String {
+            if n <= max {
+                return text.to_string();
+            }
+            let head_len = max * 2 / 3;
+            let tail_len = max - head_len;
+            let have = text.chars().count();
+            let head: String = text.chars().take(head_len).collect();
+            let tail: String = text.chars().skip(have.saturating_sub(tail_len)).collect();
+            format!(
+                "{head}\n[… {} chars cut …]\n{tail}",
+                n - head_len - tail_len
+            )
+        };
+        let alphabet = ['a', 'é', '日', '😀', '\n', ' '];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = (state % 200) as usize;
+            let text: String = (0..len)
+                .map(|i| alphabet[((state >> (i % 50)) as usize + i) % alphabet.len()])
+                .collect();
+            let max = (state >> 20) as usize % 120;
+            let n = text.chars().count();
+            assert_eq!(
+                trim_output(&text, max),
+                naive(&text, max, n),
+                "{text:?} {max}"
+            );
+            let more = n + (state >> 40) as usize % 50;
+            assert_eq!(
+                trim_output_of(&text, max, more),
+                naive(&text, max, more),
+                "{text:?} {max} {more}"
+            );
+        }
     }
 
     #[test]

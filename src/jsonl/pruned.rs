@@ -141,7 +141,10 @@ impl NodeVisitor<'_> {
                 // Counting characters is needed only when the bytes are over the limit.
                 let n = s.chars().count();
                 if n > max {
-                    (Value::String(crate::text::trim_output(s, max)), Some(n))
+                    (
+                        Value::String(crate::text::trim_output_of(s, max, n)),
+                        Some(n),
+                    )
                 } else {
                     (Value::String(s.to_string()), None)
                 }
