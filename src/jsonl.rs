@@ -331,6 +331,19 @@ pub fn for_each_line_mapped<T: Send>(
     path: &Path,
     pass: Pass,
     map: impl Fn(usize, Value) -> T + Sync,
+    f: impl FnMut(usize, Line<T>) -> Result<()>,
+) -> Result<PassStats> {
+    for_each_line_fast(path, pass, |_, _| None, map, f)
+}
+
+/// `for_each_line_mapped`, trying `fast(line_number, text)` first on each line: a reader that
+/// can turn the usual lines into what it keeps without a `Value` tree does so there, and
+/// returns `None` to have a line parsed and mapped as usual.
+pub fn for_each_line_fast<T: Send>(
+    path: &Path,
+    pass: Pass,
+    fast: impl Fn(usize, &str) -> Option<T> + Sync,
+    map: impl Fn(usize, Value) -> T + Sync,
     mut f: impl FnMut(usize, Line<T>) -> Result<()>,
 ) -> Result<PassStats> {
     use rayon::prelude::*;
@@ -410,6 +423,9 @@ pub fn for_each_line_mapped<T: Send>(
                     Ok(s) => (std::borrow::Cow::Borrowed(s), false),
                     Err(_) => (String::from_utf8_lossy(bytes), true),
                 };
+                if let Some(t) = fast(no, text.trim()) {
+                    return (no, terminated, lossy, Ok(t));
+                }
                 let parsed = match &pass.prune {
                     Some(prune) => pruned::parse(text.trim().as_bytes(), prune),
                     None => serde_json::from_str::<Value>(text.trim()),

@@ -8,6 +8,8 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::chain::{self, CHAIN_TYPES, Link};
+
+mod fast;
 use crate::adapter::REDUCED_OUTPUT_CHARS;
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{Message, Role, Session, SubagentLink, TimeSpan, Timestamp, Todo, TodoStatus};
@@ -130,10 +132,12 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         from_line: 0,
     };
     let mut links: Vec<Link> = Vec::new();
-    let pass = jsonl::for_each_line_mapped(
+    let full_max = max.unwrap_or(usize::MAX);
+    let pass = jsonl::for_each_line_fast(
         path,
         first_pass,
-        |no, v| facts(no, v, first_max, reduced, max.unwrap_or(usize::MAX)),
+        |no, text| first_max.and_then(|m| fast::facts(no, text, m, reduced, full_max)),
+        |no, v| facts(no, v, first_max, reduced, full_max),
         |_, line| {
             let Line::Json(f) = line else { return Ok(()) };
             let kind = match f.body {
@@ -374,11 +378,27 @@ fn content_chars(v: &Value, max: usize) -> usize {
             .iter()
             .map(|b| match b.get(ORIGINAL_CHARS).and_then(Value::as_u64) {
                 Some(n) => (n as usize).min(max),
-                None => b.to_string().len(),
+                None => text_bytes(b),
             })
             .sum(),
         _ => 0,
     })
+}
+
+/// About the length of a value as JSON, without writing it out: its strings' bytes and a few
+/// for each key and value around them.
+fn text_bytes(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => items.iter().map(|x| text_bytes(x) + 1).sum::<usize>() + 2,
+        Value::Object(map) => {
+            map.iter()
+                .map(|(k, x)| k.len() + 4 + text_bytes(x))
+                .sum::<usize>()
+                + 2
+        }
+        _ => 8,
+    }
 }
 
 /// Applies a chain line's staged operations to the session.
@@ -791,12 +811,13 @@ fn read_tail_in_full(
         .enumerate()
         .map(|(i, e)| (e.line, i))
         .collect();
-    jsonl::for_each_line_mapped(
+    jsonl::for_each_line_fast(
         path,
         jsonl::Pass {
             prune: Some(prune(max)),
             from_line: from,
         },
+        |no, text| fast::facts(no, text, max, false, max),
         |no, v| facts(no, v, Some(max), false, max),
         |no, line| {
             if let (Line::Json(f), Some(&i)) = (line, at.get(&no))

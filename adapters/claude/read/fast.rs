@@ -1,0 +1,688 @@
+//! The reader's fast path: a chain line of the shapes Claude Code writes, deserialised straight
+//! into what the reader keeps of it (see `facts`), without a `Value` tree for the line. Any line
+//! it does not fully know (a key twice, a value of an unexpected type, a block type it has no
+//! case for, a tool output in parts, a field the general path treats specially) it leaves to
+//! the general path by returning `None`. For every line it takes it gives what the general
+//! path gives: a unit test compares the two on every line of every Claude fixture.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde_json::Value;
+
+use super::{
+    Body, Entry, Facts, Link, Op, Stage, classify_user_text, injected_kind, note_tool_effects,
+};
+use crate::model::{Message, Role, Timestamp};
+
+type Str<'a> = Option<Cow<'a, str>>;
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    uuid: Str<'a>,
+    #[serde(rename = "parentUuid", default, borrow)]
+    parent: Str<'a>,
+    #[serde(rename = "logicalParentUuid", default, borrow)]
+    logical_parent: Str<'a>,
+    #[serde(rename = "isSidechain", default)]
+    sidechain: Option<bool>,
+    #[serde(default, borrow)]
+    timestamp: Str<'a>,
+    #[serde(rename = "sessionId", default, borrow)]
+    session_id: Str<'a>,
+    #[serde(default, borrow)]
+    version: Str<'a>,
+    #[serde(rename = "gitBranch", default, borrow)]
+    branch: Str<'a>,
+    #[serde(default, borrow)]
+    cwd: Str<'a>,
+    #[serde(default, borrow)]
+    entrypoint: Str<'a>,
+    #[serde(rename = "isMeta", default)]
+    meta: Option<bool>,
+    #[serde(rename = "isCompactSummary", default)]
+    compact_summary: Option<bool>,
+    #[serde(rename = "isApiErrorMessage", default)]
+    api_error: Option<bool>,
+    #[serde(default, borrow)]
+    message: Option<Msg<'a>>,
+    #[serde(default, borrow)]
+    subtype: Str<'a>,
+    /// A system line's text.
+    #[serde(default, borrow)]
+    content: Str<'a>,
+    #[serde(rename = "compactMetadata", default, deserialize_with = "present")]
+    compact_metadata: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Msg<'a> {
+    #[serde(default, borrow)]
+    id: Str<'a>,
+    #[serde(default, borrow)]
+    model: Str<'a>,
+    #[serde(default, borrow)]
+    content: Option<Content<'a>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+/// `message.content`: a text, or blocks.
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+}
+
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Str<'a>,
+    #[serde(default, borrow)]
+    text: Str<'a>,
+    #[serde(default, borrow)]
+    thinking: Str<'a>,
+    #[serde(default, borrow)]
+    signature: Str<'a>,
+    #[serde(default, borrow)]
+    id: Str<'a>,
+    #[serde(default, borrow)]
+    name: Str<'a>,
+    #[serde(default)]
+    input: Option<Value>,
+    #[serde(default, borrow)]
+    tool_use_id: Str<'a>,
+    /// A tool result's output: only a text is taken here (outputs in parts go the general way).
+    #[serde(default, borrow)]
+    content: Str<'a>,
+    #[serde(default)]
+    is_error: Option<bool>,
+    #[serde(default)]
+    source: Option<Value>,
+    /// Keys the general path's cut writes: a source that has them itself goes that way.
+    #[serde(rename = "_original_chars", default, deserialize_with = "present")]
+    original_chars: Option<IgnoredAny>,
+    #[serde(rename = "_reduced", default, deserialize_with = "present")]
+    reduced: Option<IgnoredAny>,
+}
+
+/// A key that is there, whatever its value, `null` included (as `Value::get` sees it; a plain
+/// `Option` takes `null` for absent).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Content<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a text or a list of blocks")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(s)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::new();
+                while let Some(b) = seq.next_element()? {
+                    blocks.push(b);
+                }
+                Ok(Content::Blocks(blocks))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// What the reader keeps of line `no` (see `super::facts`), or `None` for the general path.
+/// `max`, `reduced` and `full_max` are `super::facts`'s.
+pub(super) fn facts(
+    no: usize,
+    text: &str,
+    max: usize,
+    reduced: bool,
+    full_max: usize,
+) -> Option<Facts> {
+    let line: Line = serde_json::from_str(text).ok()?;
+    let kind = line.kind.as_ref();
+    if !matches!(kind, "user" | "assistant" | "system") {
+        return None;
+    }
+    let message = line.message.as_ref();
+    let blocks: &[Block] = match message.and_then(|m| m.content.as_ref()) {
+        Some(Content::Blocks(b)) => b,
+        _ => &[],
+    };
+    for b in blocks {
+        let known = matches!(
+            (kind, b.kind.as_deref()),
+            (_, None)
+                | ("user", Some("text" | "image" | "tool_result"))
+                | (
+                    "assistant",
+                    Some(
+                        "text" | "thinking" | "redacted_thinking" | "tool_use" | "server_tool_use"
+                    )
+                )
+        );
+        if !known || b.original_chars.is_some() || b.reduced.is_some() {
+            return None;
+        }
+    }
+    let of_kind = |block_kind: &'static str| {
+        blocks
+            .iter()
+            .filter(move |b| b.kind.as_deref() == Some(block_kind))
+    };
+    let link = Link {
+        user: kind == "user",
+        assistant: kind == "assistant",
+        uuid: line.uuid.as_deref().map(str::to_string),
+        parent: line
+            .parent
+            .as_deref()
+            .or(line.logical_parent.as_deref())
+            .map(str::to_string),
+        sidechain: line.sidechain == Some(true),
+        time: line.timestamp.as_deref().and_then(crate::model::parse_time),
+        message_id: message.and_then(|m| m.id.as_deref()).map(str::to_string),
+        tool_uses: of_kind("tool_use")
+            .filter_map(|b| b.id.as_deref().map(str::to_string))
+            .collect(),
+        tool_results: of_kind("tool_result")
+            .filter_map(|b| b.tool_use_id.as_deref().map(str::to_string))
+            .collect(),
+    };
+    let (ops, cut_any) = stage(no, &line, max, reduced)?;
+    let meta = line.meta == Some(true);
+    let summary = line.compact_summary == Some(true);
+    let starts_turn = kind == "user"
+        && match message.and_then(|m| m.content.as_ref()) {
+            Some(Content::Text(s)) => injected_kind(s, meta, summary).is_none(),
+            Some(Content::Blocks(b)) => b.iter().any(|b| {
+                b.kind.as_deref() == Some("text")
+                    && injected_kind(b.text.as_deref().unwrap_or(""), meta, summary).is_none()
+            }),
+            None => false,
+        };
+    let chars = match message.and_then(|m| m.content.as_ref()) {
+        Some(Content::Text(s)) => s.len(),
+        Some(Content::Blocks(b)) => b.iter().map(|b| block_chars(b, full_max)).sum(),
+        None => 0,
+    };
+    let entry = Entry {
+        line: no,
+        kind: kind.to_string(),
+        sidechain: link.sidechain,
+        ops,
+        starts_turn,
+        reduced: reduced && cut_any,
+        chars,
+    };
+    let owned = |s: &Str| s.as_deref().map(str::to_string);
+    Some(Facts {
+        timestamp: owned(&line.timestamp),
+        session_id: owned(&line.session_id),
+        version: owned(&line.version),
+        branch: owned(&line.branch),
+        cwd: owned(&line.cwd),
+        entrypoint: owned(&line.entrypoint),
+        body: Body::Chain(entry, link),
+    })
+}
+
+/// About a block's size as JSON (see `super::content_chars`): a tool output at most `max`.
+fn block_chars(b: &Block, max: usize) -> usize {
+    let len = |s: &Str| s.as_deref().map_or(0, |s| s.len() + 12);
+    match (b.kind.as_deref(), b.content.as_deref()) {
+        (Some("tool_result"), Some(c)) if c.len() > max => max,
+        _ => {
+            len(&b.kind)
+                + len(&b.text)
+                + len(&b.thinking)
+                + len(&b.signature)
+                + len(&b.id)
+                + len(&b.name)
+                + len(&b.tool_use_id)
+                + len(&b.content)
+                + b.input.as_ref().map_or(0, |i| super::text_bytes(i) + 8)
+                + 2
+        }
+    }
+}
+
+/// `super::stage` for a typed line: its operations, and whether a tool output was cut to `max`.
+fn stage(no: usize, line: &Line, max: usize, reduced: bool) -> Option<(Vec<Op>, bool)> {
+    let mut out = Stage(Vec::new());
+    let session = &mut out;
+    let mut cut_any = false;
+    let ts = line.timestamp.as_deref().map(Timestamp::parse);
+    let uuid = line.uuid.as_deref();
+    let base = |role: Role, content: String| {
+        let mut m = Message::new(role, content)
+            .with_time(ts.clone())
+            .with_meta("line", no);
+        if let Some(u) = uuid {
+            m = m.with_meta("uuid", u);
+        }
+        m
+    };
+    let content = line.message.as_ref().and_then(|m| m.content.as_ref());
+    match line.kind.as_ref() {
+        "user" => {
+            let meta = line.meta == Some(true);
+            let summary = line.compact_summary == Some(true);
+            match content {
+                Some(Content::Text(s)) => {
+                    session.push(classify_user_text(
+                        base(Role::User, s.to_string()),
+                        meta,
+                        summary,
+                    ));
+                }
+                Some(Content::Blocks(items)) => {
+                    let mut texts: Vec<String> = Vec::new();
+                    let mut images: Vec<Value> = Vec::new();
+                    for b in items {
+                        match b.kind.as_deref() {
+                            Some("text") => texts.push(b.text.as_deref().unwrap_or("").to_string()),
+                            Some("image") => {
+                                let source = b.source.clone().unwrap_or(Value::Null);
+                                let media = source
+                                    .get("media_type")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or("image");
+                                texts.push(format!("[image: {media}]"));
+                                images.push(source);
+                            }
+                            Some("tool_result") => {
+                                let output = b.content.as_deref().unwrap_or("");
+                                // As the general path's cut: outputs over `max` characters keep
+                                // their head and tail (bytes first: counting is needed only
+                                // when they are over).
+                                let n = (output.len() > max)
+                                    .then(|| output.chars().count())
+                                    .filter(|&n| n > max);
+                                let text = match n {
+                                    Some(n) => crate::text::trim_output_of(output, max, n),
+                                    None => output.to_string(),
+                                };
+                                let mut m = base(Role::ToolResult, text);
+                                m.tool_call_id = b.tool_use_id.as_deref().map(str::to_string);
+                                m.is_error = b.is_error == Some(true);
+                                if let Some(n) = n {
+                                    cut_any = true;
+                                    m = m.with_meta("original_chars", n);
+                                    if reduced {
+                                        m = m.with_meta("reduced", true);
+                                    }
+                                }
+                                session.push(m);
+                            }
+                            _ => {}
+                        }
+                    }
+                    if !texts.is_empty() {
+                        let mut m = base(Role::User, texts.join("\n"));
+                        if !images.is_empty() {
+                            m = m.with_meta("images", Value::Array(images));
+                        }
+                        session.push(classify_user_text(m, meta, summary));
+                    }
+                }
+                None => session
+                    .0
+                    .push(Op::Warn(no, "user line without message content".into())),
+            }
+        }
+        "assistant" => {
+            let message = line.message.as_ref();
+            let message_id = message.and_then(|m| m.id.as_deref());
+            let model = message.and_then(|m| m.model.as_deref());
+            let api_error = line.api_error == Some(true);
+            let with_ids = |mut m: Message| {
+                if let Some(id) = message_id {
+                    m = m.with_meta("message_id", id);
+                }
+                if let Some(model) = model {
+                    m = m.with_meta("model", model);
+                }
+                if api_error {
+                    m = m.with_meta("api_error", true);
+                }
+                m
+            };
+            if let Some(u) = message
+                .and_then(|m| m.usage.as_ref())
+                .filter(|_| !api_error)
+            {
+                let tokens = u.input_tokens.unwrap_or(0)
+                    + u.cache_creation_input_tokens.unwrap_or(0)
+                    + u.cache_read_input_tokens.unwrap_or(0);
+                if tokens > 0 {
+                    session.0.push(Op::Usage {
+                        tokens,
+                        message_id: message_id.map(str::to_string),
+                        model: model.map(str::to_string),
+                    });
+                }
+            }
+            let single;
+            let items: &[Block] = match content {
+                Some(Content::Blocks(b)) => b,
+                Some(Content::Text(s)) => {
+                    single = [Block::text(s)];
+                    &single
+                }
+                None => {
+                    session.0.push(Op::Warn(
+                        no,
+                        "assistant line without message content".into(),
+                    ));
+                    &[]
+                }
+            };
+            for b in items {
+                match b.kind.as_deref() {
+                    Some("text") => {
+                        let t = b.text.as_deref().unwrap_or("").to_string();
+                        session.push(with_ids(base(Role::Assistant, t)));
+                    }
+                    Some("thinking") => {
+                        let t = b.thinking.as_deref().unwrap_or("").to_string();
+                        let signed = b.signature.as_deref().is_some_and(|s| !s.is_empty());
+                        session
+                            .push(with_ids(base(Role::Reasoning, t)).with_meta("signed", signed));
+                    }
+                    Some("redacted_thinking") => {
+                        session.push(
+                            with_ids(base(Role::Reasoning, String::new()))
+                                .with_meta("redacted", true),
+                        );
+                    }
+                    Some("tool_use" | "server_tool_use") => {
+                        let name = b.name.as_deref().unwrap_or("?").to_string();
+                        let input = b.input.clone().unwrap_or(Value::Null);
+                        note_tool_effects(session, &name, &input);
+                        let mut m = with_ids(base(Role::ToolCall, String::new()));
+                        m.tool_call_id = b.id.as_deref().map(str::to_string);
+                        let (kind, key) = super::super::tools::classify(&name, &input);
+                        m.tool_kind = Some(kind);
+                        m.key_arg = Some(key);
+                        m.tool_name = Some(name);
+                        m.tool_input = Some(input).filter(|v| !v.is_null());
+                        session.push(m);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        "system" => match line.subtype.as_deref() {
+            Some("compact_boundary") => {
+                let mut m = base(
+                    Role::System,
+                    line.content
+                        .as_deref()
+                        .unwrap_or("Conversation compacted")
+                        .to_string(),
+                )
+                .with_meta("kind", "compaction");
+                if let Some(cm) = &line.compact_metadata {
+                    m = m.with_meta("compact_metadata", cm.clone());
+                }
+                session.push(m);
+            }
+            Some("informational") | Some("local_command") => {
+                if let Some(c) = line.content.as_deref() {
+                    session
+                        .push(base(Role::System, c.to_string()).with_meta("kind", "informational"));
+                }
+            }
+            other => session.skip(format!("system:{}", other.unwrap_or("?"))),
+        },
+        _ => return None,
+    }
+    Some((out.0, cut_any))
+}
+
+impl<'a> Block<'a> {
+    /// An assistant's plain-text content as the one text block it stands for.
+    fn text(s: &Cow<'a, str>) -> Block<'a> {
+        Block {
+            kind: Some(Cow::Borrowed("text")),
+            text: Some(s.clone()),
+            thinking: None,
+            signature: None,
+            id: None,
+            name: None,
+            input: None,
+            tool_use_id: None,
+            content: None,
+            is_error: None,
+            source: None,
+            original_chars: None,
+            reduced: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{facts as general, prune};
+    use super::*;
+
+    /// What a line gives, in a form to compare: `None` when it is not a chain line.
+    fn describe(f: &Facts) -> Option<Value> {
+        let Body::Chain(e, link) = &f.body else {
+            return None;
+        };
+        let ops: Vec<Value> = e
+            .ops
+            .iter()
+            .map(|op| match op {
+                Op::Push(m) => serde_json::to_value(m).unwrap(),
+                Op::Warn(l, w) => serde_json::json!({"warn": [l, w]}),
+                Op::Touch(p) => serde_json::json!({"touch": p}),
+                Op::Todos(t) => serde_json::json!({"todos": serde_json::to_value(t).unwrap()}),
+                Op::Usage {
+                    tokens,
+                    message_id,
+                    model,
+                } => serde_json::json!({"usage": [tokens, message_id, model]}),
+                Op::Skipped(k) => serde_json::json!({"skipped": k}),
+            })
+            .collect();
+        Some(serde_json::json!({
+            "envelope": [f.timestamp, f.session_id, f.version, f.branch, f.cwd, f.entrypoint],
+            "line": e.line,
+            "kind": e.kind,
+            "sidechain": e.sidechain,
+            "starts_turn": e.starts_turn,
+            "reduced": e.reduced,
+            "ops": ops,
+            "link": format!("{link:?}"),
+        }))
+    }
+
+    /// The line with every object's keys in reverse order.
+    fn reversed(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .rev()
+                    .map(|(k, x)| (k.clone(), reversed(x)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(reversed).collect()),
+            other => other.clone(),
+        }
+    }
+
+    /// Every string made `times` times longer (tool outputs over the cut, long texts).
+    fn lengthened(v: &Value, times: usize) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, x)| (k.clone(), lengthened(x, times)))
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(|x| lengthened(x, times)).collect()),
+            Value::String(s) if s.len() > 8 => Value::String(s.repeat(times)),
+            other => other.clone(),
+        }
+    }
+
+    /// Non-ASCII characters written as `\u` escapes (valid anywhere in JSON text: such
+    /// characters occur only inside strings).
+    fn escaped(text: &str) -> String {
+        let mut out = String::new();
+        for c in text.chars() {
+            if c.is_ascii() {
+                out.push(c);
+            } else {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{u:04x}"));
+                }
+            }
+        }
+        out
+    }
+
+    fn lines() -> Vec<String> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut out = Vec::new();
+        for entry in walkdir::WalkDir::new(&root).sort_by_file_name() {
+            let entry = entry.unwrap();
+            let p = entry.path();
+            let agent_dir = p.strip_prefix(&root).unwrap().iter().next();
+            let claude = agent_dir.is_some_and(|d| d == "claude" || d == "fuzz-regressions");
+            if !claude || p.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            for line in std::fs::read_to_string(p).unwrap_or_default().lines() {
+                let Ok(v) = serde_json::from_str::<Value>(line) else {
+                    continue;
+                };
+                out.push(line.to_string());
+                out.push(reversed(&v).to_string());
+                out.push(lengthened(&v, 40).to_string());
+                out.push(escaped(&serde_json::to_string_pretty(&v).unwrap()));
+                let Value::Object(mut o) = v else { continue };
+                // Values the general path reads as there-but-null, and types it reads leniently.
+                for (key, odd) in [
+                    ("compactMetadata", Value::Null),
+                    ("isSidechain", Value::from("true")),
+                    ("uuid", Value::from(7)),
+                    ("timestamp", Value::Null),
+                ] {
+                    let mut changed = o.clone();
+                    changed.insert(key.into(), odd);
+                    out.push(Value::Object(changed).to_string());
+                }
+                for (key, set) in [
+                    ("isApiErrorMessage", Value::Bool(true)),
+                    ("isMeta", Value::Bool(true)),
+                    ("isCompactSummary", Value::Bool(true)),
+                    ("subtype", Value::from("compact_boundary")),
+                    ("subtype", Value::from("informational")),
+                ] {
+                    let mut changed = o.clone();
+                    changed.insert(key.into(), set);
+                    if key == "subtype" {
+                        changed.remove("content");
+                    }
+                    out.push(Value::Object(changed).to_string());
+                }
+                let mutations: [fn(&mut serde_json::Map<String, Value>); 7] = [
+                    |b| drop(b.insert("signature".into(), Value::from(""))),
+                    |b| drop(b.insert("is_error".into(), Value::Bool(true))),
+                    |b| drop(b.insert("content".into(), Value::Null)),
+                    |b| drop(b.insert("type".into(), Value::from("redacted_thinking"))),
+                    |b| drop(b.insert("type".into(), Value::from("server_tool_use"))),
+                    |b| drop(b.insert("type".into(), Value::from("image"))),
+                    |b| drop(b.remove("type")),
+                ];
+                for mutate in mutations {
+                    let mut changed = o.clone();
+                    if let Some(Value::Object(m)) = changed.get_mut("message")
+                        && let Some(Value::Array(blocks)) = m.get_mut("content")
+                    {
+                        blocks
+                            .iter_mut()
+                            .filter_map(Value::as_object_mut)
+                            .for_each(mutate);
+                        out.push(Value::Object(changed).to_string());
+                    }
+                }
+                // A message whose content is one text, and one whose usage counts are null.
+                let mut changed = o.clone();
+                if let Some(Value::Object(m)) = changed.get_mut("message") {
+                    m.insert("content".into(), Value::from("one text ✓"));
+                    m.insert(
+                        "usage".into(),
+                        serde_json::json!({"input_tokens": null, "cache_read_input_tokens": 5}),
+                    );
+                    out.push(Value::Object(changed).to_string());
+                }
+                if let Some(Value::Object(m)) = o.get_mut("message")
+                    && let Some(Value::Array(blocks)) = m.get_mut("content")
+                {
+                    for b in blocks.iter_mut() {
+                        if let Value::Object(b) = b {
+                            b.insert("_original_chars".into(), Value::Null);
+                        }
+                    }
+                    out.push(Value::Object(o.clone()).to_string());
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_fast_path_gives_what_the_general_path_gives() {
+        let lines = lines();
+        assert!(lines.len() > 1000, "only {} lines", lines.len());
+        let mut taken = 0;
+        for (i, text) in lines.iter().enumerate() {
+            for (max, reduced) in [(40, true), (1000, false), (usize::MAX, false)] {
+                let Some(fast) = facts(i + 1, text, max, reduced, 8000) else {
+                    continue;
+                };
+                taken += 1;
+                let value = crate::jsonl::pruned::parse(text.as_bytes(), &prune(max))
+                    .expect("a line the fast path read parses");
+                let general = general(i + 1, value, Some(max), reduced, 8000);
+                assert_eq!(
+                    describe(&fast),
+                    describe(&general),
+                    "line {text} with max {max}"
+                );
+            }
+        }
+        // Most lines of real sessions take the fast path; the rest were compared above by
+        // being left to the general one.
+        assert!(taken * 2 > lines.len(), "{taken} of {} lines", lines.len());
+    }
+}
