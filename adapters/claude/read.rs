@@ -261,6 +261,14 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         read_tail_in_full(path, &mut entries, &active, tail, max)?;
     }
     let mut todos: Option<Vec<Todo>> = None;
+    // The messages' exact number: a vector grown by doubling holds up to twice that at its peak.
+    let count = entries
+        .iter()
+        .filter(|e| active.contains(&e.line))
+        .flat_map(|e| &e.ops)
+        .filter(|op| matches!(op, Op::Push(_)))
+        .count();
+    session.messages.reserve_exact(count);
     for e in entries.into_iter().filter(|e| active.contains(&e.line)) {
         apply(e.ops, &mut session, &mut todos);
     }
@@ -434,6 +442,13 @@ fn apply(ops: Vec<Op>, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
 struct Stage(Vec<Op>);
 
 impl Stage {
+    /// The operations, in a vector of their exact size: a vector grown from empty has room for
+    /// four, and every line of a long session keeps its own until the branch is known.
+    fn into_ops(mut self) -> Vec<Op> {
+        self.0.shrink_to_fit();
+        self.0
+    }
+
     fn push(&mut self, m: Message) {
         self.0.push(Op::Push(m));
     }
@@ -693,7 +708,7 @@ fn stage(
             session.skip(sub);
         }
     }
-    out.0
+    out.into_ops()
 }
 
 /// How a relay's read prunes a line: `toolUseResult` (the UI's copy of a tool output) is

@@ -462,7 +462,7 @@ fn stage(no: usize, line: &Line, max: usize, reduced: bool) -> Option<(Vec<Op>, 
         },
         _ => return None,
     }
-    Some((out.0, cut_any))
+    Some((out.into_ops(), cut_any))
 }
 
 impl<'a> Block<'a> {
