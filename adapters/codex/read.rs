@@ -247,13 +247,37 @@ fn read_lines(
         prune: first_max.map(prune),
         from_line: 0,
     };
-    let pass = jsonl::for_each_line_with(
+    let (max_output, reduced) = (state.max_output, state.reduced);
+    let pass = jsonl::for_each_line_mapped(
         path,
         first_pass,
-        |_| {},
-        |no, line| {
-            let Line::Json(v) = line else { return Ok(()) };
+        // Response items, most of a rollout, are worked out where they are parsed.
+        |no, v| {
             let ts = v.get("timestamp").and_then(Timestamp::from_value);
+            match (str_field(&v, "type"), v.get("payload")) {
+                (Some("response_item"), Some(p)) => {
+                    let mut ops = Vec::new();
+                    response_item(&mut ops, max_output, reduced, no, p, ts.clone());
+                    Mapped::Item(ts, ops)
+                }
+                _ => Mapped::Line(ts, v),
+            }
+        },
+        |no, line| {
+            let Line::Json(mapped) = line else {
+                return Ok(());
+            };
+            let (ts, v) = match mapped {
+                Mapped::Item(ts, ops) => {
+                    if let Some(t) = &ts {
+                        times.see(t);
+                    }
+                    shape.get_or_insert("envelope");
+                    apply(ops, &mut session, &mut state);
+                    return Ok(());
+                }
+                Mapped::Line(ts, v) => (ts, v),
+            };
             if let Some(t) = &ts {
                 times.see(t);
             }
@@ -275,7 +299,7 @@ fn read_lines(
                     ))
                     .or_default() += 1;
             } else if str_field(&v, "type").is_some() && shape == Some("pre-envelope") {
-                response_item(&mut session, &mut state, no, &v, ts);
+                response_item_now(&mut session, &mut state, no, &v, ts);
             } else {
                 unrecognised_lines += 1;
                 *session
@@ -457,7 +481,7 @@ fn read_typescript_document(
     session_meta(&mut session, &mut state, meta, ts.clone());
     for (i, item) in items.iter().enumerate() {
         // No per-item times in this shape; items are numbered instead of lines.
-        response_item(&mut session, &mut state, i + 1, item, None);
+        response_item_now(&mut session, &mut state, i + 1, item, None);
     }
     finish(&mut session, state);
     Ok(session)
@@ -500,7 +524,7 @@ fn envelope_line(
 ) {
     match kind {
         "session_meta" => session_meta(session, state, payload, ts),
-        "response_item" => response_item(session, state, no, payload, ts),
+        "response_item" => response_item_now(session, state, no, payload, ts),
         "event_msg" => event(session, state, no, payload, ts),
         "compacted" => {
             let text = str_field(payload, "message")
@@ -623,9 +647,12 @@ fn text_parts(content: Option<&Value>) -> String {
     }
 }
 
+/// What a response item does to the session (see `Op`). `max_output` and `reduced` are
+/// `State`'s.
 fn response_item(
-    session: &mut Session,
-    state: &mut State,
+    out: &mut Vec<Op>,
+    max_output: Option<usize>,
+    reduced: bool,
     no: usize,
     p: &Value,
     ts: Option<Timestamp>,
@@ -643,17 +670,15 @@ fn response_item(
             let m = match role {
                 "user" if super::is_injected_user_text(&text) => {
                     // Files older than session_meta's `cwd` state it only here.
-                    if session.cwd.is_none() {
-                        session.cwd = tag_value(&text, "cwd");
-                    }
+                    out.push(Op::CwdIfNone(tag_value(&text, "cwd")));
                     base(Role::System, text).with_meta("kind", "context")
                 }
                 "user" => {
-                    state.has_response_conversation = true;
+                    out.push(Op::Conversation);
                     base(Role::User, text)
                 }
                 "assistant" => {
-                    state.has_response_conversation = true;
+                    out.push(Op::Conversation);
                     let mut m = base(Role::Assistant, text);
                     if let Some(phase) = str_field(p, "phase") {
                         m = m.with_meta("phase", phase);
@@ -664,7 +689,7 @@ fn response_item(
                     .with_meta("kind", "context")
                     .with_meta("source_role", other),
             };
-            session.messages.push(m);
+            out.push(Op::Push(m));
         }
         "reasoning" => {
             let mut text = text_parts(p.get("summary"));
@@ -680,7 +705,7 @@ fn response_item(
             if encrypted {
                 m = m.with_meta("encrypted", true);
             }
-            session.messages.push(m);
+            out.push(Op::Push(m));
         }
         "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
             let name = match item_type {
@@ -708,7 +733,7 @@ fn response_item(
                     String::new(),
                 ),
             };
-            note_tool_effects(session, state, &name, &input);
+            note_tool_effects(out, &name, &input);
             let mut m = base(Role::ToolCall, content);
             let (kind, key) = super::tools::classify(&name, &input);
             m.tool_kind = Some(kind);
@@ -721,7 +746,7 @@ fn response_item(
                 .map(str::to_string);
             m.tool_name = Some(name);
             m.tool_input = Some(input).filter(|v| !v.is_null());
-            session.messages.push(m);
+            out.push(Op::Push(m));
         }
         "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
             let (content, exit) = tool_output(p.get("output"));
@@ -735,9 +760,7 @@ fn response_item(
                 m.is_error = true;
             }
             let original = cut_length(p, "output");
-            session
-                .messages
-                .push(output_message(m, state.max_output, original, state.reduced));
+            out.push(Op::Push(output_message(m, max_output, original, reduced)));
         }
         "web_search_call" => {
             // A self-contained item: the call and its outcome in one. Kept as a paired call.
@@ -758,22 +781,14 @@ fn response_item(
             )
             .with_meta("synthesized", true);
             result.tool_call_id = Some(id);
-            session.messages.push(call);
-            session.messages.push(result);
+            out.push(Op::Push(call));
+            out.push(Op::Push(result));
         }
         "" => {
-            *session
-                .stats
-                .unknown_types
-                .entry("response_item:<no type>".into())
-                .or_default() += 1;
+            out.push(Op::Unknown("response_item:<no type>".into()));
         }
         other => {
-            *session
-                .stats
-                .unknown_types
-                .entry(format!("response_item:{other}"))
-                .or_default() += 1;
+            out.push(Op::Unknown(format!("response_item:{other}")));
         }
     }
 }
@@ -829,11 +844,11 @@ fn exit_code_in_text(text: &str) -> Option<i64> {
     None
 }
 
-fn note_tool_effects(session: &mut Session, state: &mut State, name: &str, input: &Value) {
+fn note_tool_effects(out: &mut Vec<Op>, name: &str, input: &Value) {
     match name {
         "update_plan" => {
             if let Some(items) = input.get("plan").and_then(Value::as_array) {
-                state.todos = Some(
+                out.push(Op::Todos(
                     items
                         .iter()
                         .map(|i| Todo {
@@ -841,7 +856,7 @@ fn note_tool_effects(session: &mut Session, state: &mut State, name: &str, input
                             status: TodoStatus::parse(str_field(i, "status").unwrap_or("pending")),
                         })
                         .collect(),
-                );
+                ));
             }
         }
         "apply_patch" => {
@@ -850,7 +865,7 @@ fn note_tool_effects(session: &mut Session, state: &mut State, name: &str, input
                 .or_else(|| str_field(input, "input"))
                 .or_else(|| str_field(input, "patch"))
                 .unwrap_or_default();
-            touch_patch_files(session, patch);
+            touch_patch_files(out, patch);
         }
         "shell" | "local_shell" | "container.exec" => {
             // Older Codex ran apply_patch through the shell tool: ["apply_patch", "<patch>"].
@@ -860,11 +875,11 @@ fn note_tool_effects(session: &mut Session, state: &mut State, name: &str, input
                 if let Some(pos) = words.iter().position(|w| *w == "apply_patch")
                     && let Some(patch) = words.get(pos + 1)
                 {
-                    touch_patch_files(session, patch);
+                    touch_patch_files(out, patch);
                 } else if let Some(last) = words.last()
                     && last.contains("*** Begin Patch")
                 {
-                    touch_patch_files(session, last);
+                    touch_patch_files(out, last);
                 }
             }
         }
@@ -872,7 +887,7 @@ fn note_tool_effects(session: &mut Session, state: &mut State, name: &str, input
     }
 }
 
-fn touch_patch_files(session: &mut Session, patch: &str) {
+fn touch_patch_files(out: &mut Vec<Op>, patch: &str) {
     for line in patch.lines() {
         for marker in [
             "*** Add File: ",
@@ -881,11 +896,66 @@ fn touch_patch_files(session: &mut Session, patch: &str) {
             "*** Move to: ",
         ] {
             if let Some(p) = line.strip_prefix(marker) {
-                let path = absolutize(session.cwd.as_deref(), p.trim());
-                session.touch_file(&path);
+                out.push(Op::TouchPatchPath(p.trim().to_string()));
             }
         }
     }
+}
+
+/// A line as the parsing thread hands it on: a response item already worked out, or any other
+/// line with its time.
+enum Mapped {
+    Item(Option<Timestamp>, Vec<Op>),
+    Line(Option<Timestamp>, Value),
+}
+
+/// What a response item does to the session, worked out where its line is parsed and applied
+/// in file order by `apply`: the reading thread only moves the results into place. Nearly every
+/// operation is a `Push`, so boxing the message would only add an allocation to each.
+#[allow(clippy::large_enum_variant)]
+enum Op {
+    Push(Message),
+    /// The session's cwd, when none is known yet.
+    CwdIfNone(Option<String>),
+    /// The item carries user or assistant words.
+    Conversation,
+    Todos(Vec<Todo>),
+    /// A file a patch touched, relative to the session's cwd at that point.
+    TouchPatchPath(String),
+    Unknown(String),
+}
+
+fn apply(ops: Vec<Op>, session: &mut Session, state: &mut State) {
+    for op in ops {
+        match op {
+            Op::Push(m) => session.messages.push(m),
+            Op::CwdIfNone(cwd) => {
+                if session.cwd.is_none() {
+                    session.cwd = cwd;
+                }
+            }
+            Op::Conversation => state.has_response_conversation = true,
+            Op::Todos(t) => state.todos = Some(t),
+            Op::TouchPatchPath(p) => {
+                let path = absolutize(session.cwd.as_deref(), &p);
+                session.touch_file(&path);
+            }
+            Op::Unknown(k) => *session.stats.unknown_types.entry(k).or_default() += 1,
+        }
+    }
+}
+
+/// A response item's operations, applied at once (see `Op`).
+fn response_item_now(
+    session: &mut Session,
+    state: &mut State,
+    no: usize,
+    p: &Value,
+    ts: Option<Timestamp>,
+) {
+    let mut ops = Vec::new();
+    response_item(&mut ops, state.max_output, state.reduced, no, p, ts);
+    apply(ops, session, state);
 }
 
 /// Patch paths are relative to the session's working directory; events use absolute paths.
