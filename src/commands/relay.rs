@@ -77,7 +77,14 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     };
     tokens::warm(cfg.agent(target.name()).tokenizer);
     let read = super::relay_read_options(cfg, target, opts.budget);
-    let (located, mut source) = super::load(cfg, &opts.session, &scope, read)?;
+    let located = crate::select::select(cfg, &opts.session, &scope.select()?)?;
+    // The source's hash is read beside the parse: a core waits while the parser's blocks are
+    // read and handed on.
+    let hashing = {
+        let path = located.path.clone();
+        std::thread::spawn(move || ledger::sha256_file(&path))
+    };
+    let mut source = located.read_with(read)?;
     let mut warnings = Vec::new();
     let mut redactions = redact(cfg, &mut source, opts.no_redact, &mut warnings)?;
     if opts.dry_run {
@@ -97,7 +104,9 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         );
     }
     super::step("hashing the source");
-    let source_sha = ledger::sha256_file(&located.path)?;
+    let source_sha = hashing
+        .join()
+        .map_err(|_| anyhow::anyhow!("hashing {} failed", located.path.display()))??;
     let source_bytes = std::fs::metadata(&located.path).map(|m| m.len()).ok();
     let source_side = ledger::Side {
         agent: source.agent.clone(),
