@@ -44,77 +44,88 @@ impl Point {
     }
 }
 
-/// Every candidate point of the left-out turns, in time order, without repeats.
+/// Every candidate point of the left-out turns, in time order, without repeats. Each turn's
+/// candidates are found on every core (a long session's left-out turns are most of it); the
+/// repeats are taken out after, in time order.
 pub fn points(turns: &[LeftOut]) -> Vec<Point> {
-    let mut out = Vec::new();
+    use rayon::prelude::*;
+    let candidates: Vec<Vec<Point>> = turns.par_iter().map(turn_points).collect();
     let mut seen = HashSet::new();
-    for t in turns {
-        let mut push = |kind: Kind, text: String| {
-            if !text.trim().is_empty() && seen.insert((kind, text.to_lowercase())) {
-                out.push(Point {
-                    turn: t.number,
-                    kind,
-                    text,
-                });
-            }
-        };
-        let mut failed: Option<String> = None;
-        let mut conclusion: Option<&str> = None;
-        for m in t.messages {
-            match m.role {
-                Role::User => {
+    candidates
+        .into_iter()
+        .flatten()
+        .filter(|p| seen.insert((p.kind, p.text.to_lowercase())))
+        .collect()
+}
+
+/// The candidate points of one turn, in order, repeats included.
+fn turn_points(t: &LeftOut) -> Vec<Point> {
+    let mut out = Vec::new();
+    let mut push = |kind: Kind, text: String| {
+        if !text.trim().is_empty() {
+            out.push(Point {
+                turn: t.number,
+                kind,
+                text,
+            });
+        }
+    };
+    let mut failed: Option<String> = None;
+    let mut conclusion: Option<&str> = None;
+    for m in t.messages {
+        match m.role {
+            Role::User => {
+                push(
+                    Kind::Request,
+                    format!("User asked: {}", truncate_chars(&one_line(&m.content), 160)),
+                );
+                for rule in cues::constraints_in(m) {
                     push(
-                        Kind::Request,
-                        format!("User asked: {}", truncate_chars(&one_line(&m.content), 160)),
+                        Kind::Rule,
+                        format!("User's rule: \"{}\"", truncate_chars(&one_line(rule), 200)),
                     );
-                    for rule in cues::constraints_in(m) {
-                        push(
-                            Kind::Rule,
-                            format!("User's rule: \"{}\"", truncate_chars(&one_line(rule), 200)),
-                        );
-                    }
                 }
-                Role::System if m.kind() == Some("carried_summary") => push(
-                    Kind::EarlierSummary,
-                    format!(
-                        "Earlier summary: {}",
-                        truncate_chars(&one_line(&m.content), 400)
-                    ),
-                ),
-                Role::Assistant if m.kind().is_none() => {
-                    for d in cues::decisions_in(m) {
-                        push(
-                            Kind::Decision,
-                            format!("Decision: {}", truncate_chars(&one_line(d), 160)),
-                        );
-                    }
-                    if m.content.trim().chars().count() >= 40 {
-                        conclusion = Some(&m.content);
-                    }
-                }
-                Role::ToolResult | Role::Assistant => {
-                    // A structured result, or a tool call carried as text.
-                    let (error, label) = outcome(m);
-                    match (error, failed.take()) {
-                        (true, _) => failed = Some(label),
-                        (false, Some(what)) => {
-                            push(Kind::Error, format!("Error: {what}; fixed by {label}"))
-                        }
-                        (false, None) => {}
-                    }
-                }
-                _ => {}
             }
+            Role::System if m.kind() == Some("carried_summary") => push(
+                Kind::EarlierSummary,
+                format!(
+                    "Earlier summary: {}",
+                    truncate_chars(&one_line(&m.content), 400)
+                ),
+            ),
+            Role::Assistant if m.kind().is_none() => {
+                for d in cues::decisions_in(m) {
+                    push(
+                        Kind::Decision,
+                        format!("Decision: {}", truncate_chars(&one_line(d), 160)),
+                    );
+                }
+                if m.content.trim().chars().count() >= 40 {
+                    conclusion = Some(&m.content);
+                }
+            }
+            Role::ToolResult | Role::Assistant => {
+                // A structured result, or a tool call carried as text.
+                let (error, label) = outcome(m);
+                match (error, failed.take()) {
+                    (true, _) => failed = Some(label),
+                    (false, Some(what)) => {
+                        push(Kind::Error, format!("Error: {what}; fixed by {label}"))
+                    }
+                    (false, None) => {}
+                }
+            }
+            _ => {}
         }
-        if let Some(what) = failed {
-            push(Kind::Error, format!("Error left open: {what}"));
-        }
-        if let Some(c) = conclusion {
-            push(
-                Kind::Conclusion,
-                format!("Assistant: {}", truncate_chars(&one_line(c), 200)),
-            );
-        }
+    }
+    if let Some(what) = failed {
+        push(Kind::Error, format!("Error left open: {what}"));
+    }
+    if let Some(c) = conclusion {
+        push(
+            Kind::Conclusion,
+            format!("Assistant: {}", truncate_chars(&one_line(c), 200)),
+        );
     }
     out
 }
