@@ -496,6 +496,140 @@ fn blocks(v: &Value) -> impl Iterator<Item = &Value> {
         .flatten()
 }
 
+/// Where a chain line's messages come from: each starts with the line's time, number and uuid.
+struct Base<'a> {
+    ts: Option<Timestamp>,
+    line: usize,
+    uuid: Option<&'a str>,
+}
+
+impl Base<'_> {
+    fn message(&self, role: Role, content: String) -> Message {
+        let mut m = Message::new(role, content)
+            .with_time(self.ts.clone())
+            .with_meta("line", self.line);
+        if let Some(u) = self.uuid {
+            m = m.with_meta("uuid", u);
+        }
+        m
+    }
+}
+
+/// The API message an assistant line is part of, carried by each of its messages.
+struct Ids<'a> {
+    message_id: Option<&'a str>,
+    model: Option<&'a str>,
+    api_error: bool,
+}
+
+impl Ids<'_> {
+    fn on(&self, mut m: Message) -> Message {
+        if let Some(id) = self.message_id {
+            m = m.with_meta("message_id", id);
+        }
+        if let Some(model) = self.model {
+            m = m.with_meta("model", model);
+        }
+        if self.api_error {
+            m = m.with_meta("api_error", true);
+        }
+        m
+    }
+
+    /// The line's usage: each line of an API message repeats it, the last one seen is the
+    /// newest, and the prompt held everything before the message's first line.
+    fn usage(&self, out: &mut Stage, tokens: u64) {
+        if tokens > 0 && !self.api_error {
+            out.0.push(Op::Usage {
+                tokens,
+                message_id: self.message_id.map(str::to_string),
+                model: self.model.map(str::to_string),
+            });
+        }
+    }
+}
+
+/// An assistant block of a kind the reader knows, as either path read it.
+enum AssistantBlock<'a> {
+    Text(&'a str),
+    Thinking {
+        text: &'a str,
+        signed: bool,
+    },
+    Redacted,
+    ToolUse {
+        name: &'a str,
+        input: Value,
+        id: Option<&'a str>,
+    },
+}
+
+fn assistant_block(out: &mut Stage, base: &Base, ids: &Ids, block: AssistantBlock) {
+    let m = match block {
+        AssistantBlock::Text(t) => ids.on(base.message(Role::Assistant, t.to_string())),
+        AssistantBlock::Thinking { text, signed } => ids
+            .on(base.message(Role::Reasoning, text.to_string()))
+            .with_meta("signed", signed),
+        AssistantBlock::Redacted => ids
+            .on(base.message(Role::Reasoning, String::new()))
+            .with_meta("redacted", true),
+        AssistantBlock::ToolUse { name, input, id } => {
+            note_tool_effects(out, name, &input);
+            let mut m = ids.on(base.message(Role::ToolCall, String::new()));
+            m.tool_call_id = id.map(str::to_string);
+            let (kind, key) = super::tools::classify(name, &input);
+            m.tool_kind = Some(kind);
+            m.key_arg = Some(key);
+            m.tool_name = Some(name.to_string());
+            // An absent input and a null one are the same to every writer (and to the
+            // neutral JSONL, which cannot tell them apart).
+            m.tool_input = Some(input).filter(|v| !v.is_null());
+            m
+        }
+    };
+    out.push(m);
+}
+
+/// A user line's texts and images: one message (tool results stand alone).
+fn user_texts(
+    out: &mut Stage,
+    base: &Base,
+    texts: Vec<String>,
+    images: Vec<Value>,
+    meta: bool,
+    summary: bool,
+) {
+    if texts.is_empty() {
+        return;
+    }
+    let mut m = base.message(Role::User, texts.join("\n"));
+    if !images.is_empty() {
+        m = m.with_meta("images", Value::Array(images));
+    }
+    out.push(classify_user_text(m, meta, summary));
+}
+
+/// A tool result: its output (cut when `original` says how long it was), the call it answers.
+fn tool_result(
+    base: &Base,
+    output: String,
+    tool_use_id: Option<&str>,
+    is_error: bool,
+    original: Option<Value>,
+    reduced: bool,
+) -> Message {
+    let mut m = base.message(Role::ToolResult, output);
+    m.tool_call_id = tool_use_id.map(str::to_string);
+    m.is_error = is_error;
+    if let Some(n) = original {
+        m = m.with_meta("original_chars", n);
+    }
+    if reduced {
+        m = m.with_meta("reduced", true);
+    }
+    m
+}
+
 /// What chain line `line` of type `kind` adds to the session (see `Op`).
 fn stage(
     line: usize,
@@ -506,15 +640,10 @@ fn stage(
 ) -> Vec<Op> {
     let mut out = Stage(Vec::new());
     let session = &mut out;
-    let ts = timestamp.map(Timestamp::parse);
-    let base = |role: Role, content: String| {
-        let mut m = Message::new(role, content)
-            .with_time(ts.clone())
-            .with_meta("line", line);
-        if let Some(u) = uuid {
-            m = m.with_meta("uuid", u);
-        }
-        m
+    let base = Base {
+        ts: timestamp.map(Timestamp::parse),
+        line,
+        uuid,
     };
     match kind {
         "user" => {
@@ -523,13 +652,12 @@ fn stage(
             match message_field(v, "content") {
                 Some(Value::String(s)) => {
                     session.push(classify_user_text(
-                        base(Role::User, s.clone()),
+                        base.message(Role::User, s.clone()),
                         meta,
                         summary,
                     ));
                 }
                 Some(Value::Array(items)) => {
-                    // Text and images of one line are one message; tool results stand alone.
                     let mut texts: Vec<String> = Vec::new();
                     let mut images: Vec<Value> = Vec::new();
                     for b in items {
@@ -546,17 +674,14 @@ fn stage(
                                 images.push(b.get("source").cloned().unwrap_or(Value::Null));
                             }
                             Some("tool_result") => {
-                                let mut m =
-                                    base(Role::ToolResult, flatten_content(b.get("content")));
-                                m.tool_call_id = str_field(b, "tool_use_id").map(str::to_string);
-                                m.is_error =
-                                    b.get("is_error").and_then(Value::as_bool) == Some(true);
-                                if let Some(n) = b.get("_original_chars") {
-                                    m = m.with_meta("original_chars", n.clone());
-                                }
-                                if b.get("_reduced").is_some() {
-                                    m = m.with_meta("reduced", true);
-                                }
+                                let mut m = tool_result(
+                                    &base,
+                                    flatten_content(b.get("content")),
+                                    str_field(b, "tool_use_id"),
+                                    b.get("is_error").and_then(Value::as_bool) == Some(true),
+                                    b.get("_original_chars").cloned(),
+                                    b.get("_reduced").is_some(),
+                                );
                                 if let Some(Value::String(s)) = v.get("toolUseResult")
                                     && s.starts_with("User rejected")
                                 {
@@ -566,7 +691,7 @@ fn stage(
                             }
                             Some(other) => {
                                 session.push(
-                                    base(Role::System, format!("[{other} block]"))
+                                    base.message(Role::System, format!("[{other} block]"))
                                         .with_meta("kind", "unsupported_block")
                                         .with_meta("block", b.clone()),
                                 );
@@ -574,13 +699,7 @@ fn stage(
                             None => {}
                         }
                     }
-                    if !texts.is_empty() {
-                        let mut m = base(Role::User, texts.join("\n"));
-                        if !images.is_empty() {
-                            m = m.with_meta("images", Value::Array(images));
-                        }
-                        session.push(classify_user_text(m, meta, summary));
-                    }
+                    user_texts(session, &base, texts, images, meta, summary);
                 }
                 _ => session
                     .0
@@ -588,35 +707,19 @@ fn stage(
             }
         }
         "assistant" => {
-            let message_id = message_field(v, "id").and_then(Value::as_str);
-            let model = message_field(v, "model").and_then(Value::as_str);
-            let api_error = v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true);
-            let with_ids = |mut m: Message| {
-                if let Some(id) = message_id {
-                    m = m.with_meta("message_id", id);
-                }
-                if let Some(model) = model {
-                    m = m.with_meta("model", model);
-                }
-                if api_error {
-                    m = m.with_meta("api_error", true);
-                }
-                m
+            let ids = Ids {
+                message_id: message_field(v, "id").and_then(Value::as_str),
+                model: message_field(v, "model").and_then(Value::as_str),
+                api_error: v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true),
             };
-            // Each line of an API message repeats its usage; the last one seen is the newest.
-            if let Some(u) = message_field(v, "usage").filter(|_| !api_error) {
+            if let Some(u) = message_field(v, "usage") {
                 let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-                let tokens = n("input_tokens")
-                    + n("cache_creation_input_tokens")
-                    + n("cache_read_input_tokens");
-                if tokens > 0 {
-                    // The prompt held everything before this API message's first line.
-                    session.0.push(Op::Usage {
-                        tokens,
-                        message_id: message_id.map(str::to_string),
-                        model: model.map(str::to_string),
-                    });
-                }
+                ids.usage(
+                    session,
+                    n("input_tokens")
+                        + n("cache_creation_input_tokens")
+                        + n("cache_read_input_tokens"),
+                );
             }
             let content = message_field(v, "content");
             let items: Vec<Value> = match content {
@@ -631,67 +734,40 @@ fn stage(
                 }
             };
             for b in &items {
-                match str_field(b, "type") {
-                    Some("text") => {
-                        let t = str_field(b, "text").unwrap_or_default().to_string();
-                        session.push(with_ids(base(Role::Assistant, t)));
-                    }
-                    Some("thinking") => {
-                        let t = str_field(b, "thinking").unwrap_or_default().to_string();
-                        let signed = str_field(b, "signature").is_some_and(|s| !s.is_empty());
-                        session
-                            .push(with_ids(base(Role::Reasoning, t)).with_meta("signed", signed));
-                    }
-                    Some("redacted_thinking") => {
-                        session.push(
-                            with_ids(base(Role::Reasoning, String::new()))
-                                .with_meta("redacted", true),
-                        );
-                    }
-                    Some("tool_use") | Some("server_tool_use") => {
-                        let name = str_field(b, "name").unwrap_or("?").to_string();
-                        let input = b.get("input").cloned().unwrap_or(Value::Null);
-                        note_tool_effects(session, &name, &input);
-                        let mut m = with_ids(base(Role::ToolCall, String::new()));
-                        m.tool_call_id = str_field(b, "id").map(str::to_string);
-                        let (kind, key) = super::tools::classify(&name, &input);
-                        m.tool_kind = Some(kind);
-                        m.key_arg = Some(key);
-                        m.tool_name = Some(name);
-                        // An absent input and a null one are the same to every writer (and to the
-                        // neutral JSONL, which cannot tell them apart).
-                        m.tool_input = Some(input).filter(|v| !v.is_null());
-                        session.push(m);
-                    }
+                let block = match str_field(b, "type") {
+                    Some("text") => AssistantBlock::Text(str_field(b, "text").unwrap_or_default()),
+                    Some("thinking") => AssistantBlock::Thinking {
+                        text: str_field(b, "thinking").unwrap_or_default(),
+                        signed: str_field(b, "signature").is_some_and(|s| !s.is_empty()),
+                    },
+                    Some("redacted_thinking") => AssistantBlock::Redacted,
+                    Some("tool_use") | Some("server_tool_use") => AssistantBlock::ToolUse {
+                        name: str_field(b, "name").unwrap_or("?"),
+                        input: b.get("input").cloned().unwrap_or(Value::Null),
+                        id: str_field(b, "id"),
+                    },
                     Some(other) => {
                         session.push(
-                            with_ids(base(Role::System, format!("[{other} block]")))
+                            ids.on(base.message(Role::System, format!("[{other} block]")))
                                 .with_meta("kind", "unsupported_block")
                                 .with_meta("block", b.clone()),
                         );
+                        continue;
                     }
-                    None => {}
-                }
+                    None => continue,
+                };
+                assistant_block(session, &base, &ids, block);
             }
         }
         "system" => match str_field(v, "subtype") {
-            Some("compact_boundary") => {
-                let mut m = base(
-                    Role::System,
-                    str_field(v, "content")
-                        .unwrap_or("Conversation compacted")
-                        .to_string(),
-                )
-                .with_meta("kind", "compaction");
-                if let Some(cm) = v.get("compactMetadata") {
-                    m = m.with_meta("compact_metadata", cm.clone());
-                }
-                session.push(m);
-            }
+            Some("compact_boundary") => session.push(compaction(
+                &base,
+                str_field(v, "content"),
+                v.get("compactMetadata").cloned(),
+            )),
             Some("informational") | Some("local_command") => {
                 if let Some(c) = str_field(v, "content") {
-                    session
-                        .push(base(Role::System, c.to_string()).with_meta("kind", "informational"));
+                    session.push(informational(&base, c));
                 }
             }
             other => {
@@ -709,6 +785,25 @@ fn stage(
         }
     }
     out.into_ops()
+}
+
+/// A compact boundary: the compaction's text (Claude Code's default when it gives none).
+fn compaction(base: &Base, content: Option<&str>, metadata: Option<Value>) -> Message {
+    let mut m = base
+        .message(
+            Role::System,
+            content.unwrap_or("Conversation compacted").to_string(),
+        )
+        .with_meta("kind", "compaction");
+    if let Some(cm) = metadata {
+        m = m.with_meta("compact_metadata", cm);
+    }
+    m
+}
+
+fn informational(base: &Base, content: &str) -> Message {
+    base.message(Role::System, content.to_string())
+        .with_meta("kind", "informational")
 }
 
 /// How a relay's read prunes a line: `toolUseResult` (the UI's copy of a tool output) is

@@ -12,9 +12,10 @@ use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::{
-    Body, Entry, Facts, Link, Op, Stage, classify_user_text, injected_kind, note_tool_effects,
+    AssistantBlock, Base, Body, Entry, Facts, Ids, Link, Op, Stage, assistant_block,
+    classify_user_text, compaction, informational, injected_kind, tool_result, user_texts,
 };
-use crate::model::{Message, Role, Timestamp};
+use crate::model::{Role, Timestamp};
 
 type Str<'a> = Option<Cow<'a, str>>;
 
@@ -276,16 +277,10 @@ fn stage(no: usize, line: &Line, max: usize, reduced: bool) -> Option<(Vec<Op>, 
     let mut out = Stage(Vec::new());
     let session = &mut out;
     let mut cut_any = false;
-    let ts = line.timestamp.as_deref().map(Timestamp::parse);
-    let uuid = line.uuid.as_deref();
-    let base = |role: Role, content: String| {
-        let mut m = Message::new(role, content)
-            .with_time(ts.clone())
-            .with_meta("line", no);
-        if let Some(u) = uuid {
-            m = m.with_meta("uuid", u);
-        }
-        m
+    let base = Base {
+        ts: line.timestamp.as_deref().map(Timestamp::parse),
+        line: no,
+        uuid: line.uuid.as_deref(),
     };
     let content = line.message.as_ref().and_then(|m| m.content.as_ref());
     match line.kind.as_ref() {
@@ -295,7 +290,7 @@ fn stage(no: usize, line: &Line, max: usize, reduced: bool) -> Option<(Vec<Op>, 
             match content {
                 Some(Content::Text(s)) => {
                     session.push(classify_user_text(
-                        base(Role::User, s.to_string()),
+                        base.message(Role::User, s.to_string()),
                         meta,
                         summary,
                     ));
@@ -327,28 +322,20 @@ fn stage(no: usize, line: &Line, max: usize, reduced: bool) -> Option<(Vec<Op>, 
                                     Some(n) => crate::text::trim_output_of(output, max, n),
                                     None => output.to_string(),
                                 };
-                                let mut m = base(Role::ToolResult, text);
-                                m.tool_call_id = b.tool_use_id.as_deref().map(str::to_string);
-                                m.is_error = b.is_error == Some(true);
-                                if let Some(n) = n {
-                                    cut_any = true;
-                                    m = m.with_meta("original_chars", n);
-                                    if reduced {
-                                        m = m.with_meta("reduced", true);
-                                    }
-                                }
-                                session.push(m);
+                                cut_any |= n.is_some();
+                                session.push(tool_result(
+                                    &base,
+                                    text,
+                                    b.tool_use_id.as_deref(),
+                                    b.is_error == Some(true),
+                                    n.map(Value::from),
+                                    reduced && n.is_some(),
+                                ));
                             }
                             _ => {}
                         }
                     }
-                    if !texts.is_empty() {
-                        let mut m = base(Role::User, texts.join("\n"));
-                        if !images.is_empty() {
-                            m = m.with_meta("images", Value::Array(images));
-                        }
-                        session.push(classify_user_text(m, meta, summary));
-                    }
+                    user_texts(session, &base, texts, images, meta, summary);
                 }
                 None => session
                     .0
@@ -357,35 +344,18 @@ fn stage(no: usize, line: &Line, max: usize, reduced: bool) -> Option<(Vec<Op>, 
         }
         "assistant" => {
             let message = line.message.as_ref();
-            let message_id = message.and_then(|m| m.id.as_deref());
-            let model = message.and_then(|m| m.model.as_deref());
-            let api_error = line.api_error == Some(true);
-            let with_ids = |mut m: Message| {
-                if let Some(id) = message_id {
-                    m = m.with_meta("message_id", id);
-                }
-                if let Some(model) = model {
-                    m = m.with_meta("model", model);
-                }
-                if api_error {
-                    m = m.with_meta("api_error", true);
-                }
-                m
+            let ids = Ids {
+                message_id: message.and_then(|m| m.id.as_deref()),
+                model: message.and_then(|m| m.model.as_deref()),
+                api_error: line.api_error == Some(true),
             };
-            if let Some(u) = message
-                .and_then(|m| m.usage.as_ref())
-                .filter(|_| !api_error)
-            {
-                let tokens = u.input_tokens.unwrap_or(0)
-                    + u.cache_creation_input_tokens.unwrap_or(0)
-                    + u.cache_read_input_tokens.unwrap_or(0);
-                if tokens > 0 {
-                    session.0.push(Op::Usage {
-                        tokens,
-                        message_id: message_id.map(str::to_string),
-                        model: model.map(str::to_string),
-                    });
-                }
+            if let Some(u) = message.and_then(|m| m.usage.as_ref()) {
+                ids.usage(
+                    session,
+                    u.input_tokens.unwrap_or(0)
+                        + u.cache_creation_input_tokens.unwrap_or(0)
+                        + u.cache_read_input_tokens.unwrap_or(0),
+                );
             }
             let single;
             let items: &[Block] = match content {
@@ -403,59 +373,32 @@ fn stage(no: usize, line: &Line, max: usize, reduced: bool) -> Option<(Vec<Op>, 
                 }
             };
             for b in items {
-                match b.kind.as_deref() {
-                    Some("text") => {
-                        let t = b.text.as_deref().unwrap_or("").to_string();
-                        session.push(with_ids(base(Role::Assistant, t)));
-                    }
-                    Some("thinking") => {
-                        let t = b.thinking.as_deref().unwrap_or("").to_string();
-                        let signed = b.signature.as_deref().is_some_and(|s| !s.is_empty());
-                        session
-                            .push(with_ids(base(Role::Reasoning, t)).with_meta("signed", signed));
-                    }
-                    Some("redacted_thinking") => {
-                        session.push(
-                            with_ids(base(Role::Reasoning, String::new()))
-                                .with_meta("redacted", true),
-                        );
-                    }
-                    Some("tool_use" | "server_tool_use") => {
-                        let name = b.name.as_deref().unwrap_or("?").to_string();
-                        let input = b.input.clone().unwrap_or(Value::Null);
-                        note_tool_effects(session, &name, &input);
-                        let mut m = with_ids(base(Role::ToolCall, String::new()));
-                        m.tool_call_id = b.id.as_deref().map(str::to_string);
-                        let (kind, key) = super::super::tools::classify(&name, &input);
-                        m.tool_kind = Some(kind);
-                        m.key_arg = Some(key);
-                        m.tool_name = Some(name);
-                        m.tool_input = Some(input).filter(|v| !v.is_null());
-                        session.push(m);
-                    }
-                    _ => {}
-                }
+                let block = match b.kind.as_deref() {
+                    Some("text") => AssistantBlock::Text(b.text.as_deref().unwrap_or("")),
+                    Some("thinking") => AssistantBlock::Thinking {
+                        text: b.thinking.as_deref().unwrap_or(""),
+                        signed: b.signature.as_deref().is_some_and(|s| !s.is_empty()),
+                    },
+                    Some("redacted_thinking") => AssistantBlock::Redacted,
+                    Some("tool_use" | "server_tool_use") => AssistantBlock::ToolUse {
+                        name: b.name.as_deref().unwrap_or("?"),
+                        input: b.input.clone().unwrap_or(Value::Null),
+                        id: b.id.as_deref(),
+                    },
+                    _ => continue,
+                };
+                assistant_block(session, &base, &ids, block);
             }
         }
         "system" => match line.subtype.as_deref() {
-            Some("compact_boundary") => {
-                let mut m = base(
-                    Role::System,
-                    line.content
-                        .as_deref()
-                        .unwrap_or("Conversation compacted")
-                        .to_string(),
-                )
-                .with_meta("kind", "compaction");
-                if let Some(cm) = &line.compact_metadata {
-                    m = m.with_meta("compact_metadata", cm.clone());
-                }
-                session.push(m);
-            }
+            Some("compact_boundary") => session.push(compaction(
+                &base,
+                line.content.as_deref(),
+                line.compact_metadata.clone(),
+            )),
             Some("informational") | Some("local_command") => {
                 if let Some(c) = line.content.as_deref() {
-                    session
-                        .push(base(Role::System, c.to_string()).with_meta("kind", "informational"));
+                    session.push(informational(&base, c));
                 }
             }
             other => session.skip(format!("system:{}", other.unwrap_or("?"))),
