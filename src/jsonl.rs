@@ -53,6 +53,25 @@ pub enum Document {
     TooLarge(String),
 }
 
+impl Document {
+    /// The bytes to parse, `None` for a document too large; what a reader should warn of (a
+    /// line number, the warning) goes to `warn`.
+    pub fn bytes(self, mut warn: impl FnMut(Option<usize>, String)) -> Option<Vec<u8>> {
+        match self {
+            Document::TooLarge(why) => {
+                warn(None, why);
+                None
+            }
+            Document::Bytes { bytes, bom } => {
+                if bom {
+                    warn(Some(1), BOM_WARNING.to_string());
+                }
+                Some(bytes)
+            }
+        }
+    }
+}
+
 /// Reads a whole-document session, refusing one over twice `MAX_LINE` (a document cannot be
 /// read in part) and taking a byte order mark off.
 pub fn read_document(path: &Path) -> Result<Document> {

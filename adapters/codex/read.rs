@@ -438,17 +438,8 @@ fn read_typescript_document(
         max_output: opts.max_tool_output,
         ..Default::default()
     };
-    let bytes = match jsonl::read_document(path)? {
-        jsonl::Document::TooLarge(why) => {
-            session.warn(None, why);
-            return Ok(session);
-        }
-        jsonl::Document::Bytes { bytes, bom } => {
-            if bom {
-                session.warn(Some(1), jsonl::BOM_WARNING);
-            }
-            bytes
-        }
+    let Some(bytes) = jsonl::read_document(path)?.bytes(|line, w| session.warn(line, w)) else {
+        return Ok(session);
     };
     let text = String::from_utf8_lossy(&bytes);
     let doc: Value = match serde_json::from_str(&text) {

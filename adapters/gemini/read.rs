@@ -384,17 +384,8 @@ fn read_document(
     conv: &mut Conversation<(Value, usize)>,
     max: Option<usize>,
 ) -> Result<bool> {
-    let bytes = match jsonl::read_document(path)? {
-        jsonl::Document::TooLarge(why) => {
-            session.warn(None, why);
-            return Ok(true);
-        }
-        jsonl::Document::Bytes { bytes, bom } => {
-            if bom {
-                session.warn(Some(1), jsonl::BOM_WARNING);
-            }
-            bytes
-        }
+    let Some(bytes) = jsonl::read_document(path)?.bytes(|line, w| session.warn(line, w)) else {
+        return Ok(true);
     };
     let text = String::from_utf8_lossy(&bytes);
     let Ok(mut v) = serde_json::from_str::<Value>(&text) else {

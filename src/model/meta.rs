@@ -26,10 +26,6 @@ impl Meta {
         self.find(key).ok().map(|i| &self.0[i].1)
     }
 
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
-        self.find(key).ok().map(|i| &mut self.0[i].1)
-    }
-
     pub fn contains_key(&self, key: &str) -> bool {
         self.find(key).is_ok()
     }
@@ -62,16 +58,8 @@ impl Meta {
         self.0.len()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.0.iter().map(|(k, v)| (k.as_ref(), v))
-    }
-
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (&str, &mut Value)> {
         self.0.iter_mut().map(|(k, v)| (&**k, v))
-    }
-
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(|(k, _)| k.as_ref())
     }
 }
 
