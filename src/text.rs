@@ -52,12 +52,14 @@ pub fn trim_output(text: &str, max: usize) -> String {
     }
     let head_len = max * 2 / 3;
     let tail_len = max - head_len;
-    format!(
-        "{}\n[… {} chars cut …]\n{}",
-        first_chars(text, head_len),
-        n - head_len - tail_len,
-        last_chars(text, tail_len)
-    )
+    let (head, tail) = (first_chars(text, head_len), last_chars(text, tail_len));
+    let marker = format!("\n[… {} chars cut …]\n", n - head_len - tail_len);
+    // Of the exact size: a long session keeps one of these for each output it reads.
+    let mut out = String::with_capacity(head.len() + marker.len() + tail.len());
+    out.push_str(head);
+    out.push_str(&marker);
+    out.push_str(tail);
+    out
 }
 
 /// The first `n` characters of `text` (all of it when shorter).

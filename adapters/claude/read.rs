@@ -41,7 +41,6 @@ const NON_CONVERSATION_TYPES: &[&str] = &[
 /// A chain line as the reader keeps it: what it adds to the session, not the parsed line.
 struct Entry {
     line: usize,
-    kind: String,
     sidechain: bool,
     /// What the line adds to the session, in order (see `stage`).
     ops: Vec<Op>,
@@ -367,7 +366,6 @@ fn chain_entry(no: usize, kind: String, v: &Value, full_max: usize) -> (Entry, L
         starts_turn: kind == "user" && starts_turn(v),
         reduced: blocks(v).any(|b| b.get("_reduced").is_some()),
         chars: content_chars(v, full_max),
-        kind,
     };
     (entry, link)
 }
@@ -478,7 +476,8 @@ fn active_lines(
         );
     }
     for (i, e) in entries.iter().enumerate() {
-        if (e.kind == "user" || e.kind == "assistant") && !branch.included.contains(&i) {
+        let link = &links[i];
+        if (link.user || link.assistant) && !branch.included.contains(&i) {
             if e.sidechain && !subagent {
                 session.stats.sidechain_lines += 1;
             } else {

@@ -68,8 +68,9 @@ pub fn load(
 
 /// Plans a relay of `source` to `target`, reading the session again in full first when the fit
 /// wants whole a turn the first read took only in part (see `ReadOptions::full_tail_tokens`):
-/// the plan is then exactly what a full read gives. Returns the plan; `source` and
-/// `redactions` are replaced when the session was read again.
+/// the plan is then exactly what a full read gives. Returns the plan; the plan takes
+/// `source`'s messages, and `source` and `redactions` are replaced when the session was read
+/// again.
 pub fn plan_relay(
     cfg: &Config,
     located: &Located,

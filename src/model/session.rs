@@ -28,7 +28,7 @@ pub struct Timestamp {
 impl Timestamp {
     pub fn parse(original: &str) -> Timestamp {
         Timestamp {
-            utc: parse_time(original).map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true)),
+            utc: parse_time(original).map(utc_millis),
             original: original.to_string(),
         }
     }
@@ -42,7 +42,7 @@ impl Timestamp {
                 let ms = if f > 1e12 { f } else { f * 1000.0 };
                 let t = DateTime::<Utc>::from_timestamp_millis(ms as i64)?;
                 Some(Timestamp {
-                    utc: Some(t.to_rfc3339_opts(SecondsFormat::Millis, true)),
+                    utc: Some(utc_millis(t)),
                     original: n.to_string(),
                 })
             }
@@ -53,6 +53,14 @@ impl Timestamp {
     pub fn time(&self) -> Option<DateTime<Utc>> {
         self.utc.as_deref().and_then(parse_time)
     }
+}
+
+/// RFC 3339 with milliseconds, in a string of its exact size: formatting leaves room to spare,
+/// and a long session keeps one of these for every line it reads.
+fn utc_millis(t: DateTime<Utc>) -> String {
+    let mut s = t.to_rfc3339_opts(SecondsFormat::Millis, true);
+    s.shrink_to_fit();
+    s
 }
 
 /// Parses RFC 3339 and the few near-RFC-3339 shapes agents write (no zone means UTC).

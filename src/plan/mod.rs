@@ -122,7 +122,9 @@ pub struct Target<'a> {
 }
 
 /// Shapes a source session for the target and fits it to the budget: what a relay writes.
-pub fn plan(cfg: &Config, source: &Session, t: &Target) -> Result<Plan> {
+/// The plan takes the source's messages (a long session is not held twice); the rest of
+/// `source` stays as it was.
+pub fn plan(cfg: &Config, source: &mut Session, t: &Target) -> Result<Plan> {
     let git = brief::git_state(t.cwd, source.git.as_ref());
     let brief_text = brief::brief(&brief::BriefInput {
         session: source,
@@ -131,7 +133,8 @@ pub fn plan(cfg: &Config, source: &Session, t: &Target) -> Result<Plan> {
         cwd: t.cwd,
         git: &git,
     });
-    let (shaped, shape_stats) = shape::shape(source, t.adapter, t.id, brief_text.clone());
+    let messages = std::mem::take(&mut source.messages);
+    let (shaped, shape_stats) = shape::shape(source, messages, t.adapter, t.id, brief_text.clone());
     let (budget, budget_from) = budget_for(cfg, t.adapter, t.budget);
     let params = fit::FitParams {
         budget,

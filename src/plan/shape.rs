@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::calls;
 use crate::adapter::Adapter;
-use crate::model::{Message, Role, Session};
+use crate::model::{Message, Meta, Role, Session};
 
 /// What `shape` did, for the report.
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -21,9 +21,12 @@ pub struct ShapeStats {
     pub reasoning: usize,
 }
 
-/// Builds the target-shaped session. `preamble` is the first message the next agent reads.
+/// Builds the target-shaped session from `source`'s `messages`, which it takes: a long
+/// session's texts move into the shaped one instead of being copied beside it. `source` gives
+/// the rest (its messages are not read). `preamble` is the first message the next agent reads.
 pub fn shape(
     source: &Session,
+    messages: Vec<Message>,
     target: &dyn Adapter,
     new_id: &str,
     preamble: String,
@@ -45,43 +48,43 @@ pub fn shape(
     );
 
     // Pair calls and results by id first: parallel calls complete out of order.
-    let mut result_of: HashMap<&str, usize> = HashMap::new();
-    for (i, m) in source.messages.iter().enumerate() {
+    let mut result_of: HashMap<String, usize> = HashMap::new();
+    for (i, m) in messages.iter().enumerate() {
         if m.role == Role::ToolResult
             && let Some(id) = m.tool_call_id.as_deref()
+            && !result_of.contains_key(id)
         {
-            result_of.entry(id).or_insert(i);
+            result_of.insert(id.to_string(), i);
         }
     }
+    let same_agent = source.agent == target.name();
     let mut structured: HashSet<String> = HashSet::new();
-    let mut text_calls: HashMap<String, usize> = HashMap::new();
-    let mut used_results: HashSet<usize> = HashSet::new();
+    // Calls that travel as text, waiting for their result to be rendered with it.
+    let mut text_calls: HashMap<String, Message> = HashMap::new();
     let mut id_map: HashMap<String, String> = HashMap::new();
 
-    for (i, m) in source.messages.iter().enumerate() {
+    for (i, m) in messages.into_iter().enumerate() {
         match m.role {
-            Role::User => out.messages.push(carry(m, Role::User, m.content.clone())),
+            Role::User => out.messages.push(carry(m, Role::User)),
             Role::Assistant => {
                 if !m.content.trim().is_empty() {
-                    out.messages
-                        .push(carry(m, Role::Assistant, m.content.clone()));
+                    out.messages.push(carry(m, Role::Assistant));
                 }
             }
             Role::Reasoning => {
                 if !m.content.trim().is_empty() {
                     stats.reasoning += 1;
-                    out.messages
-                        .push(carry(m, Role::Reasoning, m.content.clone()));
+                    out.messages.push(carry(m, Role::Reasoning));
                 }
             }
             Role::System => match m.kind() {
                 // The summary a compaction left is the only record of what came before it.
-                Some("compact_summary") => out.messages.push(
-                    carry(m, Role::System, m.content.clone()).with_meta("kind", "carried_summary"),
-                ),
-                Some("compaction") if m.content.len() > 40 => out.messages.push(
-                    carry(m, Role::System, m.content.clone()).with_meta("kind", "carried_summary"),
-                ),
+                Some("compact_summary") => out
+                    .messages
+                    .push(carry(m, Role::System).with_meta("kind", "carried_summary")),
+                Some("compaction") if m.content.len() > 40 => out
+                    .messages
+                    .push(carry(m, Role::System).with_meta("kind", "carried_summary")),
                 // Injected environment, instructions and UI lines describe the source agent's
                 // own setup; the target injects its own.
                 _ => stats.dropped_context += 1,
@@ -89,22 +92,23 @@ pub fn shape(
             Role::ToolCall => {
                 let id = m.tool_call_id.clone().unwrap_or_default();
                 let result = result_of.get(id.as_str()).copied();
-                let same_agent = source.agent == target.name();
-                let native = result.and_then(|_| target.native_tool(m, same_agent));
+                let native = result.and_then(|_| target.native_tool(&m, same_agent));
                 match native {
                     Some((native_name, native_input)) => {
                         stats.structured_tool_calls += 1;
                         let new_id = sanitize_call_id(&id, id_map.len());
                         id_map.insert(id.clone(), new_id.clone());
-                        structured.insert(id.clone());
-                        let mut c = carry(m, Role::ToolCall, m.content.clone());
+                        structured.insert(id);
+                        let custom = m.metadata.get("custom").cloned();
+                        let (kind, key_arg) = (m.tool_kind, m.key_arg.clone());
+                        let mut c = carry(m, Role::ToolCall);
                         c.tool_call_id = Some(new_id);
                         c.tool_name = Some(native_name);
                         c.tool_input = Some(native_input);
-                        c.tool_kind = m.tool_kind;
-                        c.key_arg = m.key_arg.clone();
-                        if let Some(custom) = m.metadata.get("custom") {
-                            c.metadata.insert("custom", custom.clone());
+                        c.tool_kind = kind;
+                        c.key_arg = key_arg;
+                        if let Some(custom) = custom {
+                            c.metadata.insert("custom", custom);
                         }
                         out.messages.push(c);
                     }
@@ -113,12 +117,13 @@ pub fn shape(
                         match result {
                             // Rendered where the result arrives, with it.
                             Some(_) => {
-                                text_calls.insert(id, i);
+                                text_calls.insert(id, m);
                             }
                             None => out.messages.push(
-                                carry(m, Role::Assistant, calls::transcript(m, None))
+                                Message::new(Role::Assistant, calls::transcript(&m, None))
+                                    .with_time(m.timestamp.clone())
                                     .with_meta("kind", "tool_transcript")
-                                    .with_meta("oneline", calls::one_line(m, None)),
+                                    .with_meta("oneline", calls::one_line(&m, None)),
                             ),
                         }
                     }
@@ -126,33 +131,33 @@ pub fn shape(
             }
             Role::ToolResult => {
                 let id = m.tool_call_id.clone().unwrap_or_default();
-                let is_answer = result_of.get(id.as_str()) == Some(&i);
-                if !is_answer || !used_results.insert(i) {
+                // Only a call's first result answers it; any other is an orphan.
+                if result_of.get(id.as_str()) != Some(&i) {
                     stats.dropped_orphan_results += 1;
                     continue;
                 }
                 if structured.contains(&id) {
-                    let mut r = carry(m, Role::ToolResult, m.content.clone());
-                    r.tool_call_id = id_map.get(&id).cloned();
-                    r.is_error = m.is_error;
+                    let mut kept = Meta::new();
                     // The exit code travels; the output's full length and whether the reader took
                     // it only in part stay for the fit.
                     for key in ["exit_code", "original_chars", "reduced"] {
                         if let Some(v) = m.metadata.get(key) {
-                            r.metadata.insert(key, v.clone());
+                            kept.insert(key, v.clone());
                         }
                     }
+                    let is_error = m.is_error;
+                    let mut r = carry(m, Role::ToolResult);
+                    r.tool_call_id = id_map.get(&id).cloned();
+                    r.is_error = is_error;
+                    r.metadata = kept;
                     out.messages.push(r);
-                } else if let Some(&call) = text_calls.get(&id) {
-                    let mut t = carry(
-                        m,
-                        Role::Assistant,
-                        calls::transcript(&source.messages[call], Some(m)),
-                    )
-                    .with_meta("kind", "tool_transcript")
-                    .with_meta("oneline", calls::one_line(&source.messages[call], Some(m)))
-                    // What the source held, for the report: the call's output in full.
-                    .with_meta("source_chars", m.output_chars());
+                } else if let Some(call) = text_calls.remove(&id) {
+                    let mut t = Message::new(Role::Assistant, calls::transcript(&call, Some(&m)))
+                        .with_time(m.timestamp.clone())
+                        .with_meta("kind", "tool_transcript")
+                        .with_meta("oneline", calls::one_line(&call, Some(&m)))
+                        // What the source held, for the report: the call's output in full.
+                        .with_meta("source_chars", m.output_chars());
                     if let Some(v) = m.metadata.get("reduced") {
                         t.metadata.insert("reduced", v.clone());
                     }
@@ -167,9 +172,9 @@ pub fn shape(
     (out, stats)
 }
 
-/// A message for the target, keeping the source's time.
-fn carry(m: &Message, role: Role, content: String) -> Message {
-    Message::new(role, content).with_time(m.timestamp.clone())
+/// A message for the target with the source message's text and time.
+fn carry(m: Message, role: Role) -> Message {
+    Message::new(role, m.content).with_time(m.timestamp)
 }
 
 /// Tool call ids must match `[A-Za-z0-9_-]+` for the Anthropic API; Codex ids already do.

@@ -203,7 +203,13 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
             cwd: source.cwd.as_deref().unwrap(),
             git: &git,
         });
-        let (shaped, _) = shape(&source, target, "new-id", brief_text.clone());
+        let (shaped, _) = shape(
+            &source,
+            source.messages.clone(),
+            target,
+            "new-id",
+            brief_text.clone(),
+        );
         let params = FitParams {
             budget: 300 + r.below(30_000) as usize,
             tokenizer,
@@ -356,7 +362,13 @@ fn a_session_that_fits_is_relayed_whole() {
     let mut r = Rng(42);
     let source = session(&mut r, 0);
     let target = adapters::by_name("codex").unwrap();
-    let (shaped, _) = shape(&source, target, "id", "brief".into());
+    let (shaped, _) = shape(
+        &source,
+        source.messages.clone(),
+        target,
+        "id",
+        "brief".into(),
+    );
     let params = FitParams {
         budget: 10_000_000,
         tokenizer: Tokenizer::O200k,
@@ -390,7 +402,7 @@ fn long_sessions_keep_recent_turns_and_summarize_the_rest() {
         ));
     }
     let target = adapters::by_name("claude").unwrap();
-    let (shaped, _) = shape(&s, target, "id", "brief".into());
+    let (shaped, _) = shape(&s, s.messages.clone(), target, "id", "brief".into());
     let params = FitParams {
         budget: 3000,
         tokenizer: Tokenizer::Estimate,
@@ -503,7 +515,13 @@ fn a_rule_stated_halfway_through_a_long_session_survives_a_60k_relay() {
         cwd: "/nonexistent/long",
         git: &git,
     });
-    let (shaped, _) = shape(&source, target, "id", brief_text.clone());
+    let (shaped, _) = shape(
+        &source,
+        source.messages.clone(),
+        target,
+        "id",
+        brief_text.clone(),
+    );
     let params = FitParams {
         budget: 60_000,
         tokenizer: Tokenizer::O200k,

@@ -131,6 +131,7 @@ fn exercise(agent: &str, rel: &Path, bytes: &[u8], dir: &Path) {
         let to = target.name();
         let (shaped, _) = shape(
             &session,
+            session.messages.clone(),
             *target,
             "0199f022-0000-7000-8000-00000000aaaa",
             "brief".into(),

@@ -233,7 +233,6 @@ pub(super) fn facts(
     };
     let entry = Entry {
         line: no,
-        kind: kind.to_string(),
         sidechain: link.sidechain,
         ops,
         starts_turn,
@@ -458,7 +457,6 @@ mod tests {
         Some(serde_json::json!({
             "envelope": [f.timestamp, f.session_id, f.version, f.branch, f.cwd, f.entrypoint],
             "line": e.line,
-            "kind": e.kind,
             "sidechain": e.sidechain,
             "starts_turn": e.starts_turn,
             "reduced": e.reduced,
