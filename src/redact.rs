@@ -888,11 +888,11 @@ impl Redactor {
                 }
                 // A call's free text may repeat what a sensitive key held.
                 mask_seen(&mut m.content, &seen, &mut counts);
-                for (k, v) in m.metadata.iter_mut() {
+                m.metadata.for_each_value_mut(|k, v| {
                     if k != "images" && k != "image" {
                         self.value(v, &mut counts, &mut Vec::new());
                     }
-                }
+                });
                 counts
             })
             .reduce(Counts::new, |mut a, b| {

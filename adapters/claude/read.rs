@@ -422,8 +422,7 @@ fn apply(ops: Vec<Op>, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
             } => {
                 let same = |m: &Message| {
                     message_id.is_some()
-                        && m.metadata.get("message_id").and_then(Value::as_str)
-                            == message_id.as_deref()
+                        && m.metadata.get_str("message_id") == message_id.as_deref()
                 };
                 let mut at = session.messages.len();
                 while at > 0 && same(&session.messages[at - 1]) {

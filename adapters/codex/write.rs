@@ -122,7 +122,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
                 let id = m.tool_call_id.clone().unwrap_or_default();
                 let name = m.tool_name.clone().unwrap_or_default();
                 let input = m.tool_input.clone().unwrap_or(Value::Null);
-                let custom = m.metadata.get("custom").and_then(Value::as_bool) == Some(true);
+                let custom = m.metadata.get_bool("custom") == Some(true);
                 let item = if custom {
                     custom_calls.insert(id.clone());
                     let text = input
@@ -165,7 +165,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
 /// A failed call's output carries its exit code the way Codex itself recorded it in legacy
 /// rollouts (`{"output", "metadata": {"exit_code"}}`), so that the failure survives the relay.
 fn tool_output(m: &crate::model::Message) -> String {
-    let code = m.metadata.get("exit_code").and_then(Value::as_i64);
+    let code = m.metadata.get_i64("exit_code");
     match (m.is_error, code) {
         (false, None | Some(0)) => m.content.clone(),
         (_, code) => json!({

@@ -159,7 +159,7 @@ pub fn session_report(s: &Session) -> SessionReport {
             .iter()
             .map(|m| {
                 let n = crate::plan::fit::cost(tok, m);
-                match m.metadata.get("original_chars").and_then(|v| v.as_u64()) {
+                match m.metadata.get_u64("original_chars") {
                     Some(original) => {
                         let kept = m.content.chars().count().max(1);
                         (n as u64 * original / kept as u64) as usize

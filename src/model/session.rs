@@ -271,14 +271,13 @@ impl Message {
 
     /// The `kind` metadata (for system messages: what sort of context this is).
     pub fn kind(&self) -> Option<&str> {
-        self.metadata.get("kind").and_then(Value::as_str)
+        self.metadata.get_str("kind")
     }
 
     /// The length a tool output had before a reader cut it (see `ReadOptions`), in characters.
     pub fn output_chars(&self) -> usize {
         self.metadata
-            .get("original_chars")
-            .and_then(Value::as_u64)
+            .get_u64("original_chars")
             .map_or_else(|| self.content.chars().count(), |n| n as usize)
     }
 
@@ -624,7 +623,7 @@ impl Session {
             .get(from..)
             .unwrap_or_default()
             .iter()
-            .any(|m| m.metadata.get("kind").and_then(|k| k.as_str()) == Some("compaction"))
+            .any(|m| m.metadata.get_str("kind") == Some("compaction"))
     }
 
     /// Records the context a request at message `at` carried (`tokens`, as the agent recorded
@@ -751,10 +750,7 @@ impl Session {
 
 /// The source line a message came from, when the reader recorded it.
 pub fn source_line(m: &Message) -> Option<usize> {
-    m.metadata
-        .get("line")
-        .and_then(Value::as_u64)
-        .map(|n| n as usize)
+    m.metadata.get_u64("line").map(|n| n as usize)
 }
 
 #[cfg(test)]

@@ -126,11 +126,7 @@ pub fn source_tokens(m: &Message) -> usize {
         serde_json::Value::String(s) => s.len(),
         other => other.to_string().len(),
     });
-    let content = match m
-        .metadata
-        .get("source_chars")
-        .and_then(serde_json::Value::as_u64)
-    {
+    let content = match m.metadata.get_u64("source_chars") {
         Some(n) => n as usize,
         None if m.role == Role::ToolResult => m.output_chars().max(m.content.len()),
         None => m.content.len(),
@@ -371,8 +367,7 @@ fn oneline_message(m: &Message, result: Option<&Message>) -> Message {
         Role::ToolCall => one_line(m, result),
         _ => m
             .metadata
-            .get("oneline")
-            .and_then(serde_json::Value::as_str)
+            .get_str("oneline")
             .map(str::to_string)
             .unwrap_or_else(|| trim_output(&m.content, 200)),
     };

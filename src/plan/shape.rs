@@ -99,7 +99,7 @@ pub fn shape(
                         let new_id = sanitize_call_id(&id, id_map.len());
                         id_map.insert(id.clone(), new_id.clone());
                         structured.insert(id);
-                        let custom = m.metadata.get("custom").cloned();
+                        let custom = m.metadata.get("custom");
                         let (kind, key_arg) = (m.tool_kind, m.key_arg.clone());
                         let mut c = carry(m, Role::ToolCall);
                         c.tool_call_id = Some(new_id);
@@ -142,7 +142,7 @@ pub fn shape(
                     // it only in part stay for the fit.
                     for key in ["exit_code", "original_chars", "reduced"] {
                         if let Some(v) = m.metadata.get(key) {
-                            kept.insert(key, v.clone());
+                            kept.insert(key, v);
                         }
                     }
                     let is_error = m.is_error;
@@ -159,7 +159,7 @@ pub fn shape(
                         // What the source held, for the report: the call's output in full.
                         .with_meta("source_chars", m.output_chars());
                     if let Some(v) = m.metadata.get("reduced") {
-                        t.metadata.insert("reduced", v.clone());
+                        t.metadata.insert("reduced", v);
                     }
                     out.messages.push(t);
                 } else {
