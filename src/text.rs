@@ -44,6 +44,36 @@ pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// `truncate_chars(&one_line(s), max)`, reading no more of `s` than the result needs: the
+/// summary and the brief take a short line from each of thousands of messages.
+pub fn one_line_cut(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut n = 0usize;
+    'words: for word in s.split_whitespace() {
+        if n > 0 {
+            out.push(' ');
+            n += 1;
+        }
+        for c in word.chars() {
+            if n > max {
+                break 'words;
+            }
+            out.push(c);
+            n += 1;
+        }
+        if n > max {
+            break;
+        }
+    }
+    if n <= max {
+        return out;
+    }
+    // Longer than `max`: what `truncate_chars` keeps, `max - 1` characters and the mark.
+    let mut cut: String = out.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 /// Long outputs keep their head and tail, with a marker saying how much was cut.
 pub fn trim_output(text: &str, max: usize) -> String {
     let n = text.chars().count();
@@ -258,6 +288,49 @@ mod tests {
 
     /// The cut finds its tail from the end; it must give what walking every character gave,
     /// for any mix of one- to four-byte characters and any limit.
+    /// `one_line_cut` gives what cutting the whole collapsed line gives, for text of every
+    /// kind of whitespace and width, at every cut.
+    #[test]
+    fn a_one_line_cut_is_the_cut_of_the_whole_line() {
+        let pieces = [
+            "a",
+            "word",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r\n",
+            "\u{3000}",
+            "\u{a0}",
+            "\u{2028}",
+            "日本語",
+            "é",
+            "🦀",
+            "x\u{301}",
+            "…",
+            "-",
+            "\u{1b}[31m",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..3000 {
+            let mut text = String::new();
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            for k in 0..(state % 24) {
+                let at = (state >> (k % 50)) as usize % pieces.len();
+                text.push_str(pieces[(at + k as usize) % pieces.len()]);
+            }
+            for max in 0..30 {
+                assert_eq!(
+                    one_line_cut(&text, max),
+                    truncate_chars(&one_line(&text), max),
+                    "{text:?} at {max}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn cuts_match_a_character_by_character_cut() {
         let naive = |text: &str, max: usize, n: usize| -> String {

@@ -405,7 +405,7 @@ fn cli_version(program: &Path) -> Result<String, String> {
         None => Err(format!(
             "exit status {}, output `{}`",
             status.code().map_or("?".into(), |c| c.to_string()),
-            crate::text::truncate_chars(&crate::text::one_line(&text), 120)
+            crate::text::one_line_cut(&text, 120)
         )),
     }
 }

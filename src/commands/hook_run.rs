@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::relay;
 use crate::config::Config;
-use crate::text::{one_line, truncate_chars};
+use crate::text::one_line_cut;
 
 pub struct Options {
     /// The agent to relay to.
@@ -76,7 +76,7 @@ pub fn run(cfg: Result<Config>, opts: &Options, input: &[u8]) -> Report {
             "error",
             format!(
                 "session-relay could not relay this session to {target}: {}",
-                truncate_chars(&one_line(&format!("{e:#}")), 300)
+                one_line_cut(&format!("{e:#}"), 300)
             ),
             None,
             None,

@@ -13,7 +13,7 @@ use crate::exit::{CliError, ExitCode};
 use crate::ledger;
 use crate::model::Role;
 use crate::plan::{self, PlanReport};
-use crate::text::{one_line, truncate_chars};
+use crate::text::one_line_cut;
 use crate::{tokens, verify};
 
 pub struct Options {
@@ -202,7 +202,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         format!(
             "relay_{stamp} from {}: {}",
             source.agent,
-            truncate_chars(&one_line(source.first_user_prompt().unwrap_or("")), 60)
+            one_line_cut(source.first_user_prompt().unwrap_or(""), 60)
         )
     });
     let out = match &opts.out {

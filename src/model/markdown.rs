@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::{Role, Session, TodoStatus};
-use crate::text::{one_line, truncate_chars};
+use crate::text::{one_line, one_line_cut, truncate_chars};
 
 /// One user request and what followed it, as indexes into `messages`.
 pub struct Turn {
@@ -96,8 +96,8 @@ pub fn markdown(s: &Session, agent_display: &str) -> String {
             let _ = writeln!(
                 md,
                 "- {} → {}",
-                truncate_chars(&one_line(&s.messages[u].content), 100),
-                truncate_chars(&one_line(&s.messages[a].content), 150)
+                one_line_cut(&s.messages[u].content, 100),
+                one_line_cut(&s.messages[a].content, 150)
             );
         }
         if !any {
@@ -126,7 +126,7 @@ pub fn markdown(s: &Session, agent_display: &str) -> String {
         let _ = writeln!(
             md,
             "**User:** {}\n",
-            truncate_chars(&one_line(&s.messages[u].content), 500)
+            one_line_cut(&s.messages[u].content, 500)
         );
         let tools: Vec<String> = t
             .rest
@@ -142,7 +142,7 @@ pub fn markdown(s: &Session, agent_display: &str) -> String {
             let _ = writeln!(
                 md,
                 "**Assistant:** {}\n",
-                truncate_chars(&one_line(&s.messages[a].content), 600)
+                one_line_cut(&s.messages[a].content, 600)
             );
         }
     }

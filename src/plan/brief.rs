@@ -9,7 +9,7 @@ use std::process::Command;
 
 use super::cues;
 use crate::model::{GitInfo, Role, Session, TodoStatus};
-use crate::text::{one_line, truncate_chars};
+use crate::text::{one_line, one_line_cut, truncate_chars};
 use crate::tokens;
 
 /// What the brief aims to stay under, in estimated tokens (open todos are never cut, so a
@@ -207,12 +207,12 @@ fn render(b: &BriefInput, caps: Caps) -> String {
         truncate_chars(s.source_path.as_deref().unwrap_or("unknown file"), t),
         s.created.as_ref().map_or("?", |t| t.utc.as_deref().unwrap_or(&t.original)),
         s.updated.as_ref().map_or("?", |t| t.utc.as_deref().unwrap_or(&t.original)),
-        truncate_chars(&one_line(b.title), t),
+        one_line_cut(b.title, t),
     ));
     if let Some(goal) = s.first_user_prompt() {
         out.push_str(&format!(
             "\nGoal (the first request): {}\n",
-            truncate_chars(&one_line(goal), t)
+            one_line_cut(goal, t)
         ));
     }
     if let Some(current) = s.todos.iter().find(|t| t.status == TodoStatus::InProgress) {

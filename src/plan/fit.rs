@@ -415,19 +415,18 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
         budget: p.budget,
         ..Default::default()
     };
-    // The session is taken, not copied: its messages are the bulk of what a relay holds.
-    let mut msgs: Vec<Message> = std::mem::take(&mut shaped.messages);
-    let preamble_time = if msgs.is_empty() {
-        None
-    } else {
-        msgs.remove(0).timestamp
-    };
+    // The session is taken, not copied: its messages are the bulk of what a relay holds. The
+    // first is the preamble, which the brief replaces (and a long session is not shifted
+    // down by one to take it out).
+    let mut all: Vec<Message> = std::mem::take(&mut shaped.messages);
+    let preamble_time = all.first_mut().and_then(|m| m.timestamp.take());
+    let msgs: &[Message] = all.get(1..).unwrap_or_default();
     let brief_msg = Message::new(Role::System, brief_text)
         .with_time(preamble_time)
         .with_meta("kind", "handoff_brief");
     report.brief_tokens = cost(p.tokenizer, &brief_msg);
 
-    let turns = segment(&msgs);
+    let turns = segment(msgs);
     let n = turns.len();
     let first_user = turns.iter().position(|t| t.user);
     let last_user = turns.iter().rposition(|t| t.user);
@@ -451,14 +450,14 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     }
 
     // Layer 1, with degradation steps when it alone exceeds the budget.
-    let mut fixed_msgs = fixed_layer(&msgs, context.clone(), &turns, first_user, last);
+    let mut fixed_msgs = fixed_layer(msgs, context.clone(), &turns, first_user, last);
     let fixed_count = |m: &[Message]| m.iter().map(|x| cost(p.tokenizer, x)).sum::<usize>();
     let mut fixed = fixed_count(&fixed_msgs.all()) + report.brief_tokens;
     let mut step = 0;
     while fixed > p.budget && step < 3 {
         report.degraded = true;
         let room = p.budget.saturating_sub(report.brief_tokens);
-        fixed_msgs.degrade(step, &msgs, &|m: &[Message]| fixed_count(m) <= room);
+        fixed_msgs.degrade(step, msgs, &|m: &[Message]| fixed_count(m) <= room);
         step += 1;
         fixed = fixed_count(&fixed_msgs.all()) + report.brief_tokens;
     }
@@ -474,7 +473,7 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     let room = p.budget - fixed;
     let mut costs = Costs {
         tok: p.tokenizer,
-        msgs: &msgs,
+        msgs,
         cache: HashMap::new(),
     };
     let estimate: usize = middle
@@ -501,7 +500,7 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
             break;
         }
         let cap = p.summary_max_tokens.min(room - sel.used);
-        summary = summarize(&msgs, &middle, &dropped, &numbers, cap, p.tokenizer);
+        summary = summarize(msgs, &middle, &dropped, &numbers, cap, p.tokenizer);
         let s = summary.as_ref().map_or(0, |x| x.1);
         round += 1;
         // A summary smaller than its reserve leaves room: choose again with that room.
@@ -633,6 +632,9 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
             .map(|m| cost(p.tokenizer, m))
             .sum::<usize>()
     );
+    // Freeing tens of thousands of messages one by one is a few percent of a long relay, and
+    // nothing waits for it.
+    std::thread::spawn(move || drop(all));
     Ok((out, report))
 }
 

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use super::cues;
 use crate::model::{Message, Role, Timestamp};
-use crate::text::{one_line, truncate_chars};
+use crate::text::one_line_cut;
 use crate::tokens::Tokenizer;
 
 /// One left-out turn: its number among the session's turns (1 = the first request) and its
@@ -77,27 +77,24 @@ fn turn_points(t: &LeftOut) -> Vec<Point> {
             Role::User => {
                 push(
                     Kind::Request,
-                    format!("User asked: {}", truncate_chars(&one_line(&m.content), 160)),
+                    format!("User asked: {}", one_line_cut(&m.content, 160)),
                 );
                 for rule in cues::constraints_in(m) {
                     push(
                         Kind::Rule,
-                        format!("User's rule: \"{}\"", truncate_chars(&one_line(rule), 200)),
+                        format!("User's rule: \"{}\"", one_line_cut(rule, 200)),
                     );
                 }
             }
             Role::System if m.kind() == Some("carried_summary") => push(
                 Kind::EarlierSummary,
-                format!(
-                    "Earlier summary: {}",
-                    truncate_chars(&one_line(&m.content), 400)
-                ),
+                format!("Earlier summary: {}", one_line_cut(&m.content, 400)),
             ),
             Role::Assistant if m.kind().is_none() => {
                 for d in cues::decisions_in(m) {
                     push(
                         Kind::Decision,
-                        format!("Decision: {}", truncate_chars(&one_line(d), 160)),
+                        format!("Decision: {}", one_line_cut(d, 160)),
                     );
                 }
                 if m.content.trim().chars().count() >= 40 {
@@ -124,7 +121,7 @@ fn turn_points(t: &LeftOut) -> Vec<Point> {
     if let Some(c) = conclusion {
         push(
             Kind::Conclusion,
-            format!("Assistant: {}", truncate_chars(&one_line(c), 200)),
+            format!("Assistant: {}", one_line_cut(c, 200)),
         );
     }
     out
@@ -136,7 +133,7 @@ fn outcome(m: &Message) -> (bool, String) {
     // (see `ReadOptions`) still holds.
     let first = |s: &str| {
         let line: String = s.lines().next().unwrap_or("").chars().take(400).collect();
-        truncate_chars(&one_line(&line), 120)
+        one_line_cut(&line, 120)
     };
     if m.role == Role::ToolResult {
         let label = format!("a call answered with \"{}\"", first(m.content.trim_start()));

@@ -4,7 +4,7 @@ use colored::Colorize;
 
 use super::{Text, short_id};
 use crate::commands::list::Report;
-use crate::text::{human_size, one_line, safe, truncate_chars};
+use crate::text::{human_size, one_line_cut, safe};
 
 impl Text for Report {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -24,7 +24,7 @@ impl Text for Report {
         for listed in &self.sessions {
             let s = &listed.summary;
             let updated = time_cell(s.sort_time());
-            let mut title = truncate_chars(&one_line(s.title.as_deref().unwrap_or("")), 60);
+            let mut title = one_line_cut(s.title.as_deref().unwrap_or(""), 60);
             if let Some(r) = &listed.relay {
                 title = format!("{} {title}", relay_marker(r));
             }

@@ -14,7 +14,7 @@ use nucleo_picker::{PickerOptions, Render};
 
 use crate::commands::pick::{Candidate, Candidates, Preview};
 use crate::config::Config;
-use crate::text::{ago, human_size, one_line, safe, tilde, truncate_chars};
+use crate::text::{ago, human_size, one_line, one_line_cut, safe, tilde};
 
 /// What the person did with the picker.
 #[derive(Debug)]
@@ -96,7 +96,7 @@ pub fn pick(cfg: &Config, found: Candidates) -> Result<Picked> {
 /// ```
 pub fn entry_text(c: &Candidate, p: &Preview, now: chrono::DateTime<chrono::Utc>) -> String {
     let s = &c.summary;
-    let field = |t: &str, max: usize| safe(&truncate_chars(&one_line(t), max)).into_owned();
+    let field = |t: &str, max: usize| safe(&one_line_cut(t, max)).into_owned();
     let mut title = field(
         s.title
             .as_deref()

@@ -4,7 +4,7 @@ use colored::Colorize;
 
 use super::{Text, short_id};
 use crate::commands::status::{Context, Report};
-use crate::text::{one_line, safe, truncate_chars};
+use crate::text::{one_line_cut, safe};
 
 /// `128.4k`, `200k`, `1M`: token counts in a column.
 fn tokens(n: u64) -> String {
@@ -65,7 +65,7 @@ impl Text for Report {
                     .collect::<Vec<_>>()
                     .join(", "),
             };
-            let mut title = truncate_chars(&one_line(s.title.as_deref().unwrap_or("")), 50);
+            let mut title = one_line_cut(s.title.as_deref().unwrap_or(""), 50);
             if let Some(r) = &s.relay {
                 title = format!("{} {title}", super::list::relay_marker(r));
             }
