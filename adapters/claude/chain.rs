@@ -9,6 +9,62 @@ use chrono::{DateTime, Utc};
 /// Line types that are part of the `parentUuid` chain.
 pub(super) const CHAIN_TYPES: &[&str] = &["user", "assistant", "attachment", "system", "progress"];
 
+/// A line's `uuid` (or its parent's) as the walk compares them. Claude Code writes lowercase
+/// hyphenated UUIDs, kept in 16 bytes instead of a 36-character string of their own (a long
+/// transcript has one or two a line); any other text is kept as it is. Two ids are equal
+/// exactly when their texts are.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Id {
+    Uuid([u8; 16]),
+    Text(Box<str>),
+}
+
+impl Id {
+    pub fn new(s: &str) -> Id {
+        match uuid_bytes(s) {
+            Some(b) => Id::Uuid(b),
+            None => Id::Text(s.into()),
+        }
+    }
+}
+
+impl std::fmt::Display for Id {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Id::Uuid(b) => {
+                for (i, byte) in b.iter().enumerate() {
+                    if matches!(i, 4 | 6 | 8 | 10) {
+                        f.write_str("-")?;
+                    }
+                    write!(f, "{byte:02x}")?;
+                }
+                Ok(())
+            }
+            Id::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// The bytes of a UUID written as 8-4-4-4-12 lowercase hex digits, the one form whose text
+/// can be written back exactly; `None` for any other text.
+fn uuid_bytes(s: &str) -> Option<[u8; 16]> {
+    let s = s.as_bytes();
+    if s.len() != 36 || [8, 13, 18, 23].iter().any(|&i| s[i] != b'-') {
+        return None;
+    }
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut hex = s.iter().copied().filter(|&c| c != b'-');
+    let mut out = [0u8; 16];
+    for byte in &mut out {
+        *byte = digit(hex.next()?)? << 4 | digit(hex.next()?)?;
+    }
+    Some(out)
+}
+
 /// What the branch choice needs of one chain line.
 #[derive(Debug, Default)]
 pub(super) struct Link {
@@ -16,9 +72,9 @@ pub(super) struct Link {
     pub user: bool,
     /// `type` is `assistant`.
     pub assistant: bool,
-    pub uuid: Option<String>,
+    pub uuid: Option<Id>,
     /// `parentUuid`, else `logicalParentUuid` (across a compact boundary).
-    pub parent: Option<String>,
+    pub parent: Option<Id>,
     pub sidechain: bool,
     /// The line's `timestamp`, parsed.
     pub time: Option<DateTime<Utc>>,
@@ -46,10 +102,10 @@ pub(super) struct Branch {
 /// tool result answering a call on it. In a subagent transcript every line is a sidechain:
 /// there it is the main line.
 pub(super) fn active_branch(links: &[Link], subagent: bool) -> Branch {
-    let by_uuid: HashMap<&str, usize> = links
+    let by_uuid: HashMap<&Id, usize> = links
         .iter()
         .enumerate()
-        .filter_map(|(i, l)| l.uuid.as_deref().map(|u| (u, i)))
+        .filter_map(|(i, l)| l.uuid.as_ref().map(|u| (u, i)))
         .collect();
     let eligible = |l: &Link| subagent || !l.sidechain;
 
@@ -69,7 +125,7 @@ pub(super) fn active_branch(links: &[Link], subagent: bool) -> Branch {
             cycle_at = Some(i);
             break;
         }
-        cursor = match links[i].parent.as_deref() {
+        cursor = match &links[i].parent {
             Some(p) => match by_uuid.get(p) {
                 Some(&j) => Some(j),
                 None => {
@@ -118,5 +174,50 @@ pub(super) fn active_branch(links: &[Link], subagent: bool) -> Branch {
         included,
         cycle_at,
         missing_parent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Id;
+
+    /// An id writes back the text it was made from, and two ids are equal exactly when their
+    /// texts are, whichever form each is kept in.
+    #[test]
+    fn ids_keep_their_text_and_compare_as_text() {
+        let mut texts = vec![
+            String::new(),
+            "not-a-uuid".into(),
+            "0198c1a2-7b3c-7def-8a12-3456789abcde".into(),
+            "0198C1A2-7B3C-7DEF-8A12-3456789ABCDE".into(),
+            "{0198c1a2-7b3c-7def-8a12-3456789abcde}".into(),
+            "0198c1a27b3c7def8a123456789abcde".into(),
+            "0198c1a2-7b3c-7def-8a12-3456789abcdg".into(),
+            "0198c1a2_7b3c-7def-8a12-3456789abcde".into(),
+            "0198c1a2-7b3c-7def-8a12-3456789abcd日".into(),
+        ];
+        let mut state = 0x853c_49e6_748f_ea9bu64;
+        for _ in 0..300 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let u = uuid::Uuid::from_u64_pair(state, state.rotate_left(29)).to_string();
+            // The same UUID, and one digit off.
+            texts.push(u.clone());
+            let mut off = u.into_bytes();
+            let at = (state % 36) as usize;
+            if off[at] != b'-' {
+                off[at] = if off[at] == b'0' { b'1' } else { b'0' };
+            }
+            texts.push(String::from_utf8(off).unwrap());
+        }
+        let ids: Vec<Id> = texts.iter().map(|t| Id::new(t)).collect();
+        assert!(ids.iter().filter(|i| matches!(i, Id::Uuid(_))).count() >= 300);
+        for (a, ia) in texts.iter().zip(&ids) {
+            assert_eq!(&ia.to_string(), a);
+            for (b, ib) in texts.iter().zip(&ids) {
+                assert_eq!(a == b, ia == ib, "{a} vs {b}");
+            }
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use super::chain::{self, CHAIN_TYPES, Link};
+use super::chain::{self, CHAIN_TYPES, Id, Link};
 
 mod fast;
 use crate::adapter::REDUCED_OUTPUT_CHARS;
@@ -345,10 +345,10 @@ fn chain_entry(no: usize, kind: String, v: &Value, full_max: usize) -> (Entry, L
     let link = Link {
         user: kind == "user",
         assistant: kind == "assistant",
-        uuid: uuid.map(str::to_string),
+        uuid: uuid.map(Id::new),
         parent: str_field(v, "parentUuid")
             .or_else(|| str_field(v, "logicalParentUuid"))
-            .map(str::to_string),
+            .map(Id::new),
         sidechain,
         time: timestamp.and_then(crate::model::parse_time),
         message_id: v

@@ -11,7 +11,7 @@ use anyhow::Result;
 use serde::de::MapAccess;
 use walkdir::WalkDir;
 
-use super::chain::{self, CHAIN_TYPES, Link};
+use super::chain::{self, CHAIN_TYPES, Id, Link};
 use crate::jsonl::fields::{self, Fields, Flag, Str, Val};
 use crate::jsonl::scan_lines;
 use crate::model::{RelaySource, Summary, TimeSpan, parse_time};
@@ -227,8 +227,8 @@ fn link(kind: &str, line: &Line) -> Link {
     Link {
         user: kind == "user",
         assistant: kind == "assistant",
-        uuid: line.uuid.owned(),
-        parent: line.parent.owned().or_else(|| line.logical_parent.owned()),
+        uuid: line.uuid.get().map(Id::new),
+        parent: line.parent.get().or(line.logical_parent.get()).map(Id::new),
         sidechain: line.sidechain.is_true(),
         time: line.timestamp.get().and_then(parse_time),
         message_id: line.message.obj().and_then(|m| m.id.owned()),

@@ -12,7 +12,7 @@ use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::{
-    AssistantBlock, Base, Body, Entry, Facts, Ids, Link, Op, Stage, assistant_block,
+    AssistantBlock, Base, Body, Entry, Facts, Id, Ids, Link, Op, Stage, assistant_block,
     classify_user_text, compaction, informational, injected_kind, tool_result, user_texts,
 };
 use crate::model::{Role, Timestamp};
@@ -198,12 +198,12 @@ pub(super) fn facts(
     let link = Link {
         user: kind == "user",
         assistant: kind == "assistant",
-        uuid: line.uuid.as_deref().map(str::to_string),
+        uuid: line.uuid.as_deref().map(Id::new),
         parent: line
             .parent
             .as_deref()
             .or(line.logical_parent.as_deref())
-            .map(str::to_string),
+            .map(Id::new),
         sidechain: line.sidechain == Some(true),
         time: line.timestamp.as_deref().and_then(crate::model::parse_time),
         message_id: message.and_then(|m| m.id.as_deref()).map(str::to_string),
