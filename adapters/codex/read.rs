@@ -13,6 +13,8 @@ use crate::adapter::REDUCED_OUTPUT_CHARS;
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{GitInfo, Message, Role, Session, TimeSpan, Timestamp, Todo, TodoStatus};
 
+mod fast;
+
 /// Envelope line types that carry no conversation.
 const NON_CONVERSATION_TYPES: &[&str] = &["turn_context", "world_state", "token_usage_record"];
 
@@ -248,21 +250,11 @@ fn read_lines(
         from_line: 0,
     };
     let (max_output, reduced) = (state.max_output, state.reduced);
-    let pass = jsonl::for_each_line_mapped(
+    let pass = jsonl::for_each_line_fast(
         path,
         first_pass,
-        // Response items, most of a rollout, are worked out where they are parsed.
-        |no, v| {
-            let ts = v.get("timestamp").and_then(Timestamp::from_value);
-            match (str_field(&v, "type"), v.get("payload")) {
-                (Some("response_item"), Some(p)) => {
-                    let mut ops = Vec::new();
-                    response_item(&mut ops, max_output, reduced, no, p, ts.clone());
-                    Mapped::Item(ts, ops)
-                }
-                _ => Mapped::Line(ts, v),
-            }
-        },
+        |no, text| fast::item(no, text, max_output, reduced),
+        |no, v| mapped(no, v, max_output, reduced),
         |no, line| {
             let Line::Json(mapped) = line else {
                 return Ok(());
@@ -648,70 +640,34 @@ fn response_item(
     p: &Value,
     ts: Option<Timestamp>,
 ) {
-    let base = |role: Role, content: String| {
-        Message::new(role, content)
-            .with_time(ts.clone())
-            .with_meta("line", no)
-    };
+    let at = At { no, ts };
     let item_type = str_field(p, "type").unwrap_or_default();
     match item_type {
-        "message" => {
-            let text = text_parts(p.get("content"));
-            let role = str_field(p, "role").unwrap_or("user");
-            let m = match role {
-                "user" if super::is_injected_user_text(&text) => {
-                    // Files older than session_meta's `cwd` state it only here.
-                    out.push(Op::CwdIfNone(tag_value(&text, "cwd")));
-                    base(Role::System, text).with_meta("kind", "context")
-                }
-                "user" => {
-                    out.push(Op::Conversation);
-                    base(Role::User, text)
-                }
-                "assistant" => {
-                    out.push(Op::Conversation);
-                    let mut m = base(Role::Assistant, text);
-                    if let Some(phase) = str_field(p, "phase") {
-                        m = m.with_meta("phase", phase);
-                    }
-                    m
-                }
-                other => base(Role::System, text)
-                    .with_meta("kind", "context")
-                    .with_meta("source_role", other),
-            };
-            out.push(Op::Push(m));
-        }
-        "reasoning" => {
-            let mut text = text_parts(p.get("summary"));
-            let raw = text_parts(p.get("content"));
-            if !raw.is_empty() {
-                if !text.is_empty() {
-                    text.push_str("\n\n");
-                }
-                text.push_str(&raw);
-            }
-            let encrypted = p.get("encrypted_content").is_some_and(|e| !e.is_null());
-            let mut m = base(Role::Reasoning, text);
-            if encrypted {
-                m = m.with_meta("encrypted", true);
-            }
-            out.push(Op::Push(m));
-        }
+        "message" => message_item(
+            out,
+            &at,
+            text_parts(p.get("content")),
+            str_field(p, "role").unwrap_or("user"),
+            str_field(p, "phase"),
+        ),
+        "reasoning" => reasoning_item(
+            out,
+            &at,
+            text_parts(p.get("summary")),
+            text_parts(p.get("content")),
+            p.get("encrypted_content").is_some_and(|e| !e.is_null()),
+        ),
         "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
             let name = match item_type {
-                "local_shell_call" => "local_shell".to_string(),
-                "tool_search_call" => "tool_search".to_string(),
-                _ => str_field(p, "name").unwrap_or("?").to_string(),
+                "local_shell_call" => "local_shell",
+                "tool_search_call" => "tool_search",
+                _ => str_field(p, "name").unwrap_or("?"),
             };
             let (input, content) = match item_type {
-                "function_call" => {
-                    let args = str_field(p, "arguments").unwrap_or_default();
-                    (
-                        serde_json::from_str::<Value>(args).unwrap_or_else(|_| json!(args)),
-                        String::new(),
-                    )
-                }
+                "function_call" => (
+                    arguments_input(str_field(p, "arguments").unwrap_or_default()),
+                    String::new(),
+                ),
                 "custom_tool_call" => {
                     let input = str_field(p, "input").unwrap_or_default().to_string();
                     (json!(input), input)
@@ -724,53 +680,37 @@ fn response_item(
                     String::new(),
                 ),
             };
-            note_tool_effects(out, &name, &input);
-            let mut m = base(Role::ToolCall, content);
-            let (kind, key) = super::tools::classify(&name, &input);
-            m.tool_kind = Some(kind);
-            m.key_arg = Some(key);
-            if item_type == "custom_tool_call" {
-                m = m.with_meta("custom", true);
-            }
-            m.tool_call_id = str_field(p, "call_id")
-                .or_else(|| str_field(p, "id"))
-                .map(str::to_string);
-            m.tool_name = Some(name);
-            m.tool_input = Some(input).filter(|v| !v.is_null());
-            out.push(Op::Push(m));
+            let call_id = str_field(p, "call_id").or_else(|| str_field(p, "id"));
+            call_item(out, &at, item_type, name, input, content, call_id);
         }
-        "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
-            let (content, exit) = tool_output(p.get("output"));
-            let mut m = base(Role::ToolResult, content);
-            m.tool_call_id = str_field(p, "call_id").map(str::to_string);
-            if let Some(code) = exit {
-                m.is_error = code != 0;
-                m = m.with_meta("exit_code", code);
-            }
-            if p.get("success").and_then(Value::as_bool) == Some(false) {
-                m.is_error = true;
-            }
-            let original = cut_length(p, "output");
-            out.push(Op::Push(output_message(m, max_output, original, reduced)));
-        }
+        "function_call_output" | "custom_tool_call_output" | "tool_search_output" => output_item(
+            out,
+            &at,
+            tool_output(p.get("output")),
+            str_field(p, "call_id"),
+            p.get("success").and_then(Value::as_bool) == Some(false),
+            cut_length(p, "output"),
+            (max_output, reduced),
+        ),
         "web_search_call" => {
             // A self-contained item: the call and its outcome in one. Kept as a paired call.
             let id = str_field(p, "id")
                 .map(str::to_string)
                 .unwrap_or_else(|| format!("web_search_line_{no}"));
             let action = p.get("action").cloned().unwrap_or(Value::Null);
-            let mut call = base(Role::ToolCall, String::new());
+            let mut call = at.message(Role::ToolCall, String::new());
             call.tool_call_id = Some(id.clone());
             let (kind, key) = super::tools::classify("web_search", &action);
             call.tool_kind = Some(kind);
             call.key_arg = Some(key);
             call.tool_name = Some("web_search".into());
             call.tool_input = Some(action).filter(|v| !v.is_null());
-            let mut result = base(
-                Role::ToolResult,
-                format!("status: {}", str_field(p, "status").unwrap_or("unknown")),
-            )
-            .with_meta("synthesized", true);
+            let mut result = at
+                .message(
+                    Role::ToolResult,
+                    format!("status: {}", str_field(p, "status").unwrap_or("unknown")),
+                )
+                .with_meta("synthesized", true);
             result.tool_call_id = Some(id);
             out.push(Op::Push(call));
             out.push(Op::Push(result));
@@ -782,6 +722,116 @@ fn response_item(
             out.push(Op::Unknown(format!("response_item:{other}")));
         }
     }
+}
+
+/// Where a response item's messages come from: each starts with the line's time and number.
+struct At {
+    no: usize,
+    ts: Option<Timestamp>,
+}
+
+impl At {
+    fn message(&self, role: Role, content: String) -> Message {
+        Message::new(role, content)
+            .with_time(self.ts.clone())
+            .with_meta("line", self.no)
+    }
+}
+
+// What each kind of response item adds, from the fields either path read (see `fast`).
+
+fn message_item(out: &mut Vec<Op>, at: &At, text: String, role: &str, phase: Option<&str>) {
+    let m = match role {
+        "user" if super::is_injected_user_text(&text) => {
+            // Files older than session_meta's `cwd` state it only here.
+            out.push(Op::CwdIfNone(tag_value(&text, "cwd")));
+            at.message(Role::System, text).with_meta("kind", "context")
+        }
+        "user" => {
+            out.push(Op::Conversation);
+            at.message(Role::User, text)
+        }
+        "assistant" => {
+            out.push(Op::Conversation);
+            let mut m = at.message(Role::Assistant, text);
+            if let Some(phase) = phase {
+                m = m.with_meta("phase", phase);
+            }
+            m
+        }
+        other => at
+            .message(Role::System, text)
+            .with_meta("kind", "context")
+            .with_meta("source_role", other),
+    };
+    out.push(Op::Push(m));
+}
+
+/// A `reasoning` item: its summary, then its raw text.
+fn reasoning_item(out: &mut Vec<Op>, at: &At, mut text: String, raw: String, encrypted: bool) {
+    if !raw.is_empty() {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&raw);
+    }
+    let mut m = at.message(Role::Reasoning, text);
+    if encrypted {
+        m = m.with_meta("encrypted", true);
+    }
+    out.push(Op::Push(m));
+}
+
+/// A function call's input: its `arguments`, a JSON document in a string (kept as the string
+/// when it is not one).
+fn arguments_input(args: &str) -> Value {
+    serde_json::from_str::<Value>(args).unwrap_or_else(|_| json!(args))
+}
+
+fn call_item(
+    out: &mut Vec<Op>,
+    at: &At,
+    item_type: &str,
+    name: &str,
+    input: Value,
+    content: String,
+    call_id: Option<&str>,
+) {
+    note_tool_effects(out, name, &input);
+    let mut m = at.message(Role::ToolCall, content);
+    let (kind, key) = super::tools::classify(name, &input);
+    m.tool_kind = Some(kind);
+    m.key_arg = Some(key);
+    if item_type == "custom_tool_call" {
+        m = m.with_meta("custom", true);
+    }
+    m.tool_call_id = call_id.map(str::to_string);
+    m.tool_name = Some(name.to_string());
+    m.tool_input = Some(input).filter(|v| !v.is_null());
+    out.push(Op::Push(m));
+}
+
+/// A call's output: its text and exit code (see `tool_output`), whether the item says it
+/// failed, its full length when the parse cut it, and `State`'s cut.
+fn output_item(
+    out: &mut Vec<Op>,
+    at: &At,
+    (content, exit): (String, Option<i64>),
+    call_id: Option<&str>,
+    failed: bool,
+    original: Option<usize>,
+    (max_output, reduced): (Option<usize>, bool),
+) {
+    let mut m = at.message(Role::ToolResult, content);
+    m.tool_call_id = call_id.map(str::to_string);
+    if let Some(code) = exit {
+        m.is_error = code != 0;
+        m = m.with_meta("exit_code", code);
+    }
+    if failed {
+        m.is_error = true;
+    }
+    out.push(Op::Push(output_message(m, max_output, original, reduced)));
 }
 
 pub(super) fn tag_value(text: &str, tag: &str) -> Option<String> {
@@ -890,6 +940,20 @@ fn touch_patch_files(out: &mut Vec<Op>, patch: &str) {
                 out.push(Op::TouchPatchPath(p.trim().to_string()));
             }
         }
+    }
+}
+
+/// Line `no` as the parsing thread hands it on (see `Mapped`): response items, most of a
+/// rollout, are worked out where they are parsed. `max_output` and `reduced` are `State`'s.
+fn mapped(no: usize, v: Value, max_output: Option<usize>, reduced: bool) -> Mapped {
+    let ts = v.get("timestamp").and_then(Timestamp::from_value);
+    match (str_field(&v, "type"), v.get("payload")) {
+        (Some("response_item"), Some(p)) => {
+            let mut ops = Vec::new();
+            response_item(&mut ops, max_output, reduced, no, p, ts.clone());
+            Mapped::Item(ts, ops)
+        }
+        _ => Mapped::Line(ts, v),
     }
 }
 

@@ -133,25 +133,29 @@ impl NodeVisitor<'_> {
     }
 
     fn string(&self, s: &str) -> Parsed {
-        match self.cut {
-            Some(_) if self.prune.keep_json && s.trim_start().starts_with('{') => {
-                (Value::String(s.to_string()), None)
-            }
-            Some(max) if s.len() > max => {
-                // Counting characters is needed only when the bytes are over the limit.
-                let n = s.chars().count();
-                if n > max {
-                    (
-                        Value::String(crate::text::trim_output_of(s, max, n)),
-                        Some(n),
-                    )
-                } else {
-                    (Value::String(s.to_string()), None)
-                }
-            }
-            _ => (Value::String(s.to_string()), None),
+        let (s, n) = match self.cut {
+            Some(max) => cut_string(s, max, self.prune.keep_json),
+            None => (s.to_string(), None),
+        };
+        (Value::String(s), n)
+    }
+}
+
+/// A string in a cut region as the pruned parse keeps it: cut to `max` characters (see
+/// `text::trim_output`), with its length in characters when it was cut; a JSON document stays
+/// whole when `keep_json` says so. Readers that parse a line without this module cut with it.
+pub fn cut_string(s: &str, max: usize, keep_json: bool) -> (String, Option<usize>) {
+    if keep_json && s.trim_start().starts_with('{') {
+        return (s.to_string(), None);
+    }
+    // Counting characters is needed only when the bytes are over the limit.
+    if s.len() > max {
+        let n = s.chars().count();
+        if n > max {
+            return (crate::text::trim_output_of(s, max, n), Some(n));
         }
     }
+    (s.to_string(), None)
 }
 
 impl<'de> Visitor<'de> for NodeVisitor<'_> {
