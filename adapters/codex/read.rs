@@ -5,6 +5,7 @@
 //! they would duplicate it.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use anyhow::Result;
 use serde_json::{Value, json};
@@ -250,25 +251,37 @@ fn read_lines(
         from_line: 0,
     };
     let (max_output, reduced) = (state.max_output, state.reduced);
+    // Set once response items carrying the conversation are applied: from then on the fast
+    // path can read conversation events without a tree (see `fast::line`).
+    let conversation_seen = AtomicBool::new(false);
     let pass = jsonl::for_each_line_fast(
         path,
         first_pass,
-        |no, text| fast::item(no, text, max_output, reduced),
+        |no, text| {
+            fast::line(
+                no,
+                text,
+                max_output,
+                reduced,
+                conversation_seen.load(Relaxed),
+            )
+        },
         |no, v| mapped(no, v, max_output, reduced),
         |no, line| {
             let Line::Json(mapped) = line else {
                 return Ok(());
             };
             let (ts, v) = match mapped {
-                Mapped::Item(ts, ops) => {
-                    if let Some(t) = &ts {
+                Mapped::Line(ts, v) => (ts, v),
+                done => {
+                    if let Some(t) = done.time() {
                         times.see(t);
                     }
                     shape.get_or_insert("envelope");
-                    apply(ops, &mut session, &mut state);
+                    apply_mapped(done, &mut session, &mut state);
+                    conversation_seen.store(state.has_response_conversation, Relaxed);
                     return Ok(());
                 }
-                Mapped::Line(ts, v) => (ts, v),
             };
             if let Some(t) = &ts {
                 times.see(t);
@@ -300,6 +313,7 @@ fn read_lines(
                     .entry(str_field(&v, "type").unwrap_or("<no type>").to_string())
                     .or_default() += 1;
             }
+            conversation_seen.store(state.has_response_conversation, Relaxed);
             Ok(())
         },
     )?;
@@ -957,11 +971,39 @@ fn mapped(no: usize, v: Value, max_output: Option<usize>, reduced: bool) -> Mapp
     }
 }
 
+/// Applies what the parsing thread worked out of a line (a `Line` is the reader's to handle).
+fn apply_mapped(mapped: Mapped, session: &mut Session, state: &mut State) {
+    match mapped {
+        Mapped::Item(_, ops) => apply(ops, session, state),
+        Mapped::Skipped(_, kind) => *session.stats.skipped_types.entry(kind).or_default() += 1,
+        // What `event` does with a conversation event once response items carry it.
+        Mapped::LateEvent(_) => state.event_messages.clear(),
+        // Handled by the reader itself, in file order.
+        Mapped::Line(..) => {}
+    }
+}
+
 /// A line as the parsing thread hands it on: a response item already worked out, or any other
 /// line with its time.
 enum Mapped {
     Item(Option<Timestamp>, Vec<Op>),
     Line(Option<Timestamp>, Value),
+    /// A line that is only counted, as skipped under this name (see `fast`).
+    Skipped(Option<Timestamp>, String),
+    /// A conversation event read after response items carried the conversation: it only
+    /// drops the events' messages (see `event`).
+    LateEvent(Option<Timestamp>),
+}
+
+impl Mapped {
+    fn time(&self) -> Option<&Timestamp> {
+        match self {
+            Mapped::Item(t, _)
+            | Mapped::Line(t, _)
+            | Mapped::Skipped(t, _)
+            | Mapped::LateEvent(t) => t.as_ref(),
+        }
+    }
 }
 
 /// What a response item does to the session, worked out where its line is parsed and applied

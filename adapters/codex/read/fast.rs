@@ -32,10 +32,18 @@ struct Line<'a> {
     payload: Option<Item<'a>>,
 }
 
+/// A line's payload: a response item, or an event (whose `item` and `changes` are the only
+/// other fields read).
 #[derive(Deserialize)]
 struct Item<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
+    #[serde(rename = "type", default, borrow)]
+    kind: Str<'a>,
+    /// An event's item: only its type is read here.
+    #[serde(default, borrow)]
+    item: Option<EventItem<'a>>,
+    /// A patch event's files: there, whatever they are (such events take the general path).
+    #[serde(default, deserialize_with = "present")]
+    changes: Option<IgnoredAny>,
     #[serde(default, borrow)]
     role: Str<'a>,
     /// A message's parts, and reasoning's raw text: small, read as the general path reads them.
@@ -65,27 +73,84 @@ struct Item<'a> {
     success: Option<bool>,
 }
 
-/// What the general path keeps of line `no` when it is a response item the fast path knows,
-/// else `None`. `max_output` and `reduced` are the reader's `State`'s.
-pub(super) fn item(
+#[derive(Deserialize)]
+struct EventItem<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Str<'a>,
+}
+
+/// A key that is there, whatever its value, `null` included.
+fn present<'de, D: de::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// What the general path hands on for line `no` when it is a line the fast path knows, else
+/// `None`. `max_output` and `reduced` are the reader's `State`'s; `conversation_seen` says that
+/// response items carrying the conversation were applied before this line's block (it never
+/// goes back to false, so it holds when this line is applied too).
+pub(super) fn line(
     no: usize,
     text: &str,
     max_output: Option<usize>,
     reduced: bool,
+    conversation_seen: bool,
 ) -> Option<Mapped> {
-    let line: Line = serde_json::from_str(text).ok()?;
-    if line.kind != "response_item" {
+    #[cfg(test)]
+    if tests::GENERAL_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
         return None;
     }
-    let p = line.payload?;
+    let line: Line = serde_json::from_str(text).ok()?;
     let ts = line
         .timestamp
         .as_deref()
         .filter(|t| !t.is_empty())
         .map(Timestamp::parse);
+    let p = line.payload?;
+    match line.kind.as_ref() {
+        "response_item" => item(no, p, ts, max_output, reduced),
+        "event_msg" => event(p, ts, conversation_seen),
+        // Usage records are counted, whatever they hold.
+        kind @ ("token_usage_record" | "world_state") => {
+            Some(Mapped::Skipped(ts, kind.to_string()))
+        }
+        _ => None,
+    }
+}
+
+/// An event the reader only counts, or (once response items carry the conversation) one whose
+/// conversation it no longer needs; events that touch files go the general way.
+fn event(p: Item, ts: Option<Timestamp>, conversation_seen: bool) -> Option<Mapped> {
+    let kind = p.kind.as_deref()?;
+    let file_change = match kind {
+        "patch_apply_begin" | "patch_apply_end" => p.changes.is_some(),
+        "item_completed" => p
+            .item
+            .as_ref()
+            .is_some_and(|i| i.kind.as_deref() == Some("FileChange")),
+        _ => false,
+    };
+    if file_change {
+        return None;
+    }
+    if !super::CONVERSATION_EVENTS.contains(&kind) {
+        return Some(Mapped::Skipped(ts, format!("event_msg:{kind}")));
+    }
+    conversation_seen.then_some(Mapped::LateEvent(ts))
+}
+
+/// A response item (see `line`).
+fn item(
+    no: usize,
+    p: Item,
+    ts: Option<Timestamp>,
+    max_output: Option<usize>,
+    reduced: bool,
+) -> Option<Mapped> {
     let at = At { no, ts: ts.clone() };
     let mut out = Vec::new();
-    match p.kind.as_ref() {
+    match p.kind.as_deref()? {
         "message" => message_item(
             &mut out,
             &at,
@@ -161,27 +226,45 @@ fn output_text(raw: &RawValue, max: Option<usize>) -> Option<(String, Option<usi
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Op, mapped, prune};
+    use super::super::{State, apply_mapped, envelope_line, mapped, prune};
     use super::*;
+    use crate::jsonl::str_field;
+    use crate::model::{Message, Role, Session};
     use serde_json::json;
 
-    /// What a line gives, in a form to compare: `None` when it is not a response item.
-    fn describe(m: &Mapped) -> Option<Value> {
-        let Mapped::Item(ts, ops) = m else {
-            return None;
+    /// What a line does to a session and the reader's state, from either path. `seen` says
+    /// whether response items already carried the conversation; the events gathered so far
+    /// hold one message, to see whether they are dropped.
+    fn effect(m: Mapped, seen: bool) -> Value {
+        let mut session = Session::new("codex", "codex-rollout", "id");
+        let mut state = State {
+            has_response_conversation: seen,
+            event_messages: vec![Message::new(Role::User, "earlier")],
+            ..Default::default()
         };
-        let ops: Vec<Value> = ops
-            .iter()
-            .map(|op| match op {
-                Op::Push(m) => serde_json::to_value(m).unwrap(),
-                Op::CwdIfNone(c) => json!({ "cwd_if_none": c }),
-                Op::Conversation => json!("conversation"),
-                Op::Todos(t) => json!({ "todos": serde_json::to_value(t).unwrap() }),
-                Op::TouchPatchPath(p) => json!({ "touch": p }),
-                Op::Unknown(k) => json!({ "unknown": k }),
-            })
-            .collect();
-        Some(json!({ "time": serde_json::to_value(ts).unwrap(), "ops": ops }))
+        let ts = match m {
+            Mapped::Line(ts, v) => {
+                let (Some(kind), Some(p)) = (str_field(&v, "type"), v.get("payload")) else {
+                    return json!("not an envelope line");
+                };
+                envelope_line(&mut session, &mut state, 1, kind, p, ts.clone());
+                ts
+            }
+            other => {
+                let ts = other.time().cloned();
+                apply_mapped(other, &mut session, &mut state);
+                ts
+            }
+        };
+        json!({
+            "time": serde_json::to_value(ts).unwrap(),
+            "session": serde_json::to_value(&session).unwrap(),
+            "events": serde_json::to_value(&state.event_messages).unwrap(),
+            "conversation": state.has_response_conversation,
+            "todos": serde_json::to_value(&state.todos).unwrap(),
+            "model": state.last_model,
+            "meta_seen": state.meta_seen,
+        })
     }
 
     /// The line with every object's keys in reverse order.
@@ -252,6 +335,24 @@ mod tests {
                 out.push(lengthened(&v, 40).to_string());
                 out.push(escaped(&serde_json::to_string_pretty(&v).unwrap()));
                 let Value::Object(o) = v else { continue };
+                if o.get("type").and_then(Value::as_str) == Some("event_msg") {
+                    let events: [Value; 9] = [
+                        json!({"type": "patch_apply_end", "changes": {"src/a.rs": {}, "/abs/b.rs": {}}}),
+                        json!({"type": "patch_apply_begin", "changes": null}),
+                        json!({"type": "patch_apply_begin"}),
+                        json!({"type": "item_completed", "item": {"type": "FileChange", "changes": {"c.rs": {}}}}),
+                        json!({"type": "item_completed", "item": {"type": "CommandExecution", "id": "x", "command": "ls", "aggregated_output": "out".repeat(500)}}),
+                        json!({"type": "item_completed", "item": {"type": 3}}),
+                        json!({"type": "item_completed", "item": null}),
+                        json!({"type": "agent_message", "message": "done ✓"}),
+                        json!({"message": "no type"}),
+                    ];
+                    for payload in events {
+                        let mut changed = o.clone();
+                        changed.insert("payload".into(), payload);
+                        out.push(Value::Object(changed).to_string());
+                    }
+                }
                 if o.get("type").and_then(Value::as_str) != Some("response_item") {
                     continue;
                 }
@@ -329,36 +430,118 @@ mod tests {
         out
     }
 
+    /// Set to have every line take the general path. Both paths give the same, so other tests
+    /// that read meanwhile are not affected, but the test counting which lines take the fast
+    /// path holds `SWITCH` while it counts.
+    pub(super) static GENERAL_ONLY: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
+    static SWITCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// A rollout of many blocks, read with and without the fast path, gives the same session:
+    /// this covers what the reader hands the fast path between blocks (whether response items
+    /// already carried the conversation).
+    #[test]
+    fn a_long_rollout_reads_the_same_without_the_fast_path() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let _switch = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/codex");
+        let mut files: Vec<std::path::PathBuf> = walkdir::WalkDir::new(&root)
+            .sort_by_file_name()
+            .into_iter()
+            .map(|e| e.unwrap().into_path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        files.retain(|p| !p.ends_with("session_index.jsonl"));
+        let mut head = String::new();
+        let mut body = String::new();
+        for f in &files {
+            for l in std::fs::read_to_string(f).unwrap_or_default().lines() {
+                let Ok(v) = serde_json::from_str::<Value>(l) else {
+                    continue;
+                };
+                if v.get("type").and_then(Value::as_str) == Some("session_meta") {
+                    if head.is_empty() {
+                        head = format!("{l}\n");
+                    }
+                } else {
+                    body.push_str(l);
+                    body.push('\n');
+                }
+            }
+        }
+        assert!(!head.is_empty() && body.len() > 10_000);
+        // Events that carry the conversation first, then enough rounds for several blocks.
+        let mut text = head;
+        text.push_str(
+            "{\"timestamp\":\"2026-11-30T00:00:00.000Z\",\"type\":\"event_msg\",\"payload\":{\"type\":\"user_message\",\"message\":\"first\"}}\n",
+        );
+        while text.len() < 10 << 20 {
+            text.push_str(&body);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rollout-2026-11-30T00-00-00-long.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        for opts in [
+            crate::adapter::ReadOptions::default(),
+            crate::adapter::ReadOptions {
+                max_tool_output: Some(8000),
+                full_tail_tokens: None,
+            },
+            crate::adapter::ReadOptions {
+                max_tool_output: Some(8000),
+                full_tail_tokens: Some(30_000),
+            },
+        ] {
+            let read = |general_only: bool| {
+                GENERAL_ONLY.store(general_only, Relaxed);
+                let s = super::super::read_lines(&path, "long", opts).unwrap();
+                GENERAL_ONLY.store(false, Relaxed);
+                serde_json::to_value(&s).unwrap()
+            };
+            let (fast, general) = (read(false), read(true));
+            assert!(fast["messages"].as_array().unwrap().len() > 1000);
+            assert!(fast == general, "the two paths differ with {opts:?}");
+        }
+    }
+
     #[test]
     fn the_fast_path_gives_what_the_general_path_gives() {
+        let _switch = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
         let lines = lines();
         assert!(lines.len() > 1000, "only {} lines", lines.len());
-        let mut taken = 0;
-        let mut items = 0;
+        let (mut taken, mut items, mut items_taken) = (0, 0, 0);
         for (i, text) in lines.iter().enumerate() {
             for (max, reduced) in [(Some(40), true), (Some(1000), false), (None, false)] {
-                let value = match max {
+                let parse = || match max {
                     Some(m) => crate::jsonl::pruned::parse(text.as_bytes(), &prune(m)),
                     None => serde_json::from_str(text),
                 };
-                let Ok(value) = value else {
+                let Ok(value) = parse() else {
                     continue;
                 };
-                let general = mapped(i + 1, value, max, reduced);
-                items += usize::from(describe(&general).is_some());
-                let Some(fast) = item(i + 1, text, max, reduced) else {
-                    continue;
-                };
-                taken += 1;
-                assert_eq!(
-                    describe(&fast),
-                    describe(&general),
-                    "line {text} with max {max:?}"
-                );
+                let is_item = matches!(mapped(i + 1, value, max, reduced), Mapped::Item(..));
+                items += usize::from(is_item);
+                for seen in [false, true] {
+                    let Some(fast) = line(i + 1, text, max, reduced, seen) else {
+                        continue;
+                    };
+                    taken += 1;
+                    items_taken += usize::from(is_item && !seen);
+                    let general = mapped(i + 1, parse().unwrap(), max, reduced);
+                    assert_eq!(
+                        effect(fast, seen),
+                        effect(general, seen),
+                        "line {text} with max {max:?}, conversation seen: {seen}"
+                    );
+                }
             }
         }
         // Most response items take the fast path; the rest were compared above by being left
         // to the general one.
-        assert!(taken * 10 > items * 7, "{taken} of {items} items");
+        assert!(
+            items_taken * 10 > items * 7,
+            "{items_taken} of {items} items"
+        );
+        assert!(taken > items_taken * 2, "{taken} lines in all");
     }
 }
