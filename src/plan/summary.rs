@@ -50,16 +50,23 @@ impl Point {
 pub fn points(turns: &[LeftOut]) -> Vec<Point> {
     use rayon::prelude::*;
     let candidates: Vec<Vec<Point>> = turns.par_iter().map(turn_points).collect();
+    without_repeats(candidates.into_iter().flatten(), |p| p)
+}
+
+/// Points (or things holding one, seen through `point`) in the order given, without repeats:
+/// a point repeats an earlier one of its kind whose text differs only in case.
+pub fn without_repeats<T>(items: impl Iterator<Item = T>, point: impl Fn(&T) -> &Point) -> Vec<T> {
     let mut seen = HashSet::new();
-    candidates
-        .into_iter()
-        .flatten()
-        .filter(|p| seen.insert((p.kind, p.text.to_lowercase())))
+    items
+        .filter(|item| {
+            let p = point(item);
+            seen.insert((p.kind, p.text.to_lowercase()))
+        })
         .collect()
 }
 
 /// The candidate points of one turn, in order, repeats included.
-fn turn_points(t: &LeftOut) -> Vec<Point> {
+pub fn turn_points(t: &LeftOut) -> Vec<Point> {
     let mut out = Vec::new();
     let mut push = |kind: Kind, text: String| {
         if !text.trim().is_empty() {
@@ -159,9 +166,19 @@ const SHARES: &[(Kind, f64)] = &[
 /// The points to keep within `cap` tokens, each kind sampled evenly across the range when it
 /// does not fit whole. Returns indexes into `points`, in time order.
 pub fn select(points: &[Point], cap: usize, tok: Tokenizer) -> Vec<usize> {
+    let costs: Vec<usize> = points.iter().map(|p| point_cost(p, tok)).collect();
+    select_costed(points, &costs, cap, tok)
+}
+
+/// What a point costs as a line of the summary.
+pub fn point_cost(p: &Point, tok: Tokenizer) -> usize {
+    tok.count(&p.line()) + 1
+}
+
+/// `select`, with each point's `point_cost` already known.
+pub fn select_costed(points: &[Point], costs: &[usize], cap: usize, tok: Tokenizer) -> Vec<usize> {
     let header = tok.count(&header_text(1, 1, 2, None, None, 1, 1)) + 8;
     let room = cap.saturating_sub(header);
-    let costs: Vec<usize> = points.iter().map(|p| tok.count(&p.line()) + 1).collect();
     let of_kind: Vec<Vec<usize>> = SHARES
         .iter()
         .map(|(k, _)| {
@@ -189,7 +206,7 @@ pub fn select(points: &[Point], cap: usize, tok: Tokenizer) -> Vec<usize> {
     }
     let mut chosen: Vec<usize> = Vec::new();
     for (k, ix) in of_kind.iter().enumerate() {
-        chosen.extend(spread(ix, &costs, grant[k]));
+        chosen.extend(spread(ix, costs, grant[k]));
     }
     chosen.sort_unstable();
     chosen
