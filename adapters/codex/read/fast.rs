@@ -71,6 +71,10 @@ struct Item<'a> {
     output: Option<&'a RawValue>,
     #[serde(default)]
     success: Option<bool>,
+    /// The key the general path's cut writes beside an output: a source that has it itself
+    /// goes that way.
+    #[serde(rename = "_original_chars", default, deserialize_with = "present")]
+    original_chars: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -108,6 +112,9 @@ pub(super) fn line(
         .filter(|t| !t.is_empty())
         .map(Timestamp::parse);
     let p = line.payload?;
+    if p.original_chars.is_some() {
+        return None;
+    }
     match line.kind.as_ref() {
         "response_item" => item(no, p, ts, max_output, reduced),
         "event_msg" => event(p, ts, conversation_seen),
@@ -366,7 +373,7 @@ mod tests {
                 changed.insert("payload".into(), Value::Null);
                 out.push(Value::Object(changed).to_string());
                 // The payload's fields in every shape either path must take or leave.
-                let edits: [(&str, Option<Value>); 24] = [
+                let edits: [(&str, Option<Value>); 25] = [
                     ("success", Some(json!(false))),
                     ("success", Some(json!("false"))),
                     ("output", Some(Value::Null)),
@@ -411,6 +418,7 @@ mod tests {
                         "summary",
                         Some(json!([{"type": "summary_text", "text": "thought"}])),
                     ),
+                    ("_original_chars", Some(json!(100_000))),
                 ];
                 for (key, value) in edits {
                     let mut changed = o.clone();
