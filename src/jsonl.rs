@@ -10,6 +10,8 @@ use serde_json::Value;
 
 pub mod fields;
 pub mod pruned;
+#[cfg(test)]
+pub mod variants;
 
 /// Longest line read whole. Longer lines (a pasted 100 MB log) are skipped with a warning, so
 /// that memory stays bounded whatever the input.
@@ -488,6 +490,16 @@ fn trim_ascii(b: &[u8]) -> &[u8] {
 /// A string field of a JSON object, if present and a string.
 pub fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
+}
+
+/// For `#[serde(deserialize_with = "present")]` on an `Option` field: a key that is there,
+/// whatever its value, `null` included (as `Value::get` sees it; a plain `Option` takes `null`
+/// for absent). The readers' fast paths use it to leave lines that have a key to the general
+/// path.
+pub fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// Calls `f(line_number, text)` for every line a reader parses, with the text the reader parses

@@ -56,7 +56,11 @@ struct Line<'a> {
     /// A system line's text.
     #[serde(default, borrow)]
     content: Str<'a>,
-    #[serde(rename = "compactMetadata", default, deserialize_with = "present")]
+    #[serde(
+        rename = "compactMetadata",
+        default,
+        deserialize_with = "crate::jsonl::present"
+    )]
     compact_metadata: Option<Value>,
 }
 
@@ -114,16 +118,18 @@ struct Block<'a> {
     #[serde(default)]
     source: Option<Value>,
     /// Keys the general path's cut writes: a source that has them itself goes that way.
-    #[serde(rename = "_original_chars", default, deserialize_with = "present")]
+    #[serde(
+        rename = "_original_chars",
+        default,
+        deserialize_with = "crate::jsonl::present"
+    )]
     original_chars: Option<IgnoredAny>,
-    #[serde(rename = "_reduced", default, deserialize_with = "present")]
+    #[serde(
+        rename = "_reduced",
+        default,
+        deserialize_with = "crate::jsonl::present"
+    )]
     reduced: Option<IgnoredAny>,
-}
-
-/// A key that is there, whatever its value, `null` included (as `Value::get` sees it; a plain
-/// `Option` takes `null` for absent).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
@@ -432,6 +438,7 @@ impl<'a> Block<'a> {
 mod tests {
     use super::super::{facts as general, prune};
     use super::*;
+    use crate::jsonl::variants::{fixture_lines, written_ways};
 
     /// What a line gives, in a form to compare: `None` when it is not a chain line.
     fn describe(f: &Facts) -> Option<Value> {
@@ -465,137 +472,76 @@ mod tests {
         }))
     }
 
-    /// The line with every object's keys in reverse order.
-    fn reversed(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => Value::Object(
-                m.iter()
-                    .rev()
-                    .map(|(k, x)| (k.clone(), reversed(x)))
-                    .collect(),
-            ),
-            Value::Array(a) => Value::Array(a.iter().map(reversed).collect()),
-            other => other.clone(),
-        }
-    }
-
-    /// Every string made `times` times longer (tool outputs over the cut, long texts).
-    fn lengthened(v: &Value, times: usize) -> Value {
-        match v {
-            Value::Object(m) => Value::Object(
-                m.iter()
-                    .map(|(k, x)| (k.clone(), lengthened(x, times)))
-                    .collect(),
-            ),
-            Value::Array(a) => Value::Array(a.iter().map(|x| lengthened(x, times)).collect()),
-            Value::String(s) if s.len() > 8 => Value::String(s.repeat(times)),
-            other => other.clone(),
-        }
-    }
-
-    /// Non-ASCII characters written as `\u` escapes (valid anywhere in JSON text: such
-    /// characters occur only inside strings).
-    fn escaped(text: &str) -> String {
-        let mut out = String::new();
-        for c in text.chars() {
-            if c.is_ascii() {
-                out.push(c);
-            } else {
-                let mut units = [0u16; 2];
-                for u in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{u:04x}"));
-                }
-            }
-        }
-        out
-    }
-
     fn lines() -> Vec<String> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let mut out = Vec::new();
-        for entry in walkdir::WalkDir::new(&root).sort_by_file_name() {
-            let entry = entry.unwrap();
-            let p = entry.path();
-            let agent_dir = p.strip_prefix(&root).unwrap().iter().next();
-            let claude = agent_dir.is_some_and(|d| d == "claude" || d == "fuzz-regressions");
-            if !claude || p.extension().is_none_or(|e| e != "jsonl") {
-                continue;
-            }
-            for line in std::fs::read_to_string(p).unwrap_or_default().lines() {
-                let Ok(v) = serde_json::from_str::<Value>(line) else {
-                    continue;
-                };
-                out.push(line.to_string());
-                out.push(reversed(&v).to_string());
-                out.push(lengthened(&v, 40).to_string());
-                out.push(escaped(&serde_json::to_string_pretty(&v).unwrap()));
-                let Value::Object(mut o) = v else { continue };
-                // Values the general path reads as there-but-null, and types it reads leniently.
-                for (key, odd) in [
-                    ("compactMetadata", Value::Null),
-                    ("isSidechain", Value::from("true")),
-                    ("uuid", Value::from(7)),
-                    ("timestamp", Value::Null),
-                ] {
-                    let mut changed = o.clone();
-                    changed.insert(key.into(), odd);
-                    out.push(Value::Object(changed).to_string());
-                }
-                for (key, set) in [
-                    ("isApiErrorMessage", Value::Bool(true)),
-                    ("isMeta", Value::Bool(true)),
-                    ("isCompactSummary", Value::Bool(true)),
-                    ("subtype", Value::from("compact_boundary")),
-                    ("subtype", Value::from("informational")),
-                ] {
-                    let mut changed = o.clone();
-                    changed.insert(key.into(), set);
-                    if key == "subtype" {
-                        changed.remove("content");
-                    }
-                    out.push(Value::Object(changed).to_string());
-                }
-                let mutations: [fn(&mut serde_json::Map<String, Value>); 7] = [
-                    |b| drop(b.insert("signature".into(), Value::from(""))),
-                    |b| drop(b.insert("is_error".into(), Value::Bool(true))),
-                    |b| drop(b.insert("content".into(), Value::Null)),
-                    |b| drop(b.insert("type".into(), Value::from("redacted_thinking"))),
-                    |b| drop(b.insert("type".into(), Value::from("server_tool_use"))),
-                    |b| drop(b.insert("type".into(), Value::from("image"))),
-                    |b| drop(b.remove("type")),
-                ];
-                for mutate in mutations {
-                    let mut changed = o.clone();
-                    if let Some(Value::Object(m)) = changed.get_mut("message")
-                        && let Some(Value::Array(blocks)) = m.get_mut("content")
-                    {
-                        blocks
-                            .iter_mut()
-                            .filter_map(Value::as_object_mut)
-                            .for_each(mutate);
-                        out.push(Value::Object(changed).to_string());
-                    }
-                }
-                // A message whose content is one text, and one whose usage counts are null.
+        for (line, v) in fixture_lines(&["claude", "fuzz-regressions"]) {
+            out.extend(written_ways(&line, &v));
+            let Value::Object(mut o) = v else { continue };
+            // Values the general path reads as there-but-null, and types it reads leniently.
+            for (key, odd) in [
+                ("compactMetadata", Value::Null),
+                ("isSidechain", Value::from("true")),
+                ("uuid", Value::from(7)),
+                ("timestamp", Value::Null),
+            ] {
                 let mut changed = o.clone();
-                if let Some(Value::Object(m)) = changed.get_mut("message") {
-                    m.insert("content".into(), Value::from("one text ✓"));
-                    m.insert(
-                        "usage".into(),
-                        serde_json::json!({"input_tokens": null, "cache_read_input_tokens": 5}),
-                    );
-                    out.push(Value::Object(changed).to_string());
+                changed.insert(key.into(), odd);
+                out.push(Value::Object(changed).to_string());
+            }
+            for (key, set) in [
+                ("isApiErrorMessage", Value::Bool(true)),
+                ("isMeta", Value::Bool(true)),
+                ("isCompactSummary", Value::Bool(true)),
+                ("subtype", Value::from("compact_boundary")),
+                ("subtype", Value::from("informational")),
+            ] {
+                let mut changed = o.clone();
+                changed.insert(key.into(), set);
+                if key == "subtype" {
+                    changed.remove("content");
                 }
-                if let Some(Value::Object(m)) = o.get_mut("message")
+                out.push(Value::Object(changed).to_string());
+            }
+            let mutations: [fn(&mut serde_json::Map<String, Value>); 7] = [
+                |b| drop(b.insert("signature".into(), Value::from(""))),
+                |b| drop(b.insert("is_error".into(), Value::Bool(true))),
+                |b| drop(b.insert("content".into(), Value::Null)),
+                |b| drop(b.insert("type".into(), Value::from("redacted_thinking"))),
+                |b| drop(b.insert("type".into(), Value::from("server_tool_use"))),
+                |b| drop(b.insert("type".into(), Value::from("image"))),
+                |b| drop(b.remove("type")),
+            ];
+            for mutate in mutations {
+                let mut changed = o.clone();
+                if let Some(Value::Object(m)) = changed.get_mut("message")
                     && let Some(Value::Array(blocks)) = m.get_mut("content")
                 {
-                    for b in blocks.iter_mut() {
-                        if let Value::Object(b) = b {
-                            b.insert("_original_chars".into(), Value::Null);
-                        }
-                    }
-                    out.push(Value::Object(o.clone()).to_string());
+                    blocks
+                        .iter_mut()
+                        .filter_map(Value::as_object_mut)
+                        .for_each(mutate);
+                    out.push(Value::Object(changed).to_string());
                 }
+            }
+            // A message whose content is one text, and one whose usage counts are null.
+            let mut changed = o.clone();
+            if let Some(Value::Object(m)) = changed.get_mut("message") {
+                m.insert("content".into(), Value::from("one text ✓"));
+                m.insert(
+                    "usage".into(),
+                    serde_json::json!({"input_tokens": null, "cache_read_input_tokens": 5}),
+                );
+                out.push(Value::Object(changed).to_string());
+            }
+            if let Some(Value::Object(m)) = o.get_mut("message")
+                && let Some(Value::Array(blocks)) = m.get_mut("content")
+            {
+                for b in blocks.iter_mut() {
+                    if let Value::Object(b) = b {
+                        b.insert("_original_chars".into(), Value::Null);
+                    }
+                }
+                out.push(Value::Object(o.clone()).to_string());
             }
         }
         out

@@ -42,7 +42,7 @@ struct Item<'a> {
     #[serde(default, borrow)]
     item: Option<EventItem<'a>>,
     /// A patch event's files: there, whatever they are (such events take the general path).
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::jsonl::present")]
     changes: Option<IgnoredAny>,
     #[serde(default, borrow)]
     role: Str<'a>,
@@ -73,7 +73,11 @@ struct Item<'a> {
     success: Option<bool>,
     /// The key the general path's cut writes beside an output: a source that has it itself
     /// goes that way.
-    #[serde(rename = "_original_chars", default, deserialize_with = "present")]
+    #[serde(
+        rename = "_original_chars",
+        default,
+        deserialize_with = "crate::jsonl::present"
+    )]
     original_chars: Option<IgnoredAny>,
 }
 
@@ -81,13 +85,6 @@ struct Item<'a> {
 struct EventItem<'a> {
     #[serde(rename = "type", default, borrow)]
     kind: Str<'a>,
-}
-
-/// A key that is there, whatever its value, `null` included.
-fn present<'de, D: de::Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
 }
 
 /// What the general path hands on for line `no` when it is a line the fast path knows, else
@@ -236,6 +233,7 @@ mod tests {
     use super::super::{State, apply_mapped, envelope_line, mapped, prune};
     use super::*;
     use crate::jsonl::str_field;
+    use crate::jsonl::variants::{fixture_lines, written_ways};
     use crate::model::{Message, Role, Session};
     use serde_json::json;
 
@@ -274,166 +272,102 @@ mod tests {
         })
     }
 
-    /// The line with every object's keys in reverse order.
-    fn reversed(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => Value::Object(
-                m.iter()
-                    .rev()
-                    .map(|(k, x)| (k.clone(), reversed(x)))
-                    .collect(),
-            ),
-            Value::Array(a) => Value::Array(a.iter().map(reversed).collect()),
-            other => other.clone(),
-        }
-    }
-
-    /// Every string made `times` times longer (outputs over every cut, long texts).
-    fn lengthened(v: &Value, times: usize) -> Value {
-        match v {
-            Value::Object(m) => Value::Object(
-                m.iter()
-                    .map(|(k, x)| (k.clone(), lengthened(x, times)))
-                    .collect(),
-            ),
-            Value::Array(a) => Value::Array(a.iter().map(|x| lengthened(x, times)).collect()),
-            Value::String(s) if s.len() > 8 => Value::String(s.repeat(times)),
-            other => other.clone(),
-        }
-    }
-
-    /// Non-ASCII characters written as `\u` escapes.
-    fn escaped(text: &str) -> String {
-        let mut out = String::new();
-        for c in text.chars() {
-            if c.is_ascii() {
-                out.push(c);
-            } else {
-                let mut units = [0u16; 2];
-                for u in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{u:04x}"));
-                }
-            }
-        }
-        out
-    }
-
     fn lines() -> Vec<String> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let mut out = Vec::new();
-        for entry in walkdir::WalkDir::new(&root).sort_by_file_name() {
-            let entry = entry.unwrap();
-            let p = entry.path();
-            let in_codex = p
-                .strip_prefix(&root)
-                .unwrap()
-                .iter()
-                .next()
-                .is_some_and(|d| d == "codex" || d == "fuzz-regressions");
-            if !in_codex || p.extension().is_none_or(|e| e != "jsonl") {
-                continue;
-            }
-            for line in std::fs::read_to_string(p).unwrap_or_default().lines() {
-                let Ok(v) = serde_json::from_str::<Value>(line) else {
-                    continue;
-                };
-                out.push(line.to_string());
-                out.push(reversed(&v).to_string());
-                out.push(lengthened(&v, 40).to_string());
-                out.push(escaped(&serde_json::to_string_pretty(&v).unwrap()));
-                let Value::Object(o) = v else { continue };
-                if o.get("type").and_then(Value::as_str) == Some("event_msg") {
-                    let events: [Value; 9] = [
-                        json!({"type": "patch_apply_end", "changes": {"src/a.rs": {}, "/abs/b.rs": {}}}),
-                        json!({"type": "patch_apply_begin", "changes": null}),
-                        json!({"type": "patch_apply_begin"}),
-                        json!({"type": "item_completed", "item": {"type": "FileChange", "changes": {"c.rs": {}}}}),
-                        json!({"type": "item_completed", "item": {"type": "CommandExecution", "id": "x", "command": "ls", "aggregated_output": "out".repeat(500)}}),
-                        json!({"type": "item_completed", "item": {"type": 3}}),
-                        json!({"type": "item_completed", "item": null}),
-                        json!({"type": "agent_message", "message": "done ✓"}),
-                        json!({"message": "no type"}),
-                    ];
-                    for payload in events {
-                        let mut changed = o.clone();
-                        changed.insert("payload".into(), payload);
-                        out.push(Value::Object(changed).to_string());
-                    }
-                }
-                if o.get("type").and_then(Value::as_str) != Some("response_item") {
-                    continue;
-                }
-                // The envelope's time in the other shapes the general path reads.
-                for ts in [json!(1764460800123u64), Value::Null, json!(""), json!(7.5)] {
+        for (line, v) in fixture_lines(&["codex", "fuzz-regressions"]) {
+            out.extend(written_ways(&line, &v));
+            let Value::Object(o) = v else { continue };
+            if o.get("type").and_then(Value::as_str) == Some("event_msg") {
+                let events: [Value; 9] = [
+                    json!({"type": "patch_apply_end", "changes": {"src/a.rs": {}, "/abs/b.rs": {}}}),
+                    json!({"type": "patch_apply_begin", "changes": null}),
+                    json!({"type": "patch_apply_begin"}),
+                    json!({"type": "item_completed", "item": {"type": "FileChange", "changes": {"c.rs": {}}}}),
+                    json!({"type": "item_completed", "item": {"type": "CommandExecution", "id": "x", "command": "ls", "aggregated_output": "out".repeat(500)}}),
+                    json!({"type": "item_completed", "item": {"type": 3}}),
+                    json!({"type": "item_completed", "item": null}),
+                    json!({"type": "agent_message", "message": "done ✓"}),
+                    json!({"message": "no type"}),
+                ];
+                for payload in events {
                     let mut changed = o.clone();
-                    changed.insert("timestamp".into(), ts);
+                    changed.insert("payload".into(), payload);
                     out.push(Value::Object(changed).to_string());
                 }
-                let mut changed = o.clone();
-                changed.insert("payload".into(), Value::Null);
-                out.push(Value::Object(changed).to_string());
-                // The payload's fields in every shape either path must take or leave.
-                let edits: [(&str, Option<Value>); 25] = [
-                    ("success", Some(json!(false))),
-                    ("success", Some(json!("false"))),
-                    ("output", Some(Value::Null)),
-                    (
-                        "output",
-                        Some(json!([{"type": "input_text", "text": "a part"}])),
-                    ),
-                    ("output", Some(json!({"content": "wrapped"}))),
-                    ("output", Some(json!(12))),
-                    (
-                        "output",
-                        Some(json!(
-                            "  {\"output\": \"x\", \"metadata\": {\"exit_code\": 3}}"
-                        )),
-                    ),
-                    (
-                        "output",
-                        Some(json!("Exit code: 2\nWall time: 1s\nOutput:\nboom ✗")),
-                    ),
-                    (
-                        "output",
-                        Some(json!("Process exited with code 0\n".repeat(300))),
-                    ),
-                    ("type", None),
-                    ("type", Some(json!(5))),
-                    ("content", Some(Value::Null)),
-                    ("content", Some(json!("plain content"))),
-                    (
-                        "content",
-                        Some(json!([7, "loose", {"type": "input_image"}, {"text": "no type"}])),
-                    ),
-                    ("phase", Some(json!("final_answer"))),
-                    ("role", Some(json!("developer"))),
-                    ("role", None),
-                    ("encrypted_content", Some(Value::Null)),
-                    ("encrypted_content", Some(json!("gAAAA"))),
-                    ("arguments", Some(json!("not json {"))),
-                    ("arguments", Some(json!({"cmd": ["ls"]}))),
-                    ("call_id", None),
-                    ("name", Some(json!("update_plan"))),
-                    (
-                        "summary",
-                        Some(json!([{"type": "summary_text", "text": "thought"}])),
-                    ),
-                    ("_original_chars", Some(json!(100_000))),
-                ];
-                for (key, value) in edits {
-                    let mut changed = o.clone();
-                    if let Some(Value::Object(p)) = changed.get_mut("payload") {
-                        match value {
-                            Some(v) => drop(p.insert(key.into(), v)),
-                            None => drop(p.remove(key)),
-                        }
-                        out.push(Value::Object(changed).to_string());
-                    }
-                }
-                // A key written twice: the general path takes the last.
-                let text = Value::Object(o.clone()).to_string();
-                out.push(text.replacen("\"payload\":{", "\"payload\":{\"type\":\"other\",", 1));
             }
+            if o.get("type").and_then(Value::as_str) != Some("response_item") {
+                continue;
+            }
+            // The envelope's time in the other shapes the general path reads.
+            for ts in [json!(1764460800123u64), Value::Null, json!(""), json!(7.5)] {
+                let mut changed = o.clone();
+                changed.insert("timestamp".into(), ts);
+                out.push(Value::Object(changed).to_string());
+            }
+            let mut changed = o.clone();
+            changed.insert("payload".into(), Value::Null);
+            out.push(Value::Object(changed).to_string());
+            // The payload's fields in every shape either path must take or leave.
+            let edits: [(&str, Option<Value>); 25] = [
+                ("success", Some(json!(false))),
+                ("success", Some(json!("false"))),
+                ("output", Some(Value::Null)),
+                (
+                    "output",
+                    Some(json!([{"type": "input_text", "text": "a part"}])),
+                ),
+                ("output", Some(json!({"content": "wrapped"}))),
+                ("output", Some(json!(12))),
+                (
+                    "output",
+                    Some(json!(
+                        "  {\"output\": \"x\", \"metadata\": {\"exit_code\": 3}}"
+                    )),
+                ),
+                (
+                    "output",
+                    Some(json!("Exit code: 2\nWall time: 1s\nOutput:\nboom ✗")),
+                ),
+                (
+                    "output",
+                    Some(json!("Process exited with code 0\n".repeat(300))),
+                ),
+                ("type", None),
+                ("type", Some(json!(5))),
+                ("content", Some(Value::Null)),
+                ("content", Some(json!("plain content"))),
+                (
+                    "content",
+                    Some(json!([7, "loose", {"type": "input_image"}, {"text": "no type"}])),
+                ),
+                ("phase", Some(json!("final_answer"))),
+                ("role", Some(json!("developer"))),
+                ("role", None),
+                ("encrypted_content", Some(Value::Null)),
+                ("encrypted_content", Some(json!("gAAAA"))),
+                ("arguments", Some(json!("not json {"))),
+                ("arguments", Some(json!({"cmd": ["ls"]}))),
+                ("call_id", None),
+                ("name", Some(json!("update_plan"))),
+                (
+                    "summary",
+                    Some(json!([{"type": "summary_text", "text": "thought"}])),
+                ),
+                ("_original_chars", Some(json!(100_000))),
+            ];
+            for (key, value) in edits {
+                let mut changed = o.clone();
+                if let Some(Value::Object(p)) = changed.get_mut("payload") {
+                    match value {
+                        Some(v) => drop(p.insert(key.into(), v)),
+                        None => drop(p.remove(key)),
+                    }
+                    out.push(Value::Object(changed).to_string());
+                }
+            }
+            // A key written twice: the general path takes the last.
+            let text = Value::Object(o.clone()).to_string();
+            out.push(text.replacen("\"payload\":{", "\"payload\":{\"type\":\"other\",", 1));
         }
         out
     }
