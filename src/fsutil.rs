@@ -7,6 +7,29 @@ use anyhow::{Context, Result};
 
 use crate::exit::{CliError, ExitCode};
 
+/// Creates `dir` and any missing parents, returning the folders it created, outermost first,
+/// so that a write that fails can take them away again (see `remove_created_dirs`).
+pub fn create_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut missing: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    missing.reverse();
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(missing)
+}
+
+/// Removes the folders `create_dirs` created, innermost first, each only if it is still empty
+/// (anything another program put there meanwhile stays).
+pub fn remove_created_dirs(created: &[PathBuf]) {
+    for d in created.iter().rev() {
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+    }
+}
+
 /// Writes a new file atomically (temp file in the same folder, fsync, rename) and refuses to
 /// replace an existing one.
 pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -129,5 +152,37 @@ mod tests {
         let fresh = dir.path().join("new.jsonl");
         append_line(&fresh, "x").unwrap();
         assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "x\n");
+    }
+}
+
+#[cfg(test)]
+mod created_dirs_tests {
+    use super::*;
+
+    /// The folders made for a write are given back outermost first, and taken away only while
+    /// they are empty: a file another program put in one keeps it and the folders above it.
+    #[test]
+    fn only_the_folders_made_are_taken_away_and_only_when_empty() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("2026")).unwrap();
+        let day = root.path().join("2026/12/01");
+        let created = create_dirs(&day).unwrap();
+        assert_eq!(
+            created,
+            vec![root.path().join("2026/12"), root.path().join("2026/12/01")]
+        );
+        assert!(create_dirs(&day).unwrap().is_empty(), "nothing made twice");
+        remove_created_dirs(&created);
+        assert!(!root.path().join("2026/12").exists());
+        assert!(
+            root.path().join("2026").is_dir(),
+            "a folder that was there stays"
+        );
+
+        let created = create_dirs(&day).unwrap();
+        std::fs::write(root.path().join("2026/12/other.jsonl"), "{}").unwrap();
+        remove_created_dirs(&created);
+        assert!(!day.exists(), "the empty day folder goes");
+        assert!(root.path().join("2026/12/other.jsonl").is_file());
     }
 }

@@ -45,17 +45,23 @@ pub fn digest(s: &Session) -> Vec<(Role, String)> {
 }
 
 /// Writes atomically without replacing anything, then reads the file back with our own reader
-/// and compares it with what was meant to be written. On any difference the file is removed.
+/// and compares it with what was meant to be written. On any difference the file is removed,
+/// and so are the folders made for it. Returns those folders, for a caller that fails later
+/// (see `fsutil::remove_created_dirs`).
 pub fn write_and_verify(
     target: &dyn Adapter,
     native: &NativeSession,
     shaped: &Session,
     home: &Path,
-) -> Result<()> {
-    if let Some(dir) = native.path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+) -> Result<Vec<std::path::PathBuf>> {
+    let created = match native.path.parent() {
+        Some(dir) => crate::fsutil::create_dirs(dir)?,
+        None => Vec::new(),
+    };
+    if let Err(e) = crate::fsutil::write_new_file(&native.path, &native.bytes) {
+        crate::fsutil::remove_created_dirs(&created);
+        return Err(e);
     }
-    crate::fsutil::write_new_file(&native.path, &native.bytes)?;
     let check = || -> Result<()> {
         if let Some(t) = native.mtime {
             let f = std::fs::File::options().write(true).open(&native.path)?;
@@ -85,7 +91,8 @@ pub fn write_and_verify(
     };
     if let Err(e) = check() {
         let _ = std::fs::remove_file(&native.path);
+        crate::fsutil::remove_created_dirs(&created);
         return Err(e.context(format!("removed {}", native.path.display())));
     }
-    Ok(())
+    Ok(created)
 }

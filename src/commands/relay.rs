@@ -289,13 +289,16 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
                 .with_context(|| format!("cannot create the folder {} for --out", dir.display()))?;
         }
         super::step("writing and checking the relayed session");
-        verify::write_and_verify(target, &native, &plan.session, &home)?;
+        let created = verify::write_and_verify(target, &native, &plan.session, &home)?;
         if standalone.is_none() {
             match target.register(&home, &native, &plan.session, &title) {
                 Ok(n) => notes.extend(n),
                 Err(e) => {
                     // All or nothing: a session the index does not know is not left behind.
                     let removed = std::fs::remove_file(&native.path).is_ok();
+                    if removed {
+                        crate::fsutil::remove_created_dirs(&created);
+                    }
                     return Err(e.context(format!(
                         "could not register the relayed session in {}'s index; {}",
                         target.display_name(),
