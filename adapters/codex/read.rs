@@ -271,21 +271,15 @@ fn read_lines(
             let Line::Json(mapped) = line else {
                 return Ok(());
             };
-            let (ts, v) = match mapped {
-                Mapped::Line(ts, v) => (ts, v),
-                done => {
-                    if let Some(t) = done.time() {
-                        times.see(t);
-                    }
-                    shape.get_or_insert("envelope");
-                    apply_mapped(done, &mut session, &mut state);
-                    conversation_seen.store(state.has_response_conversation, Relaxed);
-                    return Ok(());
-                }
-            };
-            if let Some(t) = &ts {
+            if let Some(t) = mapped.time() {
                 times.see(t);
             }
+            let Mapped::Line(ts, v) = mapped else {
+                shape.get_or_insert("envelope");
+                apply_mapped(mapped, &mut session, &mut state);
+                conversation_seen.store(state.has_response_conversation, Relaxed);
+                return Ok(());
+            };
             if let (Some(kind), Some(payload)) = (str_field(&v, "type"), v.get("payload")) {
                 shape.get_or_insert("envelope");
                 envelope_line(&mut session, &mut state, no, kind, payload, ts);

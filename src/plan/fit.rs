@@ -24,7 +24,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::calls::one_line;
-use super::summary::{self, LeftOut, Point};
+use super::summary::{self, Candidates, LeftOut};
 use crate::model::{Message, Role, Session};
 use crate::text::trim_output;
 use crate::tokens::{MESSAGE_OVERHEAD, Tokenizer};
@@ -490,7 +490,7 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     let mut sel;
     let mut summary: Option<(Message, usize, usize, Vec<usize>)>;
     let mut round = 0;
-    let mut candidates = Candidates::new();
+    let mut candidates = Candidates::default();
     loop {
         sel = choose(&middle, &mut costs, room.saturating_sub(reserve), p);
         let dropped: Vec<usize> = (0..middle.len())
@@ -706,11 +706,8 @@ fn choose(middle: &[Range<usize>], costs: &mut Costs, room: usize, p: &FitParams
 }
 
 /// Layer 3: the summary of the turns left out, within `cap` tokens: (message, tokens, candidate
-/// points, turn numbers with a point).
-/// Each middle turn's candidate points with their costs, found once: the summary is made again
-/// when the first one leaves room, nearly always of the same turns.
-type Candidates = HashMap<usize, Vec<(Point, usize)>>;
-
+/// points, turn numbers with a point). `known` keeps each turn's candidate points for the next
+/// summary of the same relay.
 fn summarize(
     msgs: &[Message],
     middle: &[Range<usize>],
@@ -720,41 +717,23 @@ fn summarize(
     tok: Tokenizer,
     known: &mut Candidates,
 ) -> Option<(Message, usize, usize, Vec<usize>)> {
-    use rayon::prelude::*;
-    let left_out = |i: usize| LeftOut {
-        number: numbers[i],
-        messages: &msgs[middle[i].clone()],
-    };
-    let left: Vec<LeftOut> = dropped.iter().map(|&i| left_out(i)).collect();
-    // Each turn's candidates and their costs on every core (see `summary::points`).
-    let new: Vec<(usize, Vec<(Point, usize)>)> = dropped
-        .par_iter()
-        .filter(|i| !known.contains_key(i))
+    let keyed: Vec<(usize, LeftOut)> = dropped
+        .iter()
         .map(|&i| {
-            let found = summary::turn_points(&left_out(i));
-            (
-                i,
-                found
-                    .into_iter()
-                    .map(|p| {
-                        let c = summary::point_cost(&p, tok);
-                        (p, c)
-                    })
-                    .collect(),
-            )
+            let turn = LeftOut {
+                number: numbers[i],
+                messages: &msgs[middle[i].clone()],
+            };
+            (i, turn)
         })
         .collect();
-    known.extend(new);
-    let (points, costs): (Vec<Point>, Vec<usize>) =
-        summary::without_repeats(dropped.iter().flat_map(|i| &known[i]), |pair| &pair.0)
-            .into_iter()
-            .cloned()
-            .unzip();
+    let (points, costs) = known.points(&keyed, tok);
+    let left: Vec<LeftOut> = keyed.iter().map(|(_, t)| *t).collect();
     let time = left
         .iter()
         .find_map(|t| t.messages.first())
         .and_then(|m| m.timestamp.clone());
-    let mut chosen = summary::select_costed(&points, &costs, cap, tok);
+    let mut chosen = summary::select(&points, &costs, cap, tok);
     loop {
         if chosen.is_empty() {
             return None;

@@ -6,7 +6,7 @@
 //! sampled evenly over the range. Points stay in time order, each tagged with its turn number,
 //! so the next agent can tell how much is missing and where.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::cues;
 use crate::model::{Message, Role, Timestamp};
@@ -15,6 +15,7 @@ use crate::tokens::Tokenizer;
 
 /// One left-out turn: its number among the session's turns (1 = the first request) and its
 /// messages as shaped for the target.
+#[derive(Clone, Copy)]
 pub struct LeftOut<'a> {
     pub number: usize,
     pub messages: &'a [Message],
@@ -44,29 +45,66 @@ impl Point {
     }
 }
 
-/// Every candidate point of the left-out turns, in time order, without repeats. Each turn's
-/// candidates are found on every core (a long session's left-out turns are most of it); the
-/// repeats are taken out after, in time order.
-pub fn points(turns: &[LeftOut]) -> Vec<Point> {
-    use rayon::prelude::*;
-    let candidates: Vec<Vec<Point>> = turns.par_iter().map(turn_points).collect();
-    without_repeats(candidates.into_iter().flatten(), |p| p)
+/// Every left-out turn's candidate points with their costs (see `point_cost`), kept for the
+/// relay: the fit makes the summary again when the first one leaves room, nearly always of the
+/// same turns, and finds each turn's points once.
+#[derive(Default)]
+pub struct Candidates(HashMap<usize, Vec<(Point, usize)>>);
+
+impl Candidates {
+    /// The candidate points of `turns` (each with a key that names it across calls), in time
+    /// order, without repeats, and the cost of each. Each turn's candidates are found on every
+    /// core (a long session's left-out turns are most of it); the repeats are taken out after,
+    /// in time order: a point repeats an earlier one of its kind whose text differs only in
+    /// case.
+    pub fn points(
+        &mut self,
+        turns: &[(usize, LeftOut)],
+        tok: Tokenizer,
+    ) -> (Vec<Point>, Vec<usize>) {
+        use rayon::prelude::*;
+        let new: Vec<(usize, Vec<(Point, usize)>)> = turns
+            .par_iter()
+            .filter(|(key, _)| !self.0.contains_key(key))
+            .map(|(key, t)| {
+                let found = turn_points(t);
+                (
+                    *key,
+                    found
+                        .into_iter()
+                        .map(|p| {
+                            let c = point_cost(&p, tok);
+                            (p, c)
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        self.0.extend(new);
+        let mut seen = HashSet::new();
+        turns
+            .iter()
+            .flat_map(|(key, _)| &self.0[key])
+            .filter(|(p, _)| seen.insert((p.kind, p.text.to_lowercase())))
+            .cloned()
+            .unzip()
+    }
 }
 
-/// Points (or things holding one, seen through `point`) in the order given, without repeats:
-/// a point repeats an earlier one of its kind whose text differs only in case.
-pub fn without_repeats<T>(items: impl Iterator<Item = T>, point: impl Fn(&T) -> &Point) -> Vec<T> {
-    let mut seen = HashSet::new();
-    items
-        .filter(|item| {
-            let p = point(item);
-            seen.insert((p.kind, p.text.to_lowercase()))
-        })
-        .collect()
+/// What a point costs as a line of the summary.
+fn point_cost(p: &Point, tok: Tokenizer) -> usize {
+    tok.count(&p.line()) + 1
+}
+
+/// `Candidates::points` of one summary, without the costs.
+#[cfg(test)]
+fn points(turns: &[LeftOut]) -> Vec<Point> {
+    let keyed: Vec<(usize, LeftOut)> = turns.iter().copied().enumerate().collect();
+    Candidates::default().points(&keyed, Tokenizer::Estimate).0
 }
 
 /// The candidate points of one turn, in order, repeats included.
-pub fn turn_points(t: &LeftOut) -> Vec<Point> {
+fn turn_points(t: &LeftOut) -> Vec<Point> {
     let mut out = Vec::new();
     let mut push = |kind: Kind, text: String| {
         if !text.trim().is_empty() {
@@ -164,19 +202,9 @@ const SHARES: &[(Kind, f64)] = &[
 ];
 
 /// The points to keep within `cap` tokens, each kind sampled evenly across the range when it
-/// does not fit whole. Returns indexes into `points`, in time order.
-pub fn select(points: &[Point], cap: usize, tok: Tokenizer) -> Vec<usize> {
-    let costs: Vec<usize> = points.iter().map(|p| point_cost(p, tok)).collect();
-    select_costed(points, &costs, cap, tok)
-}
-
-/// What a point costs as a line of the summary.
-pub fn point_cost(p: &Point, tok: Tokenizer) -> usize {
-    tok.count(&p.line()) + 1
-}
-
-/// `select`, with each point's `point_cost` already known.
-pub fn select_costed(points: &[Point], costs: &[usize], cap: usize, tok: Tokenizer) -> Vec<usize> {
+/// does not fit whole (`costs` are the points' `point_cost`s). Returns indexes into `points`,
+/// in time order.
+pub fn select(points: &[Point], costs: &[usize], cap: usize, tok: Tokenizer) -> Vec<usize> {
     let header = tok.count(&header_text(1, 1, 2, None, None, 1, 1)) + 8;
     let room = cap.saturating_sub(header);
     let of_kind: Vec<Vec<usize>> = SHARES
@@ -322,7 +350,11 @@ mod tests {
             })
             .collect();
         let pts = points(&left);
-        let chosen = select(&pts, 1500, Tokenizer::Estimate);
+        let costs: Vec<usize> = pts
+            .iter()
+            .map(|p| point_cost(p, Tokenizer::Estimate))
+            .collect();
+        let chosen = select(&pts, &costs, 1500, Tokenizer::Estimate);
         let text = summary_text(&left, &pts, &chosen);
         assert!(Tokenizer::Estimate.count(&text) <= 1500, "{}", text.len());
         let turns_seen: Vec<usize> = chosen.iter().map(|&i| pts[i].turn).collect();
