@@ -1,5 +1,6 @@
-//! Token counting. Codex's models use o200k_base, which the `tiktoken` crate counts exactly: the
-//! same counts as OpenAI's tiktoken (tests/cli/tokenizer.rs checks them against tiktoken-rs). A session's text is data: special-token text such as
+//! Token counting. Codex's models use o200k_base, which `bpe` counts exactly over tables built
+//! into the binary: the same counts as OpenAI's tiktoken (tests/cli/tokenizer.rs checks them
+//! against tiktoken-rs). A session's text is data: special-token text such as
 //! `<|endoftext|>` in it counts as the plain text it is, as the API tokenizes it. Claude's
 //! tokenizer is not public: `estimate` is a character-based count calibrated on real Claude Code
 //! usage (see the README for the data and how far off it can be).
@@ -7,6 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Message, Session};
+
+mod bpe;
+mod layout;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -36,8 +40,8 @@ impl Tokenizer {
             return 0;
         }
         match self {
-            Tokenizer::O200k => encoding("o200k_base").count(text),
-            Tokenizer::Cl100k => encoding("cl100k_base").count(text),
+            Tokenizer::O200k => bpe::O200K.count(text),
+            Tokenizer::Cl100k => bpe::CL100K.count(text),
             Tokenizer::Estimate => estimate_with(text, CURRENT),
             Tokenizer::EstimateLegacy => estimate_with(text, LEGACY),
         }
@@ -174,17 +178,15 @@ pub fn session_estimate(s: &Session) -> usize {
         .sum()
 }
 
-/// Loading o200k's tables (decompressing and hashing 200,000 byte strings) takes some 0.1 s of
-/// CPU: do it on another core while the session is read.
-/// One of the two vocabularies built in (Cargo.toml's `tiktoken` features).
-fn encoding(name: &str) -> &'static tiktoken::CoreBpe {
-    tiktoken::get_encoding(name).expect("o200k_base and cl100k_base are built in")
-}
-
+/// Compiles the encoding's pattern (a few milliseconds) on another core while the session is
+/// read; the vocabulary needs no loading.
 pub fn warm(tok: Tokenizer) {
-    if matches!(tok, Tokenizer::O200k | Tokenizer::Cl100k) {
-        std::thread::spawn(move || tok.count("warm"));
-    }
+    let enc = match tok {
+        Tokenizer::O200k => &bpe::O200K,
+        Tokenizer::Cl100k => &bpe::CL100K,
+        _ => return,
+    };
+    std::thread::spawn(move || enc.regex());
 }
 
 #[cfg(test)]
