@@ -218,6 +218,26 @@ fn is_call(m: &Message) -> bool {
 /// A turn's messages in a form. Structured calls and their results change together, so no
 /// call is ever separated from its result.
 fn render(msgs: &[Message], form: Form) -> (Vec<Message>, ToolStats) {
+    let (out, stats) = render_parts(msgs, form);
+    let out = out
+        .into_iter()
+        .map(|r| match r {
+            Rendered::Same(i) => msgs[i].clone(),
+            Rendered::New(m) => *m,
+        })
+        .collect();
+    (out, stats)
+}
+
+/// A message of a rendered turn: one of the turn's messages as it is (its index), or a new one.
+enum Rendered {
+    Same(usize),
+    New(Box<Message>),
+}
+
+/// `render`, without copying the messages that stay as they are: what a turn costs in a form
+/// is mostly the cost of messages that every Whole form, and most others, leave alone.
+fn render_parts(msgs: &[Message], form: Form) -> (Vec<Rendered>, ToolStats) {
     let mut stats = ToolStats::default();
     let result_of: HashMap<&str, usize> = msgs
         .iter()
@@ -231,23 +251,26 @@ fn render(msgs: &[Message], form: Form) -> (Vec<Message>, ToolStats) {
             .filter(|_| m.role == Role::ToolCall)
             .and_then(|id| result_of.get(id).copied())
     };
-    let cut = |m: &Message, max: usize| {
-        let mut c = m.clone();
-        if max != WHOLE && c.content.chars().count() > max {
-            c.content = trim_output(&c.content, max);
+    let cut = |i: usize, max: usize| {
+        let m = &msgs[i];
+        if max != WHOLE && m.content.chars().count() > max {
+            let mut c = m.clone();
+            c.content = trim_output(&m.content, max);
+            Rendered::New(Box::new(c))
+        } else {
+            Rendered::Same(i)
         }
-        c
     };
     let mut out = Vec::new();
     match form {
         Form::Whole { output } => {
-            for m in msgs {
+            for (i, m) in msgs.iter().enumerate() {
                 if is_call(m) {
                     stats.whole += 1;
                 }
                 let is_output = m.role == Role::ToolResult || m.kind() == Some("tool_transcript");
                 if !is_output {
-                    out.push(m.clone());
+                    out.push(Rendered::Same(i));
                     continue;
                 }
                 let len = m.content.chars().count();
@@ -255,14 +278,14 @@ fn render(msgs: &[Message], form: Form) -> (Vec<Message>, ToolStats) {
                 if len > output {
                     stats.trimmed += 1;
                     stats.chars_cut += original - output;
-                    out.push(cut(m, output));
+                    out.push(cut(i, output));
                 } else {
                     if original > len {
                         // Already cut to this size while reading.
                         stats.trimmed += 1;
                         stats.chars_cut += original - len;
                     }
-                    out.push(m.clone());
+                    out.push(Rendered::Same(i));
                 }
             }
         }
@@ -278,10 +301,13 @@ fn render(msgs: &[Message], form: Form) -> (Vec<Message>, ToolStats) {
                     if let Some(r) = result {
                         answered[r] = true;
                     }
-                    out.push(oneline_message(m, result.map(|r| &msgs[r])));
+                    out.push(Rendered::New(Box::new(oneline_message(
+                        m,
+                        result.map(|r| &msgs[r]),
+                    ))));
                 } else if m.role == Role::ToolResult {
                     // A result whose call is in another turn: one line, like its call would be.
-                    out.push(
+                    out.push(Rendered::New(Box::new(
                         Message::new(
                             Role::Assistant,
                             format!(
@@ -292,16 +318,16 @@ fn render(msgs: &[Message], form: Form) -> (Vec<Message>, ToolStats) {
                         )
                         .with_time(m.timestamp.clone())
                         .with_meta("kind", "tool_oneline"),
-                    );
+                    )));
                 } else {
-                    out.push(cut(m, text));
+                    out.push(cut(i, text));
                 }
             }
         }
         Form::Digest { text } => {
             let calls = msgs.iter().filter(|m| is_call(m)).count();
             stats.one_line += calls;
-            if let Some(u) = msgs.iter().find(|m| m.role == Role::User) {
+            if let Some(u) = msgs.iter().position(|m| m.role == Role::User) {
                 out.push(cut(u, text));
             }
             if calls > 0 {
@@ -332,7 +358,7 @@ fn render(msgs: &[Message], form: Form) -> (Vec<Message>, ToolStats) {
                     .iter()
                     .find(|m| is_call(m))
                     .and_then(|m| m.timestamp.clone());
-                out.push(
+                out.push(Rendered::New(Box::new(
                     Message::new(
                         Role::Assistant,
                         format!(
@@ -347,12 +373,11 @@ fn render(msgs: &[Message], form: Form) -> (Vec<Message>, ToolStats) {
                     )
                     .with_time(time)
                     .with_meta("kind", "tool_digest"),
-                );
+                )));
             }
             if let Some(a) = msgs
                 .iter()
-                .rev()
-                .find(|m| m.role == Role::Assistant && m.kind().is_none())
+                .rposition(|m| m.role == Role::Assistant && m.kind().is_none())
             {
                 out.push(cut(a, text));
             }
@@ -382,6 +407,8 @@ struct Costs<'a> {
     tok: Tokenizer,
     msgs: &'a [Message],
     cache: HashMap<(usize, usize, Form), usize>,
+    /// The cost of each message that some form keeps as it is, by its index in `msgs`.
+    same: HashMap<usize, usize>,
 }
 
 impl Costs<'_> {
@@ -390,8 +417,24 @@ impl Costs<'_> {
         if let Some(&c) = self.cache.get(&key) {
             return c;
         }
-        let (rendered, _) = render(&self.msgs[r.clone()], form);
-        let c = rendered.iter().map(|m| cost(self.tok, m)).sum();
+        let (rendered, _) = render_parts(&self.msgs[r.clone()], form);
+        let mut c = 0;
+        for m in &rendered {
+            c += match m {
+                Rendered::Same(i) => {
+                    let i = r.start + i;
+                    match self.same.get(&i) {
+                        Some(&c) => c,
+                        None => {
+                            let c = cost(self.tok, &self.msgs[i]);
+                            self.same.insert(i, c);
+                            c
+                        }
+                    }
+                }
+                Rendered::New(m) => cost(self.tok, m),
+            };
+        }
         self.cache.insert(key, c);
         c
     }
@@ -475,6 +518,7 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
         tok: p.tokenizer,
         msgs,
         cache: HashMap::new(),
+        same: HashMap::new(),
     };
     let estimate: usize = middle
         .iter()
