@@ -180,6 +180,12 @@ pub trait Adapter: Sync {
     /// What the listing shows of one session file, read cheaply (no tool output is parsed).
     /// Subagent transcripts come with `parent_id` set. It must agree with `read`.
     fn scan(&self, path: &Path) -> Result<Summary>;
+    /// The id `scan` gives a file, when its name and first line settle it without reading the
+    /// rest (`None`: only a scan can tell). Selecting a session by its full id uses it to skip
+    /// the listing, which scans every session not in its cache whole, the long one included.
+    fn id_from_name(&self, _path: &Path) -> Option<String> {
+        None
+    }
     /// Titles the store's own index gives sessions (id -> title), which win over the files'.
     fn index_titles(&self, _home: &Path) -> HashMap<String, String> {
         HashMap::new()

@@ -102,6 +102,14 @@ impl Adapter for Claude {
         scan::summarize(path)
     }
 
+    fn id_from_name(&self, path: &Path) -> Option<String> {
+        // A transcript's id is its file name, whatever its lines say (see `scan`).
+        if subagent_parent(path).is_some() {
+            return None;
+        }
+        Some(path.file_stem()?.to_string_lossy().into_owned())
+    }
+
     fn read_with(&self, path: &Path, _home: Option<&Path>, opts: ReadOptions) -> Result<Session> {
         read::read(path, opts)
     }

@@ -141,6 +141,10 @@ impl Adapter for Codex {
         session_index(home)
     }
 
+    fn id_from_name(&self, path: &Path) -> Option<String> {
+        scan::id_from_first_line(path).filter(|id| Some(id) == id_from_file_name(path).as_ref())
+    }
+
     fn read_with(&self, path: &Path, home: Option<&Path>, opts: ReadOptions) -> Result<Session> {
         let home = home.map(Path::to_path_buf).or_else(|| home_of(path));
         read::read(path, home.as_deref(), opts)

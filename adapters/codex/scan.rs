@@ -268,6 +268,23 @@ fn first_prompt(slot: &mut Option<String>, text: String) {
     }
 }
 
+/// The id of a rollout whose first line is its `session_meta`, as `summarize` gives it (the
+/// first meta line's id), from that line alone.
+pub fn id_from_first_line(path: &Path) -> Option<String> {
+    if super::read::is_single_document(path).ok()? {
+        return None;
+    }
+    let mut scan = Scan::default();
+    scan_lines(path, |_, text| {
+        if let Some(line) = fields::parse::<Record>(text) {
+            scan.line(&line);
+        }
+        false
+    })
+    .ok()?;
+    (scan.metas == 1).then_some(scan.id).flatten()
+}
+
 pub fn summarize(path: &Path) -> Result<Summary> {
     let archived = super::is_archived(path);
     let size = std::fs::metadata(path)?.len();

@@ -101,11 +101,16 @@ impl Summary {
         }
     }
 
-    /// Which of several files holding one session the listing shows, highest first: one with
-    /// a conversation, then the newest, then by path (an agent may keep a session in several
-    /// files: Gemini CLI leaves a copy of its start beside every resumed session).
+    /// Which of several files holding one session the listing shows, highest first: the file
+    /// named for the session (a Codex rollout, not a renamed copy of it), then one with a
+    /// conversation, then the newest, then by path (an agent may keep a session in several
+    /// files: Gemini CLI leaves a copy of its start beside every resumed session). Selecting by
+    /// a full id relies on the first: it takes the file named for the id without a listing.
     pub fn listing_rank(&self) -> impl Ord + use<> {
         (
+            self.path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(self.id.as_str())),
             self.messages > 0,
             self.sort_time(),
             std::cmp::Reverse(self.path.clone()),

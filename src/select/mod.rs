@@ -288,6 +288,9 @@ pub fn select(cfg: &Config, selector: &str, scope: &SelectScope) -> Result<Locat
     if looks_like_path || (as_path.exists() && as_path.is_file()) {
         return locate_file(cfg, as_path);
     }
+    if let Some(found) = by_file_name(cfg, selector, scope)? {
+        return Ok(found);
+    }
     // Ids as the listing shows them, which are the ids the agents themselves list and resume
     // (a Codex rollout's `session_meta` id, even when its file name says otherwise).
     let mut matches: Vec<(String, &'static dyn Adapter, PathBuf, PathBuf)> = Vec::new();
@@ -340,6 +343,37 @@ pub fn select(cfg: &Config, selector: &str, scope: &SelectScope) -> Result<Locat
             .into())
         }
     }
+}
+
+/// A full id (a UUID) that names exactly one file in the stores, whose adapter confirms it
+/// from the name and first line (`Adapter::id_from_name`): the file the listing would give,
+/// without the listing, which scans every session not in its cache whole. A session being
+/// relayed is often the one that changed since the last listing, and the longest. Anything
+/// less certain (a prefix, two files, an id only a scan can confirm) is left to the listing.
+fn by_file_name(cfg: &Config, selector: &str, scope: &SelectScope) -> Result<Option<Located>> {
+    if uuid::Uuid::try_parse(selector).is_err() {
+        return Ok(None);
+    }
+    let mut found = None;
+    for s in existing_stores(cfg, scope.agent)? {
+        for path in s.adapter.session_files(&s.home) {
+            if !path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(selector))
+            {
+                continue;
+            }
+            if found.is_some() || s.adapter.id_from_name(&path).as_deref() != Some(selector) {
+                return Ok(None);
+            }
+            found = Some(Located {
+                path,
+                adapter: Some(s.adapter),
+                home: Some(s.home.clone()),
+            });
+        }
+    }
+    Ok(found)
 }
 
 fn latest(cfg: &Config, scope: &SelectScope) -> Result<Located> {

@@ -380,6 +380,54 @@ fn selectors_full_id_prefix_path_latest() {
     );
 }
 
+/// A full id selects the file the listing shows for it, for every session of every agent:
+/// whether the id is settled from the file's name and first line (Claude Code, Codex) or only
+/// by the listing (two Claude Code files with one name, a Codex rollout whose name and meta
+/// line disagree, Gemini CLI).
+#[test]
+fn a_full_id_selects_the_file_the_listing_shows() {
+    let env = TestEnv::with_fixtures();
+    let projects = env.claude_home().join("projects");
+    let interactive = "771ce1df-ae7a-4516-8192-f08c38166af2.jsonl";
+    let original = std::fs::read_dir(&projects)
+        .unwrap()
+        .map(|e| e.unwrap().path().join(interactive))
+        .find(|p| p.is_file())
+        .expect("the interactive fixture");
+    let elsewhere = projects.join("-home-dev-projects-elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::copy(&original, elsewhere.join(interactive)).unwrap();
+    let rollout = env.codex_home().join(
+        "sessions/2026/11/29/rollout-2026-11-29T10-00-00-0199a000-0000-7000-8000-00000000e0e1.jsonl",
+    );
+    let renamed = rollout
+        .with_file_name("rollout-2026-11-29T10-00-00-0199a000-0000-7000-8000-0000000000a1.jsonl");
+    std::fs::copy(&rollout, &renamed).unwrap();
+
+    let listed = env.json(&["list", "--all", "--json"]);
+    let rows = listed["sessions"].as_array().unwrap();
+    let mut checked = 0;
+    for row in rows.iter().filter(|r| r.get("parent_id").is_none()) {
+        let id = row["id"].as_str().unwrap();
+        let shown = env.json(&["show", id, "--json"]);
+        assert_eq!(
+            shown["session"]["source_path"], row["path"],
+            "`show {id}` read another file than the listing shows"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} sessions listed");
+    for agent in ["claude", "codex", "gemini"] {
+        assert!(
+            rows.iter().any(|r| r["agent"] == agent),
+            "no {agent} session"
+        );
+    }
+    // The renamed rollout's name holds an id no session has.
+    let (code, err) = env.fails(&["show", "0199a000-0000-7000-8000-0000000000a1"]);
+    assert_eq!(code, 3, "{err}");
+}
+
 #[test]
 fn an_ambiguous_prefix_lists_the_candidates() {
     let env = TestEnv::with_fixtures();
