@@ -2,7 +2,7 @@
 //! and the listing scanner both describe each chain line as a `Link` and ask `active_branch`
 //! which lines are on the branch, so that `list` counts exactly what `show` reads.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
@@ -116,7 +116,7 @@ pub(super) fn active_branch(links: &[Link], subagent: bool) -> Branch {
         .max_by(|(ia, a), (ib, b)| a.time.cmp(&b.time).then(ia.cmp(ib)))
         .map(|(i, _)| i);
 
-    let mut on_path: HashSet<usize> = HashSet::new();
+    let mut on_path: HashSet<usize> = HashSet::default();
     let mut cycle_at = None;
     let mut missing_parent = None;
     let mut cursor = leaf;

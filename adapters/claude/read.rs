@@ -1,7 +1,7 @@
 //! Reads a Claude Code transcript into the neutral model, choosing the branch Claude Code itself
 //! would load.
 
-use std::collections::HashSet;
+use foldhash::HashSet;
 use std::path::Path;
 
 use anyhow::Result;
@@ -914,7 +914,7 @@ fn read_tail_in_full(
     if !entries.iter().any(|e| e.line >= from && e.reduced) {
         return Ok(());
     }
-    let at: std::collections::HashMap<usize, usize> = entries
+    let at: foldhash::HashMap<usize, usize> = entries
         .iter()
         .enumerate()
         .map(|(i, e)| (e.line, i))

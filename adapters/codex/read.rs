@@ -350,7 +350,7 @@ fn read_tail_in_full(path: &Path, session: &mut Session, tail: usize, max: usize
             break;
         }
     }
-    let wanted: std::collections::HashSet<usize> = session
+    let wanted: foldhash::HashSet<usize> = session
         .messages
         .iter()
         .filter(|m| m.metadata.contains_key("reduced"))
@@ -360,7 +360,7 @@ fn read_tail_in_full(path: &Path, session: &mut Session, tail: usize, max: usize
     if wanted.is_empty() {
         return Ok(());
     }
-    let mut outputs: std::collections::HashMap<usize, (String, Option<usize>)> = Default::default();
+    let mut outputs: foldhash::HashMap<usize, (String, Option<usize>)> = Default::default();
     jsonl::for_each_line_with(
         path,
         jsonl::Pass {

@@ -694,9 +694,9 @@ impl Session {
     /// Orphans are kept (they are part of what the source said) but flagged with
     /// `metadata.orphan = true` so that writers can leave them out of a target.
     pub fn pair_tool_calls(&mut self) {
-        use std::collections::HashMap;
-        let mut calls: HashMap<String, usize> = HashMap::new();
-        let mut results: HashMap<String, usize> = HashMap::new();
+        use foldhash::HashMap;
+        let mut calls: HashMap<String, usize> = HashMap::default();
+        let mut results: HashMap<String, usize> = HashMap::default();
         for m in &self.messages {
             if let Some(id) = &m.tool_call_id {
                 match m.role {

@@ -17,7 +17,7 @@
 //! source's own size is an estimate (characters / 4), as counting what is left out exactly would
 //! cost more than it tells.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::ops::Range;
 
 use anyhow::{Result, bail};
@@ -517,8 +517,8 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     let mut costs = Costs {
         tok: p.tokenizer,
         msgs,
-        cache: HashMap::new(),
-        same: HashMap::new(),
+        cache: HashMap::default(),
+        same: HashMap::default(),
     };
     let estimate: usize = middle
         .iter()
@@ -693,7 +693,7 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
 
 /// The number of each middle turn among the session's user turns (1 = the first request).
 fn turn_numbers(turns: &[Turn], middle: &[Range<usize>], first_user: Option<usize>) -> Vec<usize> {
-    let mut number_of: HashMap<usize, usize> = HashMap::new();
+    let mut number_of: HashMap<usize, usize> = HashMap::default();
     let mut n = 0;
     for t in turns {
         if t.user {
