@@ -27,29 +27,31 @@ pub struct GitState {
 }
 
 pub fn git_state(cwd: &str, recorded: Option<&GitInfo>) -> GitState {
-    let git = |args: &[&str]| -> Option<String> {
+    // One `git status` gives the commit, the branch and whether the tree is dirty: a relay
+    // starts one process instead of three.
+    let status = || -> Option<String> {
         let out = Command::new("git")
             .arg("-C")
             .arg(cwd)
-            .args(args)
+            .args([
+                "status",
+                "--porcelain=v2",
+                "--branch",
+                "--untracked-files=normal",
+            ])
             // Never take the index lock: reading the state must not write to the repository.
             .env("GIT_OPTIONAL_LOCKS", "0")
             .output()
             .ok()?;
         out.status
             .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     };
     if Path::new(cwd).is_dir()
-        && let Some(commit) = git(&["rev-parse", "HEAD"])
+        && let Some(status) = status()
+        && let Some(live) = parse_status(&status)
     {
-        return GitState {
-            branch: git(&["rev-parse", "--abbrev-ref", "HEAD"]),
-            commit: Some(commit),
-            dirty: git(&["status", "--porcelain", "--untracked-files=normal"])
-                .map(|s| !s.is_empty()),
-            live: true,
-        };
+        return live;
     }
     GitState {
         branch: recorded.and_then(|g| g.branch.clone()),
@@ -57,6 +59,30 @@ pub fn git_state(cwd: &str, recorded: Option<&GitInfo>) -> GitState {
         dirty: None,
         live: false,
     }
+}
+
+/// The state `git status --porcelain=v2 --branch` reports; `None` before the first commit
+/// (no commit to name). A detached HEAD is named `HEAD`, as `git rev-parse --abbrev-ref HEAD`
+/// names it.
+fn parse_status(status: &str) -> Option<GitState> {
+    let mut commit = None;
+    let mut branch = None;
+    let mut dirty = false;
+    for line in status.lines() {
+        if let Some(oid) = line.strip_prefix("# branch.oid ") {
+            commit = (oid != "(initial)").then(|| oid.to_string());
+        } else if let Some(head) = line.strip_prefix("# branch.head ") {
+            branch = Some(if head == "(detached)" { "HEAD" } else { head }.to_string());
+        } else if !line.starts_with('#') && !line.is_empty() {
+            dirty = true;
+        }
+    }
+    Some(GitState {
+        branch,
+        commit: Some(commit?),
+        dirty: Some(dirty),
+        live: true,
+    })
 }
 
 /// How much of each capped section the brief shows; halved until the brief fits.
@@ -310,6 +336,28 @@ fn dedup(items: impl Iterator<Item = String>) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::model::Message;
+
+    #[test]
+    fn git_status_v2_gives_commit_branch_and_dirtiness() {
+        let oid = "0123456789abcdef0123456789abcdef01234567";
+        let clean = format!(
+            "# branch.oid {oid}\n# branch.head main\n# branch.upstream origin/main\n# branch.ab +0 -0\n"
+        );
+        let g = parse_status(&clean).unwrap();
+        assert_eq!(
+            (g.branch.as_deref(), g.commit.as_deref(), g.dirty, g.live),
+            (Some("main"), Some(oid), Some(false), true)
+        );
+        let dirty = format!(
+            "# branch.oid {oid}\n# branch.head (detached)\n1 .M N... 100644 100644 100644 aa bb a.txt\n? new.txt\n"
+        );
+        let g = parse_status(&dirty).unwrap();
+        assert_eq!((g.branch.as_deref(), g.dirty), (Some("HEAD"), Some(true)));
+        let untracked_only = format!("# branch.oid {oid}\n# branch.head main\n? new.txt\n");
+        assert_eq!(parse_status(&untracked_only).unwrap().dirty, Some(true));
+        // No commit yet: nothing to name, as `git rev-parse HEAD` fails there.
+        assert!(parse_status("# branch.oid (initial)\n# branch.head main\n? a.txt\n").is_none());
+    }
 
     fn session_with_files(changes: &[(&str, usize)]) -> Session {
         let mut s = Session::new("claude", "test", "id");

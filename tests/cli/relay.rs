@@ -523,6 +523,32 @@ fn the_brief_reads_the_repository_at_relay_time() {
     );
     assert!(brief.contains("do not redo completed steps"), "{brief}");
     assert_eq!(written[0]["payload"]["git"]["branch"], "relay-test");
+
+    // Committed and detached: a clean tree, the branch named HEAD, the new commit.
+    git(&["commit", "-q", "-am", "second"]);
+    git(&["checkout", "-q", "--detach"]);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(&proj)
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap().trim().to_string();
+    let r = relay_json(
+        &env,
+        &["5d0c3a1e", "--to", "codex", "--cwd", &proj, "--force"],
+    );
+    let written = lines(r["target"]["path"].as_str().unwrap());
+    let brief = written[1]["payload"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        brief.contains(&format!(
+            "branch HEAD, commit {}, working tree clean",
+            &head[..12]
+        )),
+        "{brief}"
+    );
+    assert_eq!(written[0]["payload"]["git"]["commit_hash"], head.as_str());
 }
 
 #[test]
