@@ -195,14 +195,14 @@ impl Encoding {
             start.copy_within(i + 2..=len, i + 1);
             rank.copy_within(i + 2..len, i + 1);
             len -= 1;
-            let end = |j: usize| start[j] as usize;
+            let at = |j: usize| start[j] as usize;
             rank[i] = if i + 2 <= len {
-                self.pair_rank(piece, end(i), end(i + 2))
+                self.pair_rank(piece, at(i), at(i + 2))
             } else {
                 ABSENT
             };
             if i > 0 {
-                rank[i - 1] = self.pair_rank(piece, end(i - 1), end(i + 1));
+                rank[i - 1] = self.pair_rank(piece, at(i - 1), at(i + 1));
             }
             rank[len - 1..].fill(ABSENT);
         }
