@@ -103,11 +103,10 @@ impl Adapter for Claude {
     }
 
     fn id_from_name(&self, path: &Path) -> Option<String> {
-        // A transcript's id is its file name, whatever its lines say (see `scan`).
         if subagent_parent(path).is_some() {
             return None;
         }
-        Some(path.file_stem()?.to_string_lossy().into_owned())
+        Some(id_of(path))
     }
 
     fn read_with(&self, path: &Path, _home: Option<&Path>, opts: ReadOptions) -> Result<Session> {
@@ -162,6 +161,14 @@ impl Adapter for Claude {
 }
 
 /// Whether a path is a subagent transcript (`.../<session>/subagents/agent-<id>.jsonl`).
+/// A transcript's id: its file name, whatever its lines say.
+pub(crate) fn id_of(path: &Path) -> String {
+    path.file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
 pub(crate) fn subagent_parent(path: &Path) -> Option<String> {
     let parent = path.parent()?;
     if parent.file_name()? != "subagents" {

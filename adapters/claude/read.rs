@@ -89,10 +89,7 @@ enum Op {
 
 pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let subagent_of = super::subagent_parent(path);
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let stem = super::id_of(path);
     let mut session = Session::new(
         super::NAME,
         if subagent_of.is_some() {

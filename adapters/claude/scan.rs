@@ -146,11 +146,7 @@ struct Counted {
 
 pub fn summarize(path: &Path) -> Result<Summary> {
     let meta = std::fs::metadata(path)?;
-    let stem = path
-        .file_stem()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
+    let stem = super::id_of(path);
     let parent_id = super::subagent_parent(path);
     let subagent = parent_id.is_some();
     let mut cwd = None;

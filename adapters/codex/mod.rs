@@ -142,7 +142,8 @@ impl Adapter for Codex {
     }
 
     fn id_from_name(&self, path: &Path) -> Option<String> {
-        scan::id_from_first_line(path).filter(|id| Some(id) == id_from_file_name(path).as_ref())
+        let named = id_from_file_name(path)?;
+        scan::id_from_first_line(path).filter(|id| *id == named)
     }
 
     fn read_with(&self, path: &Path, home: Option<&Path>, opts: ReadOptions) -> Result<Session> {

@@ -15,5 +15,5 @@ mod tools;
 
 pub use meta::Meta;
 pub use session::*;
-pub use summary::{RecordedUsage, RelaySource, Summary};
+pub use summary::{RecordedUsage, RelaySource, Summary, named_for};
 pub use tools::{ToolKind, generic_key_arg};

@@ -71,6 +71,12 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// Whether a session file's name holds the session's id: the file an agent names for it.
+pub fn named_for(path: &std::path::Path, id: &str) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().contains(id))
+}
+
 impl Summary {
     /// The time the listing sorts by: last activity, else creation.
     pub fn sort_time(&self) -> Option<chrono::DateTime<chrono::Utc>> {
@@ -108,9 +114,7 @@ impl Summary {
     /// a full id relies on the first: it takes the file named for the id without a listing.
     pub fn listing_rank(&self) -> impl Ord + use<> {
         (
-            self.path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().contains(self.id.as_str())),
+            named_for(&self.path, &self.id),
             self.messages > 0,
             self.sort_time(),
             std::cmp::Reverse(self.path.clone()),

@@ -408,7 +408,7 @@ struct Costs<'a> {
     msgs: &'a [Message],
     cache: HashMap<(usize, usize, Form), usize>,
     /// The cost of each message that some form keeps as it is, by its index in `msgs`.
-    same: HashMap<usize, usize>,
+    same: Vec<Option<usize>>,
 }
 
 impl Costs<'_> {
@@ -423,14 +423,7 @@ impl Costs<'_> {
             c += match m {
                 Rendered::Same(i) => {
                     let i = r.start + i;
-                    match self.same.get(&i) {
-                        Some(&c) => c,
-                        None => {
-                            let c = cost(self.tok, &self.msgs[i]);
-                            self.same.insert(i, c);
-                            c
-                        }
-                    }
+                    *self.same[i].get_or_insert_with(|| cost(self.tok, &self.msgs[i]))
                 }
                 Rendered::New(m) => cost(self.tok, m),
             };
@@ -518,7 +511,7 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
         tok: p.tokenizer,
         msgs,
         cache: HashMap::default(),
-        same: HashMap::default(),
+        same: vec![None; msgs.len()],
     };
     let estimate: usize = middle
         .iter()
@@ -624,7 +617,8 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
         let (rendered, stats) = render(&msgs[r.clone()], LADDER[at]);
         tools.add(stats);
         let mut part = source_part(r, usize::from(msgs[r.start].role == Role::User));
-        part.written_tokens = costs.exact(&rendered);
+        // Costed already, when the turn's form was chosen.
+        part.written_tokens = costs.of(r, LADDER[at]);
         if at == 0 {
             verbatim.add(part);
         } else {

@@ -357,10 +357,7 @@ fn by_file_name(cfg: &Config, selector: &str, scope: &SelectScope) -> Result<Opt
     let mut found = None;
     for s in existing_stores(cfg, scope.agent)? {
         for path in s.adapter.session_files(&s.home) {
-            if !path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().contains(selector))
-            {
+            if !crate::model::named_for(&path, selector) {
                 continue;
             }
             if found.is_some() || s.adapter.id_from_name(&path).as_deref() != Some(selector) {
