@@ -18,7 +18,7 @@ pub mod variants;
 pub const MAX_LINE: usize = 32 << 20;
 
 /// Opens a session file for reading, decompressing `.zst`.
-pub fn open(path: &Path) -> Result<Box<dyn BufRead>> {
+pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     if meta.is_dir() {
@@ -306,7 +306,7 @@ pub fn for_each_line(path: &Path, f: impl FnMut(usize, Line) -> Result<()>) -> R
 
 /// Bytes of lines parsed together: large enough to spread over the cores, small enough that
 /// memory does not grow with the file.
-const BLOCK: usize = 4 << 20;
+const BLOCK: usize = 2 << 20;
 
 /// Like `for_each_line`, with `prepare` applied to each parsed line in parallel (a reader uses
 /// it to drop or shorten what it will not keep, before the line is handed on in order).
@@ -368,7 +368,7 @@ pub fn for_each_line_fast<T: Send>(
     mut f: impl FnMut(usize, Line<T>) -> Result<()>,
 ) -> Result<PassStats> {
     use rayon::prelude::*;
-    let mut reader = open(path)?;
+    let reader = open(path)?;
     // Reading is the slow part of a large session: say how far it is, in bytes of the file
     // (of the decompressed stream for `.zst`, whose size is not known in advance).
     let total = path
@@ -383,63 +383,20 @@ pub fn for_each_line_fast<T: Send>(
         crate::progress::Unit::Bytes,
     );
     let mut stats = PassStats::default();
-    let mut buf = Vec::new();
-    let mut end = Vec::new();
-    let mut no = 0usize;
-    let mut eof = false;
-    while !eof {
-        // Read a block of raw lines into one buffer (a buffer per line would grow from empty
-        // for every line: most of the allocator's work on a long session)...
-        let mut data: Vec<u8> = Vec::with_capacity(BLOCK + (BLOCK >> 3));
-        let mut block: Vec<(usize, std::ops::Range<usize>, bool)> = Vec::new();
-        let mut read = 0u64;
-        while data.len() < BLOCK {
-            let (n, terminated) =
-                read_line_keeping_end(&mut *reader, &mut buf, MAX_LINE, Some(&mut end))
-                    .with_context(|| format!("read error in {} after line {no}", path.display()))?;
-            if n == 0 {
-                eof = true;
-                break;
-            }
-            read += n as u64;
-            no += 1;
-            if no == 1 && buf.starts_with(BOM) {
-                stats.bom = true;
-                buf.drain(..BOM.len());
-            }
-            if n > MAX_LINE {
-                match salvage(&buf, &end, n) {
-                    Some(line) => {
-                        stats.salvaged.push((no, n));
-                        buf = line;
-                    }
-                    None => {
-                        stats.lines += 1;
-                        stats.oversized.push((no, n));
-                        continue;
-                    }
-                }
-            }
-            let line = trim_ascii(&buf);
-            if line.is_empty() {
-                continue;
-            }
-            stats.lines += 1;
-            if no < pass.from_line {
-                continue;
-            }
-            let start = data.len();
-            data.extend_from_slice(line);
-            block.push((no, start..data.len(), terminated));
-        }
-        if let Some(p) = &progress {
-            p.advance(read);
-        }
-        // ...parse it on every core...
-        let parsed: Vec<(usize, bool, bool, Result<T, String>)> = block
-            .into_par_iter()
+    let mut lines = Lines {
+        reader,
+        buf: Vec::new(),
+        end: Vec::new(),
+        no: 0,
+        eof: false,
+    };
+    let parse = |block: &Block| -> Vec<Parsed<T>> {
+        block
+            .lines
+            .par_iter()
             .map(|(no, range, terminated)| {
-                let bytes = &data[range];
+                let (no, terminated) = (*no, *terminated);
+                let bytes = &block.data[range.clone()];
                 let (text, lossy) = match std::str::from_utf8(bytes) {
                     Ok(s) => (std::borrow::Cow::Borrowed(s), false),
                     Err(_) => (String::from_utf8_lossy(bytes), true),
@@ -454,8 +411,25 @@ pub fn for_each_line_fast<T: Send>(
                 let r = parsed.map(|v| map(no, v)).map_err(|e| e.to_string());
                 (no, terminated, lossy, r)
             })
-            .collect();
-        drop(data);
+            .collect()
+    };
+    let mut block = lines.read_block(path, &pass, &mut stats)?;
+    loop {
+        if let Some(p) = &progress {
+            p.advance(block.read);
+        }
+        // Read the next block of raw lines on one core while this one is parsed on every
+        // core: reading and splitting lines would otherwise leave the other cores idle.
+        let (next, parsed) = if lines.eof {
+            (None, parse(&block))
+        } else {
+            let (next, parsed) = rayon::join(
+                || lines.read_block(path, &pass, &mut stats),
+                || parse(&block),
+            );
+            (Some(next?), parsed)
+        };
+        drop(block);
         // ...and hand the lines on in order. A cut-off last line (no newline, does not parse)
         // is an agent still writing, not a malformed line.
         for (no, terminated, lossy, r) in parsed {
@@ -471,8 +445,92 @@ pub fn for_each_line_fast<T: Send>(
                 }
             }
         }
+        match next {
+            Some(b) => block = b,
+            None => break,
+        }
     }
     Ok(stats)
+}
+
+/// A line as a block's parse hands it on: its number, whether it ended in a newline, whether
+/// invalid UTF-8 was replaced, and what it became.
+type Parsed<T> = (usize, bool, bool, Result<T, String>);
+
+/// Raw lines read together, to be parsed on every core: their bytes in one buffer (a buffer
+/// per line would grow from empty for every line: most of the allocator's work on a long
+/// session), each line's number, range and whether it ended in a newline.
+struct Block {
+    data: Vec<u8>,
+    lines: Vec<(usize, std::ops::Range<usize>, bool)>,
+    /// Bytes of the file the block took.
+    read: u64,
+}
+
+/// The lines of a file as `for_each_line_fast` reads them, block by block.
+struct Lines {
+    reader: Box<dyn BufRead + Send>,
+    buf: Vec<u8>,
+    end: Vec<u8>,
+    /// The number of the last line read.
+    no: usize,
+    eof: bool,
+}
+
+impl Lines {
+    /// The next `BLOCK` bytes or so of lines (empty at the end of the file).
+    fn read_block(&mut self, path: &Path, pass: &Pass, stats: &mut PassStats) -> Result<Block> {
+        let mut block = Block {
+            data: Vec::with_capacity(BLOCK + (BLOCK >> 3)),
+            lines: Vec::new(),
+            read: 0,
+        };
+        while block.data.len() < BLOCK {
+            let (n, terminated) = read_line_keeping_end(
+                &mut *self.reader,
+                &mut self.buf,
+                MAX_LINE,
+                Some(&mut self.end),
+            )
+            .with_context(|| format!("read error in {} after line {}", path.display(), self.no))?;
+            if n == 0 {
+                self.eof = true;
+                break;
+            }
+            block.read += n as u64;
+            self.no += 1;
+            let no = self.no;
+            if no == 1 && self.buf.starts_with(BOM) {
+                stats.bom = true;
+                self.buf.drain(..BOM.len());
+            }
+            if n > MAX_LINE {
+                match salvage(&self.buf, &self.end, n) {
+                    Some(line) => {
+                        stats.salvaged.push((no, n));
+                        self.buf = line;
+                    }
+                    None => {
+                        stats.lines += 1;
+                        stats.oversized.push((no, n));
+                        continue;
+                    }
+                }
+            }
+            let line = trim_ascii(&self.buf);
+            if line.is_empty() {
+                continue;
+            }
+            stats.lines += 1;
+            if no < pass.from_line {
+                continue;
+            }
+            let start = block.data.len();
+            block.data.extend_from_slice(line);
+            block.lines.push((no, start..block.data.len(), terminated));
+        }
+        Ok(block)
+    }
 }
 
 fn trim_ascii(b: &[u8]) -> &[u8] {
