@@ -2,7 +2,7 @@
 //! line number, a cut-off last line (the agent is still writing) ignored, `.zst` transparently.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -289,6 +289,17 @@ pub struct PassStats {
     pub truncated_tail: bool,
     /// The file started with a UTF-8 byte order mark, which was ignored.
     pub bom: bool,
+    /// Where each block of lines began: (number of its first line, byte offset), in order. A
+    /// later pass over the newest lines starts reading there (see `Pass::from`).
+    pub block_starts: Vec<(usize, u64)>,
+}
+
+impl PassStats {
+    /// The last place the pass began a block at or before line `line`.
+    fn start_before(&self, line: usize) -> Option<(usize, u64)> {
+        let i = self.block_starts.partition_point(|&(l, _)| l <= line);
+        i.checked_sub(1).map(|i| self.block_starts[i])
+    }
 }
 
 /// The UTF-8 byte order mark some editors and tools put at the start of a file.
@@ -325,6 +336,21 @@ pub struct Pass {
     pub prune: Option<pruned::Prune>,
     /// Hand on only lines from this number on (the earlier ones are read, not parsed).
     pub from_line: usize,
+    /// Start reading at this byte offset, the start of this line (see `Pass::from`).
+    pub start: Option<(usize, u64)>,
+}
+
+impl Pass {
+    /// A pass that hands on the lines from `line` on, starting to read where `earlier` (a pass
+    /// over the same file) began the block holding it: reading a long file again from its
+    /// start to its newest turns costs nearly what parsing them does.
+    pub fn from(line: usize, earlier: &PassStats, prune: Option<pruned::Prune>) -> Pass {
+        Pass {
+            prune,
+            from_line: line,
+            start: earlier.start_before(line),
+        }
+    }
 }
 
 /// `for_each_line_prepared`, parsing as `pass` says.
@@ -368,13 +394,27 @@ pub fn for_each_line_fast<T: Send>(
     mut f: impl FnMut(usize, Line<T>) -> Result<()>,
 ) -> Result<PassStats> {
     use rayon::prelude::*;
-    let reader = open(path)?;
+    let compressed = path.extension().is_some_and(|e| e == "zst");
+    // A compressed stream cannot be entered in the middle: it is read from its start.
+    let (reader, first, offset) = match pass.start {
+        Some((line, offset)) if !compressed && line > 1 => {
+            let mut file =
+                File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+            file.seek(std::io::SeekFrom::Start(offset))
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            let reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 16, file));
+            (reader, line, offset)
+        }
+        _ => (open(path)?, 1, 0),
+    };
     // Reading is the slow part of a large session: say how far it is, in bytes of the file
     // (of the decompressed stream for `.zst`, whose size is not known in advance).
-    let total = path
-        .extension()
-        .is_none_or(|e| e != "zst")
-        .then(|| std::fs::metadata(path).map(|m| m.len()).ok())
+    let total = (!compressed)
+        .then(|| {
+            std::fs::metadata(path)
+                .map(|m| m.len().saturating_sub(offset))
+                .ok()
+        })
         .flatten();
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let progress = crate::progress::start(
@@ -387,7 +427,8 @@ pub fn for_each_line_fast<T: Send>(
         reader,
         buf: Vec::new(),
         end: Vec::new(),
-        no: 0,
+        no: first - 1,
+        offset,
         eof: false,
     };
     let parse = |block: &Block| -> Vec<Parsed<T>> {
@@ -474,6 +515,8 @@ struct Lines {
     end: Vec<u8>,
     /// The number of the last line read.
     no: usize,
+    /// The byte offset of the next line.
+    offset: u64,
     eof: bool,
 }
 
@@ -485,6 +528,7 @@ impl Lines {
             lines: Vec::new(),
             read: 0,
         };
+        stats.block_starts.push((self.no + 1, self.offset));
         while block.data.len() < BLOCK {
             let (n, terminated) = read_line_keeping_end(
                 &mut *self.reader,
@@ -498,6 +542,7 @@ impl Lines {
                 break;
             }
             block.read += n as u64;
+            self.offset += n as u64;
             self.no += 1;
             let no = self.no;
             if no == 1 && self.buf.starts_with(BOM) {
@@ -698,6 +743,69 @@ pub fn tail_lines(path: &Path, max: u64) -> Result<Vec<Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pass from a line, started where an earlier pass began that line's block, hands on
+    /// exactly what a pass from the file's start does from that line on: same numbers, same
+    /// values, malformed and blank lines included, wherever the line falls in its block.
+    #[test]
+    fn a_pass_from_a_line_reads_what_a_pass_from_the_start_does() {
+        let mut file = Vec::from(BOM);
+        let mut i = 0usize;
+        // Over three blocks, of lines of varied lengths and endings.
+        while file.len() < 3 * BLOCK + BLOCK / 2 {
+            let pad = "ü".repeat((i * 7919) % 3000);
+            file.extend_from_slice(format!("{{\"n\":{i},\"pad\":\"{pad}\"}}").as_bytes());
+            file.extend_from_slice(match i % 5 {
+                0 => b"\r\n".as_slice(),
+                1 => b"\n\n  \n",
+                2 => b"\n{\"broken\": \n",
+                _ => b"\n",
+            });
+            i += 1;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, &file).unwrap();
+        let pass = |p: Pass| {
+            let mut seen = Vec::new();
+            let stats = for_each_line_with(
+                &path,
+                p,
+                |_| {},
+                |no, line| {
+                    seen.push((
+                        no,
+                        match line {
+                            Line::Json(v) => v.to_string(),
+                            Line::Malformed(e) => format!("malformed: {e}"),
+                        },
+                    ));
+                    Ok(())
+                },
+            )
+            .unwrap();
+            (seen, stats)
+        };
+        let (all, first) = pass(Pass::default());
+        assert!(first.block_starts.len() >= 4, "{:?}", first.block_starts);
+        let total = all.last().unwrap().0;
+        let mut froms: Vec<usize> = first
+            .block_starts
+            .iter()
+            .flat_map(|&(l, _)| [l.saturating_sub(1), l, l + 1])
+            .collect();
+        froms.extend([0, 1, 2, total / 3, total - 1, total, total + 1]);
+        for from in froms {
+            let p = Pass::from(from, &first, None);
+            assert_eq!(
+                p.start.is_some(),
+                from >= first.block_starts[0].0,
+                "from {from}"
+            );
+            let want: Vec<_> = all.iter().filter(|(no, _)| *no >= from).cloned().collect();
+            assert_eq!(pass(p).0, want, "from line {from}");
+        }
+    }
 
     /// A token cut in two at either seam is dropped whole, not kept in a piece that redaction
     /// would no longer recognise.

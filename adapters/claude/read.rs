@@ -125,7 +125,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let reduced = opts.full_tail_tokens.is_some();
     let first_pass = jsonl::Pass {
         prune: first_max.map(prune),
-        from_line: 0,
+        ..Default::default()
     };
     let mut links: Vec<Link> = Vec::new();
     let full_max = max.unwrap_or(usize::MAX);
@@ -254,7 +254,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let active = active_lines(&entries, &links, subagent_of.is_some(), &mut session);
     drop(links);
     if let (Some(max), Some(tail)) = (max, opts.full_tail_tokens) {
-        read_tail_in_full(path, &mut entries, &active, tail, max)?;
+        read_tail_in_full(path, &pass, &mut entries, &active, tail, max)?;
     }
     let mut todos: Option<Vec<Todo>> = None;
     // The messages' exact number: a vector grown by doubling holds up to twice that at its peak.
@@ -892,6 +892,7 @@ fn shrink(v: &mut Value, max: usize, reduced: bool) {
 /// of a turn, read again with outputs cut to `max` instead of their first line.
 fn read_tail_in_full(
     path: &Path,
+    first: &jsonl::PassStats,
     entries: &mut [Entry],
     active: &HashSet<usize>,
     tail: usize,
@@ -918,10 +919,7 @@ fn read_tail_in_full(
         .collect();
     jsonl::for_each_line_fast(
         path,
-        jsonl::Pass {
-            prune: Some(prune(max)),
-            from_line: from,
-        },
+        jsonl::Pass::from(from, first, Some(prune(max))),
         |no, text| fast::facts(no, text, max, false, max),
         |no, v| facts(no, v, Some(max), false, max),
         |no, line| {

@@ -248,7 +248,7 @@ fn read_lines(
 
     let first_pass = jsonl::Pass {
         prune: first_max.map(prune),
-        from_line: 0,
+        ..Default::default()
     };
     let (max_output, reduced) = (state.max_output, state.reduced);
     // Set once response items carrying the conversation are applied: from then on the fast
@@ -332,7 +332,7 @@ fn read_lines(
     }
     finish(&mut session, state);
     if let (Some(max), Some(tail)) = whole_tail {
-        read_tail_in_full(path, &mut session, tail, max)?;
+        read_tail_in_full(path, &pass, &mut session, tail, max)?;
     }
     Ok(session)
 }
@@ -340,7 +340,13 @@ fn read_lines(
 /// The newest turns, about `tail` tokens of them from the last back to the start of a turn:
 /// their tool outputs, read only to their first line in the first pass, read again and cut to
 /// `max` instead.
-fn read_tail_in_full(path: &Path, session: &mut Session, tail: usize, max: usize) -> Result<()> {
+fn read_tail_in_full(
+    path: &Path,
+    first: &jsonl::PassStats,
+    session: &mut Session,
+    tail: usize,
+    max: usize,
+) -> Result<()> {
     let mut tokens = 0usize;
     let mut from = 0;
     for m in session.messages.iter().rev() {
@@ -363,10 +369,7 @@ fn read_tail_in_full(path: &Path, session: &mut Session, tail: usize, max: usize
     let mut outputs: foldhash::HashMap<usize, (String, Option<usize>)> = Default::default();
     jsonl::for_each_line_with(
         path,
-        jsonl::Pass {
-            prune: Some(prune(max)),
-            from_line: from,
-        },
+        jsonl::Pass::from(from, first, Some(prune(max))),
         |_| {},
         |no, line| {
             let Line::Json(v) = line else { return Ok(()) };
