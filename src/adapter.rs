@@ -25,6 +25,26 @@ pub struct ReadOptions {
     pub full_tail_tokens: Option<usize>,
 }
 
+impl ReadOptions {
+    /// These options for the session file at `path`. A file whose text is no more than the
+    /// full-read tail (at about four bytes a token) is read in full at once: read in part, its
+    /// tail would be the whole session, read a second time (a full read gives the same
+    /// relay). A compressed file's size says nothing of its text: it keeps the options.
+    pub fn for_file(self, path: &Path) -> ReadOptions {
+        let small = |tail: usize| {
+            path.extension().is_none_or(|e| e != "zst")
+                && std::fs::metadata(path).is_ok_and(|m| m.len() / 4 <= tail as u64)
+        };
+        match self.full_tail_tokens {
+            Some(tail) if small(tail) => ReadOptions {
+                full_tail_tokens: None,
+                ..self
+            },
+            _ => self,
+        }
+    }
+}
+
 /// How many characters of a tool output a reader keeps when it reads the output's turn only
 /// in part (see `ReadOptions::full_tail_tokens`): enough for its first line.
 pub const REDUCED_OUTPUT_CHARS: usize = 1000;
@@ -222,4 +242,39 @@ pub trait Adapter: Sync {
     ) -> Result<Vec<String>>;
     /// Before a relayed session's file is deleted: remove it from the store's indexes.
     fn unregister(&self, home: &Path, id: &str) -> Result<Vec<String>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file no larger than the tail's text is read in full at once; a larger one, or a
+    /// compressed one whatever its size, keeps the tail.
+    #[test]
+    fn a_file_the_tail_would_hold_whole_is_read_in_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = |tail| ReadOptions {
+            max_tool_output: Some(8000),
+            full_tail_tokens: Some(tail),
+        };
+        for (name, bytes, tail, whole) in [
+            ("a.jsonl", 4000, 1000, true),
+            ("b.jsonl", 4004, 1000, false),
+            ("c.jsonl", 0, 0, true),
+            ("d.jsonl.zst", 10, 1000, false),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, vec![b'x'; bytes]).unwrap();
+            let got = opts(tail).for_file(&path);
+            assert_eq!(got.full_tail_tokens.is_none(), whole, "{name}");
+            assert_eq!(got.max_tool_output, Some(8000), "{name}");
+        }
+        // Without a tail (a full read), nothing changes.
+        let path = dir.path().join("a.jsonl");
+        let full = ReadOptions::default().for_file(&path);
+        assert!(full.full_tail_tokens.is_none() && full.max_tool_output.is_none());
+        // A file that cannot be read keeps the options: the reader says why.
+        let gone = opts(1000).for_file(&dir.path().join("missing.jsonl"));
+        assert_eq!(gone.full_tail_tokens, Some(1000));
+    }
 }

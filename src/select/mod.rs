@@ -262,7 +262,7 @@ impl Located {
     pub fn read_with(&self, opts: ReadOptions) -> Result<Session> {
         match self.adapter {
             Some(a) => a
-                .read_with(&self.path, self.home.as_deref(), opts)
+                .read_with(&self.path, self.home.as_deref(), opts.for_file(&self.path))
                 .with_context(|| format!("reading {}", self.path.display())),
             None => neutral::read(&self.path),
         }
