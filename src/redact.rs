@@ -170,7 +170,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r#"(?i)(?-u:\b)aws_?secret_?(?:access_?)?key(?:_id)?["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})(?-u:\b)"#,
         1,
         Check::None,
-        None,
+        Some(r"(?i)aws_?secret_?(?:access_?)?key"),
     ),
     (
         // Google: API keys `AIza` + 35.
@@ -320,7 +320,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r"(?:^|\n[+-]|[^A-Za-z0-9+/=_-])(cio[A-Za-z0-9]{32})(?-u:\b)",
         1,
         Check::None,
-        None,
+        Some(r"cio[A-Za-z0-9]{32}"),
     ),
     (
         // Docker Hub: personal and organisation access tokens.
@@ -393,7 +393,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r"(?:^|\n[+-]|[^A-Za-z0-9+/=_-])(EAAA[A-Za-z0-9_-]{60})(?:[^A-Za-z0-9+/=_-]|$)",
         1,
         Check::None,
-        None,
+        Some(r"EAAA[A-Za-z0-9_-]{60}"),
     ),
     (
         // Square: `sq0atp-` access tokens, `sq0csp-` OAuth secrets.
@@ -426,7 +426,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r"(?:^|[^A-Za-z0-9_-])(key-[a-f0-9]{32})(?-u:\b)",
         1,
         Check::None,
-        None,
+        Some(r"key-[a-f0-9]{32}"),
     ),
     (
         // Mailchimp: 32 hex + the data centre, `-us12`.
@@ -442,7 +442,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r#"(?i)(?-u:\b)(?:x-)?postmark[_-]?(?:server|account)[_-]?(?:api[_-]?)?token\\?["']?\s*[:=]\s*\\?["']?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#,
         1,
         Check::None,
-        None,
+        Some(r"(?i)postmark[_-]?(?:server|account)"),
     ),
     (
         // Twilio: API key secrets' ids `SK` + 32 hex.
@@ -516,7 +516,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r#"(?i)(?-u:\b)(?:dd|datadog)[_-]?(?:api|app|application)[_-]?key\\?["']?\s*[:=]\s*\\?["']?([a-f0-9]{32,40})(?-u:\b)"#,
         1,
         Check::None,
-        None,
+        Some(r"(?i)(?:dd|datadog)[_-]?(?:api|app|application)[_-]?key"),
     ),
     (
         // Grafana: Cloud API tokens `glc_`, service-account tokens `glsa_`.
@@ -573,7 +573,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r#"(?i)(?-u:\b)(?:proxy-)?authorization\\?["']?\s*[:=]\s*\\?["']?\s*(?:bearer|token)\s+([A-Za-z0-9._~+/=-]{12,})"#,
         1,
         Check::Value,
-        None,
+        Some(r"(?i)authorization"),
     ),
     (
         // `Authorization: Basic <base64 of user:password>`.
@@ -581,7 +581,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r#"(?i)(?-u:\b)(?:proxy-)?authorization\\?["']?\s*[:=]\s*\\?["']?\s*basic\s+([A-Za-z0-9+/]{6,}={0,2})"#,
         1,
         Check::Literal,
-        None,
+        Some(r"(?i)authorization"),
     ),
     (
         // The password in `scheme://user:password@host`, also with no user (`redis://:pw@host`).
@@ -613,7 +613,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r#"(?:^|\s)--(?:[a-z0-9]+-)*(?:password|passwd|pass)(?:=|\s+)('[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]*)"#,
         1,
         Check::Literal,
-        None,
+        Some(r"-pass"),
     ),
     (
         // OpenSSL `-pass pass:PW`, `-passin pass:PW`, `-passout pass:PW`.
@@ -621,7 +621,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r"(?:^|\s)-pass(?:in|out)?\s+pass:(\S+)",
         1,
         Check::Literal,
-        None,
+        Some(r"pass:"),
     ),
     (
         // `curl -u user:PW`, `curl --user user:PW`.
@@ -637,7 +637,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r#"(?:^|[\s;&(+-])(?:export\s+)?(?:PGPASSWORD|MYSQL_PWD|REDISCLI_AUTH|SSHPASS)=('[^'\n]+'|"[^"\n]+"|[^\s'";&)]+)"#,
         1,
         Check::Literal,
-        None,
+        Some(r"(?:PGPASSWORD|MYSQL_PWD|REDISCLI_AUTH|SSHPASS)="),
     ),
     (
         // ADO.NET / ODBC / JDBC-style connection strings: `Server=…;User Id=…;Password=…`.
@@ -653,7 +653,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r"(?i)(?:^|[\s\x22'+-])(?:password|pwd)\s*=\s*([^;\x22'\r\n]+);\s*(?:server|data source|host|address|user id|uid|user|username|database|initial catalog)\s*=",
         1,
         Check::Literal,
-        None,
+        Some(r"(?i)(?:password|pwd)\s*="),
     ),
     // --- Credentials by their name.
     (
@@ -692,7 +692,7 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         r#"(?m)(?:^|[\s+>])(?:export\s+)?[A-Z][A-Z0-9_]{2,}\s*=\s*["']?([A-Za-z0-9+/_=.-]{20,})["']?(?:\s|$)"#,
         1,
         Check::HighEntropy,
-        None,
+        Some(r#"[A-Z][A-Z0-9_]{2,}\s*=\s*["']?[A-Za-z0-9+/_=.-]{20}"#),
     ),
     // --- What a reader's cut left of a secret.
     (
@@ -1272,6 +1272,76 @@ fn entropy(s: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rule's hint is all the prefilter looks for, so it must be found in every match of the
+    /// rule: checked on matches of every hinted rule, whatever the case and the spacing.
+    #[test]
+    fn every_hint_is_found_in_every_match_of_its_rule() {
+        let texts = [
+            "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8sT4uV1w",
+            "AWS_SECRET_KEY_ID : 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8sT4uV1w'",
+            "token cioAbCdEfGhIjKlMnOpQrStUvWxYz012345 done",
+            "+cioAbCdEfGhIjKlMnOpQrStUvWxYz012345",
+            " EAAAl0nGeNoUgHtOk3n_sHaPe-0123456789abcdefghijABCDEFGHIJ01234567 ",
+            "square: EAAAl0nGeNoUgHtOk3n_sHaPe-0123456789abcdefghijABCDEFGHIJ01234567",
+            "mailgun key-0123456789abcdef0123456789abcdef ok",
+            "X-POSTMARK-SERVER-API-TOKEN: 01234567-89ab-cdef-0123-456789abcdef",
+            "postmark_account_token=\\\"01234567-89ab-cdef-0123-456789abcdef",
+            "DD_API_KEY=0123456789abcdef0123456789abcdef",
+            "datadog-application-key: '0123456789abcdef0123456789abcdef01234567'",
+            "Authorization: Bearer abcdefghijklmnop.qrst",
+            "proxy-authorization=token abcdefghijklmnop",
+            "AUTHORIZATION: Basic dXNlcjpwYXNzd29yZA==",
+            "mysqldump --password=dumpPassword --all-databases",
+            "deploy --db-admin-passwd 'hunter2 hunter2'",
+            "login --pass \"s3cr3t\"",
+            "openssl enc -passin pass:hunter22 -in x",
+            "openssl req -passout  pass:hunter22",
+            "export PGPASSWORD=pgpassword; psql",
+            "(SSHPASS='sshPassWord' sshpass -e ssh x)",
+            "Password=hunter2;Server=db.internal;",
+            "'pwd = hunter2; user id=sa",
+            "export API_TOKEN=AbCdEf0123456789AbCdEf0123",
+            "> SERVICE_KEY = \"AbCdEf0123456789/AbCdEf0123+==\"",
+        ];
+        let redactor = Redactor::new(&[], &[]).unwrap();
+        let mut checked = std::collections::BTreeMap::<&str, usize>::new();
+        for rule in redactor.rules.iter().filter(|r| r.hint.is_some()) {
+            let re = Regex::new(&rule.pattern).unwrap();
+            let hint = Regex::new(rule.hint.unwrap()).unwrap();
+            for text in texts {
+                for m in re.find_iter(text) {
+                    assert!(
+                        hint.is_match(m.as_str()),
+                        "{}: hint {:?} is not in the match {:?}",
+                        rule.kind,
+                        rule.hint,
+                        m.as_str()
+                    );
+                    *checked.entry(rule.kind.as_str()).or_default() += 1;
+                }
+            }
+        }
+        for kind in [
+            "aws_secret_key",
+            "crates_io_token",
+            "square_token",
+            "mailgun_key",
+            "postmark_token",
+            "datadog_key",
+            "bearer_token",
+            "basic_auth",
+            "cli_password",
+            "connection_string",
+            "high_entropy_value",
+        ] {
+            assert!(
+                checked.get(kind).copied().unwrap_or(0) >= 1,
+                "no match of {kind}: {checked:?}"
+            );
+        }
+        assert!(checked["cli_password"] >= 6, "{checked:?}");
+    }
 
     fn red(text: &str) -> (String, Counts) {
         let r = Redactor::new(&[], &[]).unwrap();
