@@ -33,6 +33,15 @@ pub fn remove_created_dirs(created: &[PathBuf]) {
 /// Writes a new file atomically (temp file in the same folder, fsync, rename) and refuses to
 /// replace an existing one.
 pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_new_file_with(path, |w| Ok(w.write_all(bytes)?))
+}
+
+/// `write_new_file`, with the content written by `write` as it is made: a long session's
+/// export need not be held in memory whole beside the session itself.
+pub fn write_new_file_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -47,11 +56,16 @@ pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
         )
         .into());
     }
-    let mut tmp = tempfile::Builder::new()
+    let tmp = tempfile::Builder::new()
         .prefix(".session-relay-")
         .tempfile_in(&dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp);
+    write(&mut out)?;
+    // A failed write leaves nothing behind: the temporary file is removed when dropped.
+    let tmp = out
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error()))?;
     tmp.as_file().sync_all()?;
     tmp.persist_noclobber(path)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
@@ -152,6 +166,41 @@ mod tests {
         let fresh = dir.path().join("new.jsonl");
         append_line(&fresh, "x").unwrap();
         assert_eq!(std::fs::read_to_string(&fresh).unwrap(), "x\n");
+    }
+
+    /// A file written as it is made lands whole, beyond the writer's buffer, or not at all:
+    /// a failure midway leaves neither the file nor a temporary one, and an existing file is
+    /// never replaced.
+    #[test]
+    fn a_new_file_written_as_it_is_made_lands_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("export.jsonl");
+        let line = "x".repeat(1000) + "\n";
+        write_new_file_with(&p, |w| {
+            for _ in 0..500 {
+                w.write_all(line.as_bytes())?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), line.repeat(500));
+
+        let failed = dir.path().join("failed.jsonl");
+        let err = write_new_file_with(&failed, |w| {
+            w.write_all(&vec![b'y'; 300_000])?;
+            anyhow::bail!("the session could not be serialised")
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("could not be serialised"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(left, vec!["export.jsonl".to_string()], "{left:?}");
+
+        let again = write_new_file_with(&p, |w| Ok(w.write_all(b"other")?));
+        assert!(again.unwrap_err().to_string().contains("already exists"));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), line.repeat(500));
     }
 }
 

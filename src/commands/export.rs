@@ -106,18 +106,23 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
         });
         s = f;
     }
-    let mut buf: Vec<u8> = Vec::new();
-    match opts.format {
-        Format::Jsonl => neutral::write(&s, &mut buf)?,
-        Format::Markdown => buf.extend(
-            crate::model::markdown::markdown(&s, crate::adapters::display_name(&s.agent)).bytes(),
-        ),
-    }
+    // Written as it is serialised: a long session is not held a second time as its export.
+    let write = |w: &mut dyn Write| -> Result<()> {
+        match opts.format {
+            Format::Jsonl => neutral::write(&s, w)?,
+            Format::Markdown => w.write_all(
+                crate::model::markdown::markdown(&s, crate::adapters::display_name(&s.agent))
+                    .as_bytes(),
+            )?,
+        }
+        Ok(())
+    };
     match &opts.output {
-        Some(path) => crate::fsutil::write_new_file(path, &buf)?,
+        Some(path) => crate::fsutil::write_new_file_with(path, write)?,
         None => {
-            stdout.write_all(&buf)?;
-            stdout.flush()?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, &mut *stdout);
+            write(&mut out)?;
+            out.flush()?;
         }
     }
     Ok(Report {
