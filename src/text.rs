@@ -76,10 +76,25 @@ pub fn one_line_cut(s: &str, max: usize) -> String {
 
 /// Long outputs keep their head and tail, with a marker saying how much was cut.
 pub fn trim_output(text: &str, max: usize) -> String {
+    trim_output_cow(text, max).into_owned()
+}
+
+/// `trim_output`, borrowing a text that is not cut: most outputs are short, and a caller
+/// that only appends the result need not copy them twice.
+pub fn trim_output_cow(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    // Bytes bound characters: a text of at most `max` bytes needs no count.
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
     let n = text.chars().count();
     if n <= max {
-        return text.to_string();
+        return std::borrow::Cow::Borrowed(text);
     }
+    std::borrow::Cow::Owned(cut_output(text, max, n))
+}
+
+/// The head and tail of `text`, `n` characters long (more than `max`), around the marker.
+fn cut_output(text: &str, max: usize, n: usize) -> String {
     let head_len = max * 2 / 3;
     let tail_len = max - head_len;
     let (head, tail) = (first_chars(text, head_len), last_chars(text, tail_len));

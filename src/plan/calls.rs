@@ -4,27 +4,32 @@
 use serde_json::Value;
 
 use crate::model::{Message, generic_key_arg};
-use crate::text::{one_line as collapse, trim_output, truncate_chars};
+use crate::text::{one_line as collapse, trim_output_cow, truncate_chars};
 
 /// Longest tool output carried as text before it is cut to head and tail.
 const TRANSCRIPT_OUTPUT_MAX: usize = 2000;
 
 /// A tool call (and its result) as text the next model can read.
 pub fn transcript(call: &Message, result: Option<&Message>) -> String {
+    use std::fmt::Write;
     let name = call.tool_name.as_deref().unwrap_or("?");
     let arg = truncate_chars(&collapse(&key_arg(call)), 300);
-    let mut text = format!("[tool call: {name}] {arg}");
-    match result {
-        Some(r) => {
+    // Sized once: a long session has a transcript for every call the target has no tool for.
+    let body = result.map(|r| trim_output_cow(&r.content, TRANSCRIPT_OUTPUT_MAX));
+    let mut text = String::with_capacity(
+        name.len() + arg.len() + body.as_ref().map_or(32, |b| b.len() + 48) + 16,
+    );
+    let _ = write!(text, "[tool call: {name}] {arg}");
+    match (result, body) {
+        (Some(r), Some(body)) => {
             let status = if r.is_error { "error" } else { "ok" };
-            let body = trim_output(&r.content, TRANSCRIPT_OUTPUT_MAX);
-            text.push_str(&format!("\n[result: {status}, {} chars]", r.output_chars()));
+            let _ = write!(text, "\n[result: {status}, {} chars]", r.output_chars());
             if !body.trim().is_empty() {
                 text.push('\n');
                 text.push_str(&body);
             }
         }
-        None => text.push_str("\n[no result was recorded]"),
+        _ => text.push_str("\n[no result was recorded]"),
     }
     text
 }

@@ -5,7 +5,7 @@
 //! The result is still a neutral `Session`; the target adapter only serialises it. The same
 //! shaped session is what the written file is verified against after it is read back.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use super::calls;
 use crate::adapter::Adapter;
