@@ -694,34 +694,42 @@ impl Session {
     /// Orphans are kept (they are part of what the source said) but flagged with
     /// `metadata.orphan = true` so that writers can leave them out of a target.
     pub fn pair_tool_calls(&mut self) {
-        use foldhash::HashMap;
-        let mut calls: HashMap<String, usize> = HashMap::default();
-        let mut results: HashMap<String, usize> = HashMap::default();
-        for m in &self.messages {
-            if let Some(id) = &m.tool_call_id {
-                match m.role {
-                    Role::ToolCall => *calls.entry(id.clone()).or_default() += 1,
-                    Role::ToolResult => *results.entry(id.clone()).or_default() += 1,
-                    _ => {}
+        use foldhash::HashSet;
+        // Which calls and results are unpaired, found with the ids borrowed (a long session has
+        // tens of thousands), then marked.
+        let orphans: Vec<usize> = {
+            let mut calls: HashSet<&str> = HashSet::default();
+            let mut results: HashSet<&str> = HashSet::default();
+            for m in &self.messages {
+                if let Some(id) = &m.tool_call_id {
+                    match m.role {
+                        Role::ToolCall => calls.insert(id),
+                        Role::ToolResult => results.insert(id),
+                        _ => false,
+                    };
                 }
             }
-        }
+            self.messages
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| match (m.role, m.tool_call_id.as_deref()) {
+                    (Role::ToolCall, Some(id)) => !results.contains(id),
+                    (Role::ToolResult, Some(id)) => !calls.contains(id),
+                    (Role::ToolCall | Role::ToolResult, None) => true,
+                    _ => false,
+                })
+                .map(|(i, _)| i)
+                .collect()
+        };
         let mut orphan_calls = Vec::new();
         let mut orphan_results = Vec::new();
-        for (i, m) in self.messages.iter_mut().enumerate() {
-            let paired = match (m.role, &m.tool_call_id) {
-                (Role::ToolCall, Some(id)) => results.contains_key(id),
-                (Role::ToolResult, Some(id)) => calls.contains_key(id),
-                (Role::ToolCall | Role::ToolResult, None) => false,
-                _ => continue,
-            };
-            if !paired {
-                m.metadata.insert("orphan", Value::Bool(true));
-                if m.role == Role::ToolCall {
-                    orphan_calls.push(i);
-                } else {
-                    orphan_results.push(i);
-                }
+        for i in orphans {
+            let m = &mut self.messages[i];
+            m.metadata.insert("orphan", Value::Bool(true));
+            if m.role == Role::ToolCall {
+                orphan_calls.push(i);
+            } else {
+                orphan_results.push(i);
             }
         }
         self.stats.orphan_tool_calls = orphan_calls.len();
