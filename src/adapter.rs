@@ -18,8 +18,9 @@ pub struct ReadOptions {
     /// `None` reads everything, as `show` and `export` must.
     pub max_tool_output: Option<usize>,
     /// Read in full only the newest turns, about this many tokens of them (estimated); of older
-    /// turns keep texts, tool calls and what their outputs were (length, error, first
-    /// characters) but not the outputs themselves, marking such messages `reduced`. A relay
+    /// turns keep texts, tool calls and what their outputs were (length, error, first line as
+    /// a full read keeps it: `text::kept_output`) but not the outputs themselves, marking such
+    /// messages `reduced`. A relay
     /// keeps older turns at most as one line per tool call, so it needs no more; if its fit
     /// wants more, it reads again in full. `None` reads every turn in full.
     pub full_tail_tokens: Option<usize>,
@@ -44,10 +45,6 @@ impl ReadOptions {
         }
     }
 }
-
-/// How many characters of a tool output a reader keeps when it reads the output's turn only
-/// in part (see `ReadOptions::full_tail_tokens`): enough for its first line.
-pub const REDUCED_OUTPUT_CHARS: usize = 1000;
 
 /// What the relay asks a target adapter to write.
 pub struct WriteRequest {

@@ -153,6 +153,34 @@ pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// What a reader keeps of a tool output `n` characters long, of which `text` holds at least
+/// the first and the last `max` characters (see `trim_output_of`); `None`: the output as it is.
+/// Cut to `max` characters, or with `first_line`, for an output of an older turn read only in
+/// part (see `ReadOptions::full_tail_tokens`), only its first line as that cut leaves it, then a
+/// marker. A summary quotes that line; ending as it ends in the cut output (its newline, or the
+/// cut marker right after it), it is masked as a full read masks it: a piece of a token
+/// against a marker is masked whole (`cut_fragment`), so a line cut shorter than a full read
+/// cuts it would be quoted differently.
+pub fn kept_output(text: &str, n: usize, max: usize, first_line: bool) -> Option<String> {
+    if !first_line {
+        return (n > max).then(|| trim_output_of(text, max, n));
+    }
+    // What a full read keeps before its marker: the whole output, or its head.
+    let head_len = if n <= max { n } else { max * 2 / 3 };
+    let head = first_chars(text, head_len);
+    match head.find('\n') {
+        Some(i) => {
+            let line = &head[..=i];
+            let rest = n.saturating_sub(line.chars().count());
+            (rest > 0).then(|| format!("{line}\n[… {rest} chars cut …]\n"))
+        }
+        // One line, kept whole by a full read.
+        None if n <= max => None,
+        // One line longer than a full read's head: cut where that cut falls.
+        None => Some(format!("{head}\n[… {} chars cut …]\n", n - head_len)),
+    }
+}
+
 /// `trim_output` of a text of which `text` holds at least the first and the last
 /// `max` characters (pieces cut earlier at the same `max`), `n` characters long in full: the
 /// same result as cutting the full text.
@@ -247,6 +275,47 @@ pub fn tilde(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Read in part, an output keeps its first line as a full read's cut leaves it, ending as
+    /// it ends there: with its newline, or against the cut marker.
+    #[test]
+    fn an_output_read_in_part_keeps_its_first_line_as_a_full_read_does() {
+        let max = 90;
+        for (text, want) in [
+            (
+                "short\nsecond\nthird".to_string(),
+                Some("short\n\n[… 12 chars cut …]\n".to_string()),
+            ),
+            ("one line only".to_string(), None),
+            ("x".repeat(90), None),
+            (
+                "x".repeat(100),
+                Some(format!("{}\n[… 40 chars cut …]\n", "x".repeat(60))),
+            ),
+            (
+                format!("{}\n{}", "é".repeat(59), "z".repeat(50)),
+                Some(format!("{}\n\n[… 50 chars cut …]\n", "é".repeat(59))),
+            ),
+            (
+                format!("{}\nrest", "y".repeat(70)),
+                Some(format!("{}\n\n[… 4 chars cut …]\n", "y".repeat(70))),
+            ),
+            (
+                format!("{}\nrest", "y".repeat(100)),
+                Some(format!("{}\n[… 45 chars cut …]\n", "y".repeat(60))),
+            ),
+            ("ends with its line\n".to_string(), None),
+        ] {
+            let n = text.chars().count();
+            assert_eq!(kept_output(&text, n, max, true), want, "{text:?}");
+            // Read in full, the same output is cut as `trim_output` cuts it.
+            let full = kept_output(&text, n, max, false);
+            assert_eq!(
+                full.unwrap_or_else(|| text.clone()),
+                trim_output(&text, max)
+            );
+        }
+    }
 
     #[test]
     fn the_first_shell_word_undoes_shell_quote() {

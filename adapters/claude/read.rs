@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 use super::chain::{self, CHAIN_TYPES, Id, Link};
 
 mod fast;
-use crate::adapter::REDUCED_OUTPUT_CHARS;
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{Message, Role, Session, SubagentLink, TimeSpan, Timestamp, Todo, TodoStatus};
 
@@ -118,10 +117,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     // A relay keeps at most `max` characters of any output: tool outputs are cut while each
     // line is parsed, and with a tail, outputs before it are kept only to their first line.
     let max = opts.max_tool_output;
-    let first_max = match (max, opts.full_tail_tokens) {
-        (Some(_), Some(_)) => Some(REDUCED_OUTPUT_CHARS),
-        (m, _) => m,
-    };
+    let first_max = max;
     let reduced = opts.full_tail_tokens.is_some();
     let first_pass = jsonl::Pass {
         prune: first_max.map(prune),
@@ -878,8 +874,8 @@ fn shrink(v: &mut Value, max: usize, reduced: bool) {
             .get(ORIGINAL_CHARS)
             .and_then(Value::as_u64)
             .map_or(n, |o| o as usize);
-        if n > max {
-            b["content"] = Value::String(crate::text::trim_output_of(&text, max, n));
+        if let Some(kept) = crate::text::kept_output(&text, n, max, reduced) {
+            b["content"] = Value::String(kept);
             b[ORIGINAL_CHARS] = json!(n);
             if reduced {
                 b["_reduced"] = json!(true);

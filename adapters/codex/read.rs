@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use crate::adapter::REDUCED_OUTPUT_CHARS;
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{GitInfo, Message, Role, Session, TimeSpan, Timestamp, Todo, TodoStatus};
 
@@ -52,8 +51,8 @@ fn output_message(
 ) -> Message {
     if let Some(max) = max {
         let n = original.unwrap_or_else(|| m.content.chars().count());
-        if n > max {
-            m.content = crate::text::trim_output_of(&m.content, max, n);
+        if let Some(kept) = crate::text::kept_output(&m.content, n, max, reduced) {
+            m.content = kept;
             m = m.with_meta("original_chars", n);
             if reduced {
                 m = m.with_meta("reduced", true);
@@ -233,10 +232,7 @@ fn read_lines(
     let mut session = Session::new(super::NAME, "codex-rollout", fallback_id);
     // A relay keeps at most `max` characters of any output: outputs are cut while each line is
     // parsed, and with a tail, outputs before it are kept only to their first line.
-    let first_max = match (opts.max_tool_output, opts.full_tail_tokens) {
-        (Some(_), Some(_)) => Some(REDUCED_OUTPUT_CHARS),
-        (m, _) => m,
-    };
+    let first_max = opts.max_tool_output;
     let mut state = State {
         max_output: first_max,
         reduced: opts.full_tail_tokens.is_some(),

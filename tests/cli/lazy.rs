@@ -6,7 +6,7 @@
 use std::io::Write;
 
 use crate::common::{TestEnv, fixture_sessions};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// `export SESSION --to TARGET --budget N`: the fitted session as neutral JSONL (deterministic:
 /// no new ids), read in part and read in full.
@@ -327,6 +327,143 @@ fn show_of_a_long_session_says_what_a_full_read_says() {
                 close(growth, &check["estimated_growth"]),
                 "{p}: {growth} vs {check}"
             );
+        }
+    }
+}
+
+/// A tool output whose first line is a run of token characters `len` long (what a piece of a
+/// token against a cut marker looks like to redaction), then `lines` short lines.
+fn token_run_output(seed: usize, len: usize, lines: usize) -> String {
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut state = (seed as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut out: String = (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            B64[(state % 64) as usize] as char
+        })
+        .collect();
+    for i in 0..lines {
+        out.push_str(&format!("\nline {i} of the listing"));
+    }
+    out
+}
+
+/// First lines of every length around the cuts (a relay's reduced read, a full read's head of
+/// two thirds of 8,000 characters, the whole of 8,000), in outputs shorter and longer than a
+/// full read keeps: the older turns' outputs are quoted in the summary's error points exactly
+/// as a full read quotes them.
+#[test]
+fn reading_in_part_quotes_long_first_lines_as_a_full_read_does() {
+    const LENGTHS: &[(usize, usize)] = &[
+        (50, 3),
+        (399, 1),
+        (401, 40),
+        (700, 0),
+        (700, 300),
+        (2000, 200),
+        (5333, 0),
+        (5400, 100),
+        (7990, 0),
+        (9000, 0),
+        (12000, 20),
+    ];
+    let env = TestEnv::empty();
+    let id = "5e55b0b0-0000-4000-8000-00000000a11d";
+    let dir = env.claude_home().join("projects/-tmp-lazy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let claude = dir.join(format!("{id}.jsonl"));
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&claude).unwrap());
+    let mut parent: Option<String> = None;
+    let mut n = 0u64;
+    let mut line = |f: &mut std::io::BufWriter<std::fs::File>, kind: &str, message: Value| {
+        n += 1;
+        let uuid = format!("00000000-0000-4000-8000-{n:012}");
+        let ts = format!(
+            "2026-11-03T{:02}:{:02}:{:02}.000Z",
+            n / 3600 % 24,
+            n / 60 % 60,
+            n % 60
+        );
+        let v = json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/tmp/lazy",
+            "sessionId": id, "version": "2.1.332", "type": kind, "message": message, "uuid": uuid, "timestamp": ts});
+        writeln!(f, "{v}").unwrap();
+        parent = Some(uuid);
+    };
+    let codex_id = "0199f0f0-0000-7000-8000-00000000a11d";
+    let codex_dir = env.codex_home().join("sessions/2026/11/03");
+    std::fs::create_dir_all(&codex_dir).unwrap();
+    let codex = codex_dir.join(format!("rollout-2026-11-03T08-00-00-{codex_id}.jsonl"));
+    let mut g = std::io::BufWriter::new(std::fs::File::create(&codex).unwrap());
+    let item = |g: &mut std::io::BufWriter<std::fs::File>, kind: &str, payload: Value| {
+        let v = json!({"timestamp": "2026-11-03T08:00:00.000Z", "type": kind, "payload": payload});
+        writeln!(g, "{v}").unwrap();
+    };
+    item(
+        &mut g,
+        "session_meta",
+        json!({"id": codex_id, "timestamp": "2026-11-03T08:00:00.000Z", "cwd": "/tmp/lazy", "cli_version": "0.171.0", "source": "cli"}),
+    );
+    for t in 0..330 {
+        let (len, lines) = LENGTHS[t % LENGTHS.len()];
+        let output = token_run_output(t, len, lines);
+        let prompt = format!("Turn {t}: decode blob {t}");
+        line(&mut f, "user", json!({"role": "user", "content": prompt}));
+        let call = format!("toolu_{t}");
+        line(
+            &mut f,
+            "assistant",
+            json!({"id": format!("msg_{t}"), "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "tool_use", "id": call, "name": "Bash", "input": {"command": format!("cat blob{t}.b64")}}]}),
+        );
+        line(
+            &mut f,
+            "user",
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call,
+            "content": output, "is_error": t % 2 == 0}]}),
+        );
+        line(
+            &mut f,
+            "assistant",
+            json!({"id": format!("msg_{t}_end"), "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": format!("Blob {t} is decoded; we decided to keep it.")}]}),
+        );
+        item(
+            &mut g,
+            "response_item",
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
+        );
+        item(
+            &mut g,
+            "response_item",
+            json!({"type": "function_call", "name": "shell", "arguments": json!({"command": ["cat", format!("blob{t}.b64")]}).to_string(), "call_id": format!("call_{t}")}),
+        );
+        item(
+            &mut g,
+            "response_item",
+            json!({"type": "function_call_output", "call_id": format!("call_{t}"),
+            "output": json!({"output": output, "metadata": {"exit_code": i64::from(t % 2 == 0)}}).to_string()}),
+        );
+        item(
+            &mut g,
+            "response_item",
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": format!("Blob {t} is decoded; we decided to keep it.")}]}),
+        );
+    }
+    drop(f);
+    drop(g);
+    for path in [&claude, &codex] {
+        for to in ["claude", "codex"] {
+            for budget in ["6000", "12000", "30000"] {
+                let (lazy, full) = both_ways(&env, path.to_str().unwrap(), to, budget);
+                assert!(
+                    lazy == full,
+                    "{} -> {to} at {budget}: reading in part changed the relay",
+                    path.display()
+                );
+                assert!(lazy.lines().count() > 10);
+            }
         }
     }
 }

@@ -317,17 +317,19 @@ fn stage(no: usize, line: &Line, max: usize, reduced: bool) -> Option<(Vec<Op>, 
                             }
                             Some("tool_result") => {
                                 let output = b.content.as_deref().unwrap_or("");
-                                // As the general path's cut: outputs over `max` characters keep
-                                // their head and tail (bytes first: counting is needed only
-                                // when they are over).
-                                let n = (output.len() > max)
+                                // As the general path's cut (see `text::kept_output`); bytes
+                                // first: a whole read counts only outputs over `max` bytes.
+                                let cut = (reduced || output.len() > max)
                                     .then(|| output.chars().count())
-                                    .filter(|&n| n > max);
-                                let text = match n {
-                                    Some(n) => crate::text::trim_output_of(output, max, n),
-                                    None => output.to_string(),
+                                    .and_then(|n| {
+                                        crate::text::kept_output(output, n, max, reduced)
+                                            .map(|kept| (kept, n))
+                                    });
+                                cut_any |= cut.is_some();
+                                let (text, n) = match cut {
+                                    Some((kept, n)) => (kept, Some(n)),
+                                    None => (output.to_string(), None),
                                 };
-                                cut_any |= n.is_some();
                                 session.push(tool_result(
                                     &base,
                                     text,
