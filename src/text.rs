@@ -155,31 +155,55 @@ pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// What a reader keeps of a tool output `n` characters long, of which `text` holds at least
 /// the first and the last `max` characters (see `trim_output_of`); `None`: the output as it is.
-/// Cut to `max` characters, or with `first_line`, for an output of an older turn read only in
-/// part (see `ReadOptions::full_tail_tokens`), only its first line as that cut leaves it, then a
-/// marker. A summary quotes that line; ending as it ends in the cut output (its newline, or the
-/// cut marker right after it), it is masked as a full read masks it: a piece of a token
-/// against a marker is masked whole (`cut_fragment`), so a line cut shorter than a full read
-/// cuts it would be quoted differently.
+/// Cut to `max` characters; or with `first_line`, for an output of an older turn read only in
+/// part (see `ReadOptions::full_tail_tokens`), cut to `REDUCED_OUTPUT_CHARS`, keeping its first
+/// line as a full read's cut leaves it. A summary quotes that line, and masked as a full read
+/// masks it only when it ends as it ends there: a piece of a token against a cut marker is
+/// masked whole (`cut_fragment`). So a first line longer than the reduced head is kept whole
+/// (up to where a full read cuts it, and then against the marker, as there).
 pub fn kept_output(text: &str, n: usize, max: usize, first_line: bool) -> Option<String> {
-    if !first_line {
+    kept(
+        text,
+        n,
+        max,
+        first_line.then_some(REDUCED_OUTPUT_CHARS.min(max)),
+    )
+}
+
+/// `kept_output`, reduced to `reduced` characters when given.
+fn kept(text: &str, n: usize, max: usize, reduced: Option<usize>) -> Option<String> {
+    let Some(reduced) = reduced else {
         return (n > max).then(|| trim_output_of(text, max, n));
+    };
+    if n <= reduced {
+        return None;
+    }
+    let short_head = first_chars(text, reduced * 2 / 3);
+    if short_head.contains('\n') {
+        // The first line and its newline are in the reduced head, away from its marker.
+        return Some(trim_output_of(text, reduced, n));
     }
     // What a full read keeps before its marker: the whole output, or its head.
     let head_len = if n <= max { n } else { max * 2 / 3 };
     let head = first_chars(text, head_len);
-    match head.find('\n') {
+    let kept = match head.find('\n') {
         Some(i) => {
             let line = &head[..=i];
-            let rest = n.saturating_sub(line.chars().count());
-            (rest > 0).then(|| format!("{line}\n[… {rest} chars cut …]\n"))
+            format!("{line}\n[… {} chars cut …]\n", n - line.chars().count())
         }
         // One line, kept whole by a full read.
-        None if n <= max => None,
+        None if n <= max => return None,
         // One line longer than a full read's head: cut where that cut falls.
-        None => Some(format!("{head}\n[… {} chars cut …]\n", n - head_len)),
-    }
+        None => format!("{head}\n[… {} chars cut …]\n", n - head_len),
+    };
+    // Never longer than what a full read keeps (the fit costs a part read as no more than the
+    // whole, so that a turn a full read would keep whole is read again).
+    (kept.len() < text.len()).then_some(kept)
 }
+
+/// How many characters of a tool output a reader keeps when it reads the output's turn only
+/// in part (see `kept_output`): enough for its first line, and a little of its end.
+pub const REDUCED_OUTPUT_CHARS: usize = 1000;
 
 /// `trim_output` of a text of which `text` holds at least the first and the last
 /// `max` characters (pieces cut earlier at the same `max`), `n` characters long in full: the
@@ -280,36 +304,39 @@ mod tests {
     /// it ends there: with its newline, or against the cut marker.
     #[test]
     fn an_output_read_in_part_keeps_its_first_line_as_a_full_read_does() {
-        let max = 90;
+        let (max, reduced) = (90, Some(30));
+        let two = "short\nsecond line here and more text to go past thirty".to_string();
         for (text, want) in [
-            (
-                "short\nsecond\nthird".to_string(),
-                Some("short\n\n[… 12 chars cut …]\n".to_string()),
-            ),
+            // The first line is in the reduced head: cut as before, to head and tail.
+            (two.clone(), Some(trim_output(&two, 30))),
             ("one line only".to_string(), None),
+            ("ends with its line\n".to_string(), None),
+            // A longer first line is kept as a full read keeps it: whole...
             ("x".repeat(90), None),
             (
-                "x".repeat(100),
-                Some(format!("{}\n[… 40 chars cut …]\n", "x".repeat(60))),
+                format!("{}\n{}", "y".repeat(40), "z".repeat(200)),
+                Some(format!("{}\n\n[… 200 chars cut …]\n", "y".repeat(40))),
             ),
             (
                 format!("{}\n{}", "é".repeat(59), "z".repeat(50)),
                 Some(format!("{}\n\n[… 50 chars cut …]\n", "é".repeat(59))),
             ),
+            // ...or up to a full read's cut, against the marker as there.
             (
-                format!("{}\nrest", "y".repeat(70)),
-                Some(format!("{}\n\n[… 4 chars cut …]\n", "y".repeat(70))),
+                "x".repeat(100),
+                Some(format!("{}\n[… 40 chars cut …]\n", "x".repeat(60))),
             ),
             (
                 format!("{}\nrest", "y".repeat(100)),
                 Some(format!("{}\n[… 45 chars cut …]\n", "y".repeat(60))),
             ),
-            ("ends with its line\n".to_string(), None),
+            // Never longer than the output itself.
+            (format!("{}\nrest", "y".repeat(70)), None),
         ] {
             let n = text.chars().count();
-            assert_eq!(kept_output(&text, n, max, true), want, "{text:?}");
+            assert_eq!(kept(&text, n, max, reduced), want, "{text:?}");
             // Read in full, the same output is cut as `trim_output` cuts it.
-            let full = kept_output(&text, n, max, false);
+            let full = kept(&text, n, max, None);
             assert_eq!(
                 full.unwrap_or_else(|| text.clone()),
                 trim_output(&text, max)
