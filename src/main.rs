@@ -14,12 +14,15 @@ fn main() {
     let color = cli.color.choice();
     render::init_colors(color);
     if let Err(err) = run(cli) {
-        // A closed pipe (`session-relay list | head`) is not an error worth a message.
-        if err
-            .chain()
-            .filter_map(|e| e.downcast_ref::<std::io::Error>())
-            .any(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-        {
+        // A closed pipe (`session-relay list | head`) is not an error worth a message, whether
+        // a write or the JSON writer (`export`, written as it is serialised) met it.
+        if err.chain().any(|e| {
+            e.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
+                == Some(std::io::ErrorKind::BrokenPipe)
+                || e.downcast_ref::<serde_json::Error>()
+                    .and_then(serde_json::Error::io_error_kind)
+                    == Some(std::io::ErrorKind::BrokenPipe)
+        }) {
             std::process::exit(0);
         }
         let code = exit::code_of(&err);

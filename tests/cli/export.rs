@@ -141,3 +141,59 @@ fn export_can_fit_a_session_to_a_target_budget() {
         "{md}"
     );
 }
+
+/// `export | head`: a reader that stops early is no error, now that the export is written as it
+/// is serialised (the JSON writer meets the closed pipe, not a plain write).
+#[test]
+fn an_export_into_a_closed_pipe_ends_quietly() {
+    use std::io::{Read, Write};
+    let env = TestEnv::empty();
+    let dir = env.claude_home().join("projects/-tmp-pipe");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("5e55b0b0-0000-4000-8000-00000000b1b1.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut parent = serde_json::Value::Null;
+    for n in 0..2000u32 {
+        let uuid = format!("00000000-0000-4000-8000-{n:012}");
+        let (kind, text) = if n % 2 == 0 {
+            ("user", format!("request {n}: {}", "word ".repeat(200)))
+        } else {
+            ("assistant", format!("answer {n}: {}", "done ".repeat(200)))
+        };
+        let message = if kind == "user" {
+            serde_json::json!({"role": "user", "content": text})
+        } else {
+            serde_json::json!({"id": format!("msg_{n}"), "role": "assistant", "model": "claude-opus-4-6",
+                "content": [{"type": "text", "text": text}]})
+        };
+        let line = serde_json::json!({"parentUuid": parent, "isSidechain": false, "type": kind,
+            "message": message, "uuid": uuid, "sessionId": "5e55b0b0-0000-4000-8000-00000000b1b1",
+            "cwd": "/tmp/pipe", "timestamp": format!("2026-11-04T10:{:02}:{:02}.000Z", n / 60 % 60, n % 60)});
+        writeln!(f, "{line}").unwrap();
+        parent = serde_json::Value::String(uuid);
+    }
+    drop(f);
+    let mut child = env
+        .std_cmd(assert_cmd::cargo::cargo_bin("session-relay"))
+        .args(["export", path.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut head = [0u8; 100];
+    stdout.read_exact(&mut head).unwrap();
+    assert!(
+        head.starts_with(b"{\"record\":\"session-relay/session\""),
+        "{head:?}"
+    );
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string()
+        ),
+        (Some(0), String::new())
+    );
+}
