@@ -100,17 +100,28 @@ fn reading_in_part_changes_nothing_for_any_fixture() {
 
 /// A Claude Code session of about `mb` MB: many turns, each with tool calls whose outputs are
 /// long, so that a relay leaves most of them out.
-fn write_long_claude_session(env: &TestEnv, id: &str, turns: usize) -> std::path::PathBuf {
-    let dir = env.claude_home().join("projects/-tmp-lazy");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{id}.jsonl"));
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    let mut parent: Option<String> = None;
-    let mut n = 0u64;
-    let mut line = |f: &mut std::io::BufWriter<std::fs::File>,
-                    kind: &str,
-                    message: serde_json::Value| {
-        n += 1;
+/// A Claude Code transcript written line by line: each line chained to the one before, with
+/// increasing times.
+struct ClaudeLines {
+    file: std::io::BufWriter<std::fs::File>,
+    id: String,
+    parent: Option<String>,
+    n: u64,
+}
+
+impl ClaudeLines {
+    fn create(path: &std::path::Path, id: &str) -> ClaudeLines {
+        ClaudeLines {
+            file: std::io::BufWriter::new(std::fs::File::create(path).unwrap()),
+            id: id.to_string(),
+            parent: None,
+            n: 0,
+        }
+    }
+
+    fn line(&mut self, kind: &str, message: Value) {
+        self.n += 1;
+        let n = self.n;
         let uuid = format!("00000000-0000-4000-8000-{n:012}");
         let ts = format!(
             "2026-11-{:02}T{:02}:{:02}:{:02}.000Z",
@@ -119,23 +130,28 @@ fn write_long_claude_session(env: &TestEnv, id: &str, turns: usize) -> std::path
             n / 60 % 60,
             n % 60
         );
-        let v = json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/tmp/lazy",
-            "sessionId": id, "version": "2.1.332", "type": kind, "message": message, "uuid": uuid, "timestamp": ts});
-        writeln!(f, "{v}").unwrap();
-        parent = Some(uuid);
-    };
+        let v = json!({"parentUuid": self.parent, "isSidechain": false, "userType": "external", "cwd": "/tmp/lazy",
+            "sessionId": self.id, "version": "2.1.332", "type": kind, "message": message, "uuid": uuid, "timestamp": ts});
+        writeln!(self.file, "{v}").unwrap();
+        self.parent = Some(uuid);
+    }
+}
+
+fn write_long_claude_session(env: &TestEnv, id: &str, turns: usize) -> std::path::PathBuf {
+    let dir = env.claude_home().join("projects/-tmp-lazy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{id}.jsonl"));
+    let mut w = ClaudeLines::create(&path, id);
     for t in 0..turns {
         let prompt = if t % 97 == 13 {
             format!("Turn {t}: we must never commit generated files. Fix module {t}.")
         } else {
             format!("Turn {t}: please fix module {t} and run the tests")
         };
-        line(&mut f, "user", json!({"role": "user", "content": prompt}));
+        w.line("user", json!({"role": "user", "content": prompt}));
         for c in 0..3 {
             let id = format!("toolu_{t}_{c}");
-            line(
-                &mut f,
-                "assistant",
+            w.line("assistant",
                 json!({"id": format!("msg_{t}_{c}"), "role": "assistant", "model": "claude-opus-4-6",
                 "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": format!("cargo test -p m{t} # {c}")}}]}),
             );
@@ -147,21 +163,18 @@ fn write_long_claude_session(env: &TestEnv, id: &str, turns: usize) -> std::path
                     )
                 })
                 .collect();
-            line(
-                &mut f,
+            w.line(
                 "user",
                 json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id,
                 "content": output, "is_error": c == 1 && t % 5 == 0}]}),
             );
         }
-        line(
-            &mut f,
-            "assistant",
+        w.line("assistant",
             json!({"id": format!("msg_{t}_end"), "role": "assistant", "model": "claude-opus-4-6",
             "content": [{"type": "text", "text": format!("Module {t} is fixed; we decided to keep the old API.")}]}),
         );
     }
-    drop(f);
+    drop(w);
     path
 }
 
@@ -374,23 +387,7 @@ fn reading_in_part_quotes_long_first_lines_as_a_full_read_does() {
     let dir = env.claude_home().join("projects/-tmp-lazy");
     std::fs::create_dir_all(&dir).unwrap();
     let claude = dir.join(format!("{id}.jsonl"));
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&claude).unwrap());
-    let mut parent: Option<String> = None;
-    let mut n = 0u64;
-    let mut line = |f: &mut std::io::BufWriter<std::fs::File>, kind: &str, message: Value| {
-        n += 1;
-        let uuid = format!("00000000-0000-4000-8000-{n:012}");
-        let ts = format!(
-            "2026-11-03T{:02}:{:02}:{:02}.000Z",
-            n / 3600 % 24,
-            n / 60 % 60,
-            n % 60
-        );
-        let v = json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/tmp/lazy",
-            "sessionId": id, "version": "2.1.332", "type": kind, "message": message, "uuid": uuid, "timestamp": ts});
-        writeln!(f, "{v}").unwrap();
-        parent = Some(uuid);
-    };
+    let mut w = ClaudeLines::create(&claude, id);
     let codex_id = "0199f0f0-0000-7000-8000-00000000a11d";
     let codex_dir = env.codex_home().join("sessions/2026/11/03");
     std::fs::create_dir_all(&codex_dir).unwrap();
@@ -409,23 +406,18 @@ fn reading_in_part_quotes_long_first_lines_as_a_full_read_does() {
         let (len, lines) = LENGTHS[t % LENGTHS.len()];
         let output = token_run_output(t, len, lines);
         let prompt = format!("Turn {t}: decode blob {t}");
-        line(&mut f, "user", json!({"role": "user", "content": prompt}));
+        w.line("user", json!({"role": "user", "content": prompt}));
         let call = format!("toolu_{t}");
-        line(
-            &mut f,
-            "assistant",
+        w.line("assistant",
             json!({"id": format!("msg_{t}"), "role": "assistant", "model": "claude-opus-4-6",
             "content": [{"type": "tool_use", "id": call, "name": "Bash", "input": {"command": format!("cat blob{t}.b64")}}]}),
         );
-        line(
-            &mut f,
+        w.line(
             "user",
             json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call,
             "content": output, "is_error": t % 2 == 0}]}),
         );
-        line(
-            &mut f,
-            "assistant",
+        w.line("assistant",
             json!({"id": format!("msg_{t}_end"), "role": "assistant", "model": "claude-opus-4-6",
             "content": [{"type": "text", "text": format!("Blob {t} is decoded; we decided to keep it.")}]}),
         );
@@ -451,7 +443,7 @@ fn reading_in_part_quotes_long_first_lines_as_a_full_read_does() {
             json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": format!("Blob {t} is decoded; we decided to keep it.")}]}),
         );
     }
-    drop(f);
+    drop(w);
     drop(g);
     for path in [&claude, &codex] {
         for to in ["claude", "codex"] {
