@@ -2,16 +2,17 @@
 //! `adapters/mod.rs`; nothing in `src/` names a particular agent except through this trait.
 //! Adapters depend only on the model and the I/O helpers (`jsonl`, `text`, `fsutil`).
 
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use anyhow::Result;
 
 use crate::model::{Message, RecordedUsage, Session, Summary};
 
 /// How much of a session a reader keeps.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
     /// Cut tool outputs longer than this many characters to head and tail while reading (the
     /// relay keeps no more than that of any output, so reading more only costs memory).
@@ -24,6 +25,127 @@ pub struct ReadOptions {
     /// keeps older turns at most as one line per tool call, so it needs no more; if its fit
     /// wants more, it reads again in full. `None` reads every turn in full.
     pub full_tail_tokens: Option<usize>,
+    /// Masks secrets in the outputs of older turns before they are cut further than a full
+    /// read cuts them (see `OutputMask`); `None` when the relay does not mask.
+    pub mask: Option<Mask>,
+}
+
+/// Masks the secrets in a text, as the relay's redaction masks a tool output.
+///
+/// A reader that keeps an older output only in part (`ReadOptions::full_tail_tokens`) masks
+/// it first, as a full read keeps it: a secret whose rule needs text the further cut drops
+/// (a connection string's `Data Source=` lines below its password, a private key's END line)
+/// would otherwise go through unmasked, and the counts would differ from a full read's.
+pub trait OutputMask: Send + Sync {
+    /// `text` masked, adding to `counts` how many secrets of each kind were masked.
+    fn mask<'a>(&self, text: &'a str, counts: &mut BTreeMap<String, usize>) -> Cow<'a, str>;
+}
+
+/// For tests: masks a word wherever it is, counted as kind `word`.
+#[cfg(test)]
+pub struct WordMask(pub &'static str);
+
+#[cfg(test)]
+impl OutputMask for WordMask {
+    fn mask<'a>(&self, text: &'a str, counts: &mut BTreeMap<String, usize>) -> Cow<'a, str> {
+        let n = text.matches(self.0).count();
+        if n == 0 {
+            return Cow::Borrowed(text);
+        }
+        *counts.entry("word".into()).or_default() += n;
+        Cow::Owned(text.replace(self.0, "[REDACTED:word]"))
+    }
+}
+
+/// A shared `OutputMask`.
+#[derive(Clone)]
+pub struct Mask(pub Arc<dyn OutputMask>);
+
+impl std::fmt::Debug for Mask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Mask")
+    }
+}
+
+/// How a reader cuts the tool outputs of a part of a session.
+#[derive(Clone, Copy)]
+pub struct OutputCut<'a> {
+    /// No output is kept longer than this many characters (`ReadOptions::max_tool_output`).
+    pub max: usize,
+    /// The part is read only in part (`ReadOptions::full_tail_tokens`).
+    pub reduced: bool,
+    pub mask: Option<&'a dyn OutputMask>,
+}
+
+/// What a reader keeps of a tool output it cuts (see `OutputCut::keep`).
+#[derive(Debug, PartialEq)]
+pub struct KeptOutput {
+    pub content: String,
+    /// The output's length in characters (`Message::output_chars`), `content` being less.
+    pub original_chars: Option<usize>,
+    /// Cut further than a full read cuts it: the message is marked `reduced`, and its
+    /// `source_chars` are what `fit::source_tokens` counts of the output read in full.
+    pub reduced: Option<usize>,
+    /// The secrets masked in it by kind, when the reader masked it (the message is marked
+    /// `masked`; redaction adds these counts and leaves its text alone).
+    pub masked: Option<BTreeMap<String, usize>>,
+}
+
+impl OutputCut<'_> {
+    /// What a reader keeps of a tool output `n` characters long, of which `text` holds at
+    /// least the first and the last `max` characters (pieces cut earlier at the same `max`);
+    /// `None`: `text` as it is.
+    ///
+    /// A whole read cuts it to `max` (`text::trim_output_of`). Read only in part, an output
+    /// longer than `text::REDUCED_OUTPUT_CHARS` is cut as a full read cuts it, masked, and
+    /// then reduced (`text::reduced_output`), which keeps what the relay reads of an older
+    /// turn's output: its length, whether it failed, and its first line as the summary
+    /// quotes it.
+    pub fn keep(&self, text: &str, n: usize) -> Option<KeptOutput> {
+        if !self.reduced || n <= crate::text::REDUCED_OUTPUT_CHARS {
+            return (n > self.max).then(|| KeptOutput {
+                content: crate::text::trim_output_of(text, self.max, n),
+                original_chars: Some(n),
+                reduced: None,
+                masked: None,
+            });
+        }
+        let full = if n > self.max {
+            Cow::Owned(crate::text::trim_output_of(text, self.max, n))
+        } else {
+            Cow::Borrowed(text)
+        };
+        let mut counts = BTreeMap::new();
+        let full = match self.mask {
+            Some(mask) => match mask.mask(&full, &mut counts) {
+                Cow::Owned(masked) => Cow::Owned(masked),
+                Cow::Borrowed(_) => full,
+            },
+            None => full,
+        };
+        // As a full read counts it: the output's length when it was cut, else its text's.
+        let chars = if n > self.max {
+            n
+        } else {
+            full.chars().count()
+        };
+        let masked = self.mask.map(|_| counts);
+        match crate::text::reduced_output(&full) {
+            Some(content) => Some(KeptOutput {
+                content,
+                original_chars: Some(chars),
+                reduced: Some(chars.max(full.len())),
+                masked,
+            }),
+            None if n > self.max || masked.is_some() => Some(KeptOutput {
+                content: full.into_owned(),
+                original_chars: (n > self.max).then_some(n),
+                reduced: None,
+                masked,
+            }),
+            None => None,
+        }
+    }
 }
 
 impl ReadOptions {
@@ -245,6 +367,75 @@ pub trait Adapter: Sync {
 mod tests {
     use super::*;
 
+    /// An output read in part gives the relay what it gives read in full and then masked:
+    /// the same length, the same counts of secrets, the same quoted first line; and when it
+    /// is not reduced, the same text. Outputs of many lengths around the cuts, with the
+    /// masked word near their ends, their cuts and their first lines.
+    #[test]
+    fn an_output_read_in_part_gives_what_a_full_read_masked_gives() {
+        let mask = WordMask("key");
+        let mut state = 0x1234_5678_9abc_def1u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n) as usize
+        };
+        let mut reduced = 0;
+        for _ in 0..2000 {
+            let n_target = [500, 999, 1001, 2500, 3000, 5333, 7999, 8000, 8001, 12000][next(10)];
+            let mut text = String::new();
+            while text.chars().count() < n_target {
+                text.push_str(["key", "a", "\n", " ", "é", "\u{3000}", "line of text\n"][next(7)]);
+            }
+            let n = text.chars().count();
+            let max = [8000, 2000][next(2)];
+            for with_mask in [false, true] {
+                let cut = OutputCut {
+                    max,
+                    reduced: true,
+                    mask: with_mask.then_some(&mask as &dyn OutputMask),
+                };
+                // Read in full, then masked as redaction masks a session.
+                let whole = if n > max {
+                    crate::text::trim_output_of(&text, max, n)
+                } else {
+                    text.clone()
+                };
+                let mut counts = BTreeMap::new();
+                let whole = match with_mask {
+                    true => mask.mask(&whole, &mut counts).into_owned(),
+                    false => whole,
+                };
+                let chars = if n > max { n } else { whole.chars().count() };
+                let Some(kept) = cut.keep(&text, n) else {
+                    // Kept as it is, for redaction to mask as a full read's.
+                    assert!(n <= max);
+                    assert!(!with_mask || n <= crate::text::REDUCED_OUTPUT_CHARS);
+                    continue;
+                };
+                assert_eq!(kept.masked, with_mask.then(|| counts.clone()));
+                match kept.reduced {
+                    Some(source_chars) => {
+                        reduced += 1;
+                        assert_eq!(kept.original_chars, Some(chars));
+                        assert_eq!(source_chars, chars.max(whole.len()));
+                        assert_eq!(
+                            crate::text::quoted_line(&kept.content),
+                            crate::text::quoted_line(&whole)
+                        );
+                        assert!(kept.content.len() < whole.len());
+                    }
+                    None => {
+                        assert_eq!(kept.content, whole);
+                        assert_eq!(kept.original_chars, (n > max).then_some(n));
+                    }
+                }
+            }
+        }
+        assert!(reduced > 1000, "{reduced}");
+    }
+
     /// A file no larger than the tail's text is read in full at once; a larger one, or a
     /// compressed one whatever its size, keeps the tail.
     #[test]
@@ -253,6 +444,7 @@ mod tests {
         let opts = |tail| ReadOptions {
             max_tool_output: Some(8000),
             full_tail_tokens: Some(tail),
+            mask: None,
         };
         for (name, bytes, tail, whole) in [
             ("a.jsonl", 4000, 1000, true),

@@ -75,6 +75,13 @@ pub struct Redactor {
 /// Counts of what was masked, by kind.
 pub type Counts = BTreeMap<String, usize>;
 
+/// A reader masks the outputs it reads only in part as `session` masks a tool output.
+impl crate::adapter::OutputMask for Redactor {
+    fn mask<'a>(&self, text: &'a str, counts: &mut Counts) -> Cow<'a, str> {
+        self.text(text, counts)
+    }
+}
+
 /// `(kind, regex, group, check, hint)`. Each rule is anchored on a fixed prefix or shape of the
 /// format it names (or on the label a value is assigned to), so that hashes, ids and base64 stay
 /// clean. Rules that end in a class holding `-` have no trailing `\b` (a `-` is no word
@@ -872,8 +879,19 @@ impl Redactor {
             .messages
             .par_iter_mut()
             .fold(Counts::new, |mut counts, m| {
-                if let Cow::Owned(r) = self.text(&m.content, &mut counts) {
-                    m.content = r;
+                // An output its reader masked before cutting it (see `adapter::OutputMask`):
+                // masked again, what is left of it could only lose pieces next to the cut.
+                match m.metadata.remove("masked") {
+                    Some(Value::Object(masked)) => {
+                        for (kind, n) in masked {
+                            *counts.entry(kind).or_default() += n.as_u64().unwrap_or(0) as usize;
+                        }
+                    }
+                    _ => {
+                        if let Cow::Owned(r) = self.text(&m.content, &mut counts) {
+                            m.content = r;
+                        }
+                    }
                 }
                 let mut seen = Vec::new();
                 if let Some(input) = &mut m.tool_input {
@@ -1341,6 +1359,26 @@ mod tests {
             );
         }
         assert!(checked["cli_password"] >= 6, "{checked:?}");
+    }
+
+    /// An output its reader masked before cutting it is counted as the reader counted it and
+    /// left as it is; the mark goes. Any other message is masked.
+    #[test]
+    fn an_output_masked_by_its_reader_is_counted_not_masked_again() {
+        use crate::model::{Message, Role};
+        let mut s = Session::new("claude", "claude-jsonl", "x");
+        let text = "npm_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d\n[… 1234 chars cut …]\nafter";
+        s.messages.push(
+            Message::new(Role::ToolResult, text)
+                .with_meta("masked", serde_json::json!({"password": 2})),
+        );
+        s.messages.push(Message::new(Role::ToolResult, text));
+        let counts = Redactor::new(&[], &[]).unwrap().session(&mut s);
+        assert_eq!(s.messages[0].content, text);
+        assert!(!s.messages[0].metadata.contains_key("masked"));
+        assert_ne!(s.messages[1].content, text);
+        assert_eq!(counts["password"], 2);
+        assert!(counts.len() > 1, "{counts:?}");
     }
 
     fn red(text: &str) -> (String, Counts) {

@@ -153,56 +153,59 @@ pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// What a reader keeps of a tool output `n` characters long, of which `text` holds at least
-/// the first and the last `max` characters (see `trim_output_of`); `None`: the output as it is.
-/// Cut to `max` characters; or with `first_line`, for an output of an older turn read only in
-/// part (see `ReadOptions::full_tail_tokens`), cut to `REDUCED_OUTPUT_CHARS`, keeping its first
-/// line as a full read's cut leaves it. A summary quotes that line, and masked as a full read
-/// masks it only when it ends as it ends there: a piece of a token against a cut marker is
-/// masked whole (`cut_fragment`). So a first line longer than the reduced head is kept whole
-/// (up to where a full read cuts it, and then against the marker, as there).
-pub fn kept_output(text: &str, n: usize, max: usize, first_line: bool) -> Option<String> {
-    kept(
-        text,
-        n,
-        max,
-        first_line.then_some(REDUCED_OUTPUT_CHARS.min(max)),
+/// The start of a text's first line that is not blank, as a summary quotes an output: at most
+/// `QUOTED_LINE_CHARS` characters of it.
+pub fn quoted_line(text: &str) -> &str {
+    first_chars(
+        text.trim_start().lines().next().unwrap_or(""),
+        QUOTED_LINE_CHARS,
     )
 }
 
-/// `kept_output`, reduced to `reduced` characters when given.
-fn kept(text: &str, n: usize, max: usize, reduced: Option<usize>) -> Option<String> {
-    let Some(reduced) = reduced else {
-        return (n > max).then(|| trim_output_of(text, max, n));
-    };
-    if n <= reduced {
+/// How much of an output's first line a summary quotes (see `quoted_line`).
+pub const QUOTED_LINE_CHARS: usize = 400;
+
+/// What a reader keeps of an older turn's tool output it reads only in part (see
+/// `adapter::OutputCut::keep`), given `full`: the output as a full read keeps it, already
+/// masked. `None`: `full` itself.
+///
+/// The relay reads such an output for its length, whether it failed, and the start of its
+/// first line that is not blank, which the summary quotes (`quoted_line`). The fit also costs
+/// its turn whole, and must not find it dearer than a full read would (it reads the session
+/// again when it chooses such a turn whole). So the output is cut as the fit's own cuts
+/// (`trim_output`) cut it: a head of `REDUCED_OUTPUT_CHARS` two thirds, or longer, up to the
+/// end of the quoted line (and one character more, for a `\r` that would go with a line
+/// break), but within the head of the fit's cut to 2,000; its last third; and only when that
+/// leaves out at least `REDUCED_OUTPUT_CHARS` characters, which cost more than the marker.
+pub fn reduced_output(full: &str) -> Option<String> {
+    const FIT_HEAD: usize = 2000 * 2 / 3;
+    if full.len() <= 2 * REDUCED_OUTPUT_CHARS {
         return None;
     }
-    let short_head = first_chars(text, reduced * 2 / 3);
-    if short_head.contains('\n') {
-        // The first line and its newline are in the reduced head, away from its marker.
-        return Some(trim_output_of(text, reduced, n));
+    let n = full.chars().count();
+    let tail_len = REDUCED_OUTPUT_CHARS - REDUCED_OUTPUT_CHARS * 2 / 3;
+    let body = full.trim_start();
+    let lead = full[..full.len() - body.len()].chars().count();
+    let line_end = body
+        .char_indices()
+        .take(QUOTED_LINE_CHARS + 1)
+        .position(|(_, c)| c == '\n');
+    let needed = lead + line_end.map_or(QUOTED_LINE_CHARS + 1, |i| i + 1);
+    let head_len = needed.max(REDUCED_OUTPUT_CHARS * 2 / 3);
+    if head_len > FIT_HEAD || n < head_len + tail_len + REDUCED_OUTPUT_CHARS {
+        return None;
     }
-    // What a full read keeps before its marker: the whole output, or its head.
-    let head_len = if n <= max { n } else { max * 2 / 3 };
-    let head = first_chars(text, head_len);
-    let kept = match head.find('\n') {
-        Some(i) => {
-            let line = &head[..=i];
-            format!("{line}\n[… {} chars cut …]\n", n - line.chars().count())
-        }
-        // One line, kept whole by a full read.
-        None if n <= max => return None,
-        // One line longer than a full read's head: cut where that cut falls.
-        None => format!("{head}\n[… {} chars cut …]\n", n - head_len),
-    };
-    // Never longer than what a full read keeps (the fit costs a part read as no more than the
-    // whole, so that a turn a full read would keep whole is read again).
-    (kept.len() < text.len()).then_some(kept)
+    let out = format!(
+        "{}\n[… {} chars cut …]\n{}",
+        first_chars(full, head_len),
+        n - head_len - tail_len,
+        last_chars(full, tail_len)
+    );
+    (quoted_line(&out) == quoted_line(full)).then_some(out)
 }
 
 /// How many characters of a tool output a reader keeps when it reads the output's turn only
-/// in part (see `kept_output`): enough for its first line, and a little of its end.
+/// in part (see `reduced_output`): enough for its first line, and a little of its end.
 pub const REDUCED_OUTPUT_CHARS: usize = 1000;
 
 /// `trim_output` of a text of which `text` holds at least the first and the last
@@ -300,48 +303,53 @@ pub fn tilde(path: &str) -> String {
 mod tests {
     use super::*;
 
-    /// Read in part, an output keeps its first line as a full read's cut leaves it, ending as
-    /// it ends there: with its newline, or against the cut marker.
+    /// Outputs of many shapes around the cuts: blank runs (ASCII, CRLF, ideographic spaces),
+    /// lines of every length around the quoted 400 characters and the heads of the cuts, lone
+    /// and paired `\r`, multi-byte characters. Reduced, each quotes the same start of its
+    /// first line, and is cut as the fit cuts: a head of the whole (two thirds of the reduced
+    /// size at least, within the fit's head at 2,000), a marker, a tail of the whole, with at
+    /// least the reduced size left out.
     #[test]
-    fn an_output_read_in_part_keeps_its_first_line_as_a_full_read_does() {
-        let (max, reduced) = (90, Some(30));
-        let two = "short\nsecond line here and more text to go past thirty".to_string();
-        for (text, want) in [
-            // The first line is in the reduced head: cut as before, to head and tail.
-            (two.clone(), Some(trim_output(&two, 30))),
-            ("one line only".to_string(), None),
-            ("ends with its line\n".to_string(), None),
-            // A longer first line is kept as a full read keeps it: whole...
-            ("x".repeat(90), None),
-            (
-                format!("{}\n{}", "y".repeat(40), "z".repeat(200)),
-                Some(format!("{}\n\n[… 200 chars cut …]\n", "y".repeat(40))),
-            ),
-            (
-                format!("{}\n{}", "é".repeat(59), "z".repeat(50)),
-                Some(format!("{}\n\n[… 50 chars cut …]\n", "é".repeat(59))),
-            ),
-            // ...or up to a full read's cut, against the marker as there.
-            (
-                "x".repeat(100),
-                Some(format!("{}\n[… 40 chars cut …]\n", "x".repeat(60))),
-            ),
-            (
-                format!("{}\nrest", "y".repeat(100)),
-                Some(format!("{}\n[… 45 chars cut …]\n", "y".repeat(60))),
-            ),
-            // Never longer than the output itself.
-            (format!("{}\nrest", "y".repeat(70)), None),
-        ] {
-            let n = text.chars().count();
-            assert_eq!(kept(&text, n, max, reduced), want, "{text:?}");
-            // Read in full, the same output is cut as `trim_output` cuts it.
-            let full = kept(&text, n, max, None);
-            assert_eq!(
-                full.unwrap_or_else(|| text.clone()),
-                trim_output(&text, max)
-            );
+    fn an_output_read_in_part_quotes_its_first_line_as_a_full_read_does() {
+        let blanks = ["", " ", "\n", "\r\n", "\u{3000}", "\t \n"];
+        let pieces = ["x", "é", "語", "\r", " ", "ab\r\n", "\n"];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n) as usize
+        };
+        let mut reduced = 0;
+        for case in 0..3000 {
+            let mut full = blanks[next(6)].repeat([0, 1, 3, 300, 900][next(5)]);
+            let line = [1, 399, 400, 401, 402, 660, 666, 667, 1500][next(9)];
+            for _ in 0..line {
+                full.push_str(if next(50) == 0 { pieces[next(7)] } else { "y" });
+            }
+            if case % 4 != 0 {
+                full.push_str(["\n", "\r\n", "\r"][next(3)]);
+            }
+            for _ in 0..[0, 5, 1200, 3000][next(4)] {
+                full.push_str(pieces[next(7)]);
+            }
+            let Some(r) = reduced_output(&full) else {
+                continue;
+            };
+            reduced += 1;
+            assert_eq!(quoted_line(&r), quoted_line(&full), "{full:?} -> {r:?}");
+            let (head, rest) = r.split_once("\n[… ").unwrap();
+            let (cut, tail) = rest.split_once(" chars cut …]\n").unwrap();
+            let (head_len, tail_len) = (head.chars().count(), tail.chars().count());
+            assert!(full.starts_with(head) && full.ends_with(tail), "{full:?}");
+            assert!((666..=1333).contains(&head_len), "{head_len}");
+            assert_eq!(tail_len, 334);
+            let cut: usize = cut.parse().unwrap();
+            assert_eq!(head_len + cut + tail_len, full.chars().count());
+            assert!(cut >= REDUCED_OUTPUT_CHARS);
         }
+        // Most of them are long enough to be cut.
+        assert!(reduced > 1000, "{reduced}");
     }
 
     #[test]

@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 use super::chain::{self, CHAIN_TYPES, Id, Link};
 
 mod fast;
+use crate::adapter::OutputCut;
+use crate::jsonl::pruned::ORIGINAL_CHARS;
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{Message, Role, Session, SubagentLink, TimeSpan, Timestamp, Todo, TodoStatus};
 
@@ -118,7 +120,11 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     // line is parsed, and with a tail, outputs before it are kept only to their first line.
     let max = opts.max_tool_output;
     let first_max = max;
-    let reduced = opts.full_tail_tokens.is_some();
+    let first_cut = first_max.map(|max| OutputCut {
+        max,
+        reduced: opts.full_tail_tokens.is_some(),
+        mask: opts.mask.as_ref().map(|m| &*m.0),
+    });
     let first_pass = jsonl::Pass {
         prune: first_max.map(prune),
         ..Default::default()
@@ -128,8 +134,8 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let pass = jsonl::for_each_line_fast(
         path,
         first_pass,
-        |no, text| first_max.and_then(|m| fast::facts(no, text, m, reduced, full_max)),
-        |no, v| facts(no, v, first_max, reduced, full_max),
+        |no, text| first_cut.and_then(|cut| fast::facts(no, text, cut, full_max)),
+        |no, v| facts(no, v, first_cut, full_max),
         |_, line| {
             let Line::Json(f) = line else { return Ok(()) };
             let kind = match f.body {
@@ -287,10 +293,10 @@ const KEPT_USAGE_KEYS: &[&str] = &[
     "cache_read_input_tokens",
 ];
 
-/// What the reader keeps of line `no`, worked out where it was parsed. `max` cuts tool
-/// outputs (see `shrink`); `reduced` marks cut outputs as read only in part.
-/// `full_max` is what a full read cuts outputs to (for `Entry::chars`).
-fn facts(no: usize, mut v: Value, max: Option<usize>, reduced: bool, full_max: usize) -> Facts {
+/// What the reader keeps of line `no`, worked out where it was parsed. `cut` cuts tool
+/// outputs (see `shrink`). `full_max` is what a full read cuts outputs to (for
+/// `Entry::chars`).
+fn facts(no: usize, mut v: Value, cut: Option<OutputCut>, full_max: usize) -> Facts {
     let field = |v: &Value, k: &str| str_field(v, k).map(str::to_string);
     let Some(kind) = field(&v, "type") else {
         return Facts {
@@ -313,9 +319,7 @@ fn facts(no: usize, mut v: Value, max: Option<usize>, reduced: bool, full_max: u
         body: Body::NoType,
     };
     f.body = if CHAIN_TYPES.contains(&kind.as_str()) {
-        if let Some(max) = max {
-            shrink(&mut v, max, reduced);
-        }
+        shrink(&mut v, cut);
         let (entry, link) = chain_entry(no, kind, &v, full_max);
         Body::Chain(entry, link)
     } else {
@@ -357,7 +361,7 @@ fn chain_entry(no: usize, kind: String, v: &Value, full_max: usize) -> (Entry, L
         sidechain,
         ops: stage(no, &kind, uuid, timestamp, v),
         starts_turn: kind == "user" && starts_turn(v),
-        reduced: blocks(v).any(|b| b.get("_reduced").is_some()),
+        reduced: blocks(v).any(|b| b.get(REDUCED).is_some()),
         chars: content_chars(v, full_max),
     };
     (entry, link)
@@ -370,7 +374,6 @@ fn message_field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
 
 /// A line's content in characters as a full read keeps it: what the tail is sized by.
 fn content_chars(v: &Value, max: usize) -> usize {
-    use crate::jsonl::pruned::ORIGINAL_CHARS;
     message_field(v, "content").map_or(0, |c| match c {
         Value::String(s) => s.len(),
         Value::Array(blocks) => blocks
@@ -607,7 +610,8 @@ fn tool_result(
     tool_use_id: Option<&str>,
     is_error: bool,
     original: Option<Value>,
-    reduced: bool,
+    reduced: Option<Value>,
+    masked: Option<Value>,
 ) -> Message {
     let mut m = base.message(Role::ToolResult, output);
     m.tool_call_id = tool_use_id.map(str::to_string);
@@ -615,8 +619,13 @@ fn tool_result(
     if let Some(n) = original {
         m = m.with_meta("original_chars", n);
     }
-    if reduced {
-        m = m.with_meta("reduced", true);
+    if let Some(source_chars) = reduced {
+        m = m
+            .with_meta("reduced", true)
+            .with_meta("source_chars", source_chars);
+    }
+    if let Some(counts) = masked {
+        m = m.with_meta("masked", counts);
     }
     m
 }
@@ -670,8 +679,9 @@ fn stage(
                                     flatten_content(b.get("content")),
                                     str_field(b, "tool_use_id"),
                                     b.get("is_error").and_then(Value::as_bool) == Some(true),
-                                    b.get("_original_chars").cloned(),
-                                    b.get("_reduced").is_some(),
+                                    b.get(ORIGINAL_CHARS).cloned(),
+                                    b.get(REDUCED).cloned(),
+                                    b.get(MASKED).cloned(),
                                 );
                                 if let Some(Value::String(s)) = v.get("toolUseResult")
                                     && s.starts_with("User rejected")
@@ -851,11 +861,12 @@ const ROOT_KEYS: &[&str] = &[
     "isSidechain",
 ];
 
-/// Makes each tool output of a (pruned) line one text of at most `max` characters, with its
-/// full length in `_original_chars` when it was cut. `reduced` marks cut outputs as read only
-/// in part (see `ReadOptions::full_tail_tokens`).
-fn shrink(v: &mut Value, max: usize, reduced: bool) {
-    use crate::jsonl::pruned::ORIGINAL_CHARS;
+/// Makes each tool output of a (pruned) line one text, cut by `cut` (`OutputCut::keep`),
+/// with its full length in `_original_chars` when it was cut and the marks of a reading in
+/// part (`_reduced`, `_masked`) that `tool_result` turns into the message's. Those keys are
+/// this reader's alone: a source's own are dropped (the pruned parse drops its
+/// `_original_chars`; without a cut, nothing was pruned).
+fn shrink(v: &mut Value, cut: Option<OutputCut>) {
     if str_field(v, "type") != Some("user") {
         return;
     }
@@ -869,20 +880,37 @@ fn shrink(v: &mut Value, max: usize, reduced: bool) {
         if str_field(b, "type") != Some("tool_result") {
             continue;
         }
-        let (text, n) = flatten_measured(b.get("content"));
-        let n = b
+        let Value::Object(o) = b else { continue };
+        o.remove(REDUCED);
+        o.remove(MASKED);
+        let Some(cut) = cut else {
+            o.remove(ORIGINAL_CHARS);
+            continue;
+        };
+        let (text, n) = flatten_measured(o.get("content"));
+        let n = o
             .get(ORIGINAL_CHARS)
             .and_then(Value::as_u64)
             .map_or(n, |o| o as usize);
-        if let Some(kept) = crate::text::kept_output(&text, n, max, reduced) {
-            b["content"] = Value::String(kept);
-            b[ORIGINAL_CHARS] = json!(n);
-            if reduced {
-                b["_reduced"] = json!(true);
+        if let Some(kept) = cut.keep(&text, n) {
+            o.insert("content".into(), Value::String(kept.content));
+            match kept.original_chars {
+                Some(n) => o.insert(ORIGINAL_CHARS.into(), json!(n)),
+                None => o.remove(ORIGINAL_CHARS),
+            };
+            if let Some(source_chars) = kept.reduced {
+                o.insert(REDUCED.into(), json!(source_chars));
+            }
+            if let Some(counts) = kept.masked {
+                o.insert(MASKED.into(), json!(counts));
             }
         }
     }
 }
+
+/// The keys `shrink` writes beside an output it reduced, and beside one it masked.
+const REDUCED: &str = "_reduced";
+const MASKED: &str = "_masked";
 
 /// The newest lines of the branch, about `tail` tokens of them from the last back to the start
 /// of a turn, read again with outputs cut to `max` instead of their first line.
@@ -908,6 +936,11 @@ fn read_tail_in_full(
     if !entries.iter().any(|e| e.line >= from && e.reduced) {
         return Ok(());
     }
+    let whole = OutputCut {
+        max,
+        reduced: false,
+        mask: None,
+    };
     let at: foldhash::HashMap<usize, usize> = entries
         .iter()
         .enumerate()
@@ -916,8 +949,8 @@ fn read_tail_in_full(
     jsonl::for_each_line_fast(
         path,
         jsonl::Pass::from(from, first, Some(prune(max))),
-        |no, text| fast::facts(no, text, max, false, max),
-        |no, v| facts(no, v, Some(max), false, max),
+        |no, text| fast::facts(no, text, whole, max),
+        |no, v| facts(no, v, Some(whole), max),
         |no, line| {
             if let (Line::Json(f), Some(&i)) = (line, at.get(&no))
                 && let Body::Chain(entry, _) = f.body
@@ -982,7 +1015,6 @@ pub(super) fn injected_kind(text: &str, meta: bool, compact_summary: bool) -> Op
 /// Tool result content as text, with its length in characters before any cut the pruned parse
 /// made in its blocks.
 fn flatten_measured(c: Option<&Value>) -> (String, usize) {
-    use crate::jsonl::pruned::ORIGINAL_CHARS;
     let text = flatten_content(c);
     let n = match c {
         Some(Value::Array(items)) if items.iter().any(|b| b.get(ORIGINAL_CHARS).is_some()) => {

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use anyhow::Result;
 use serde_json::{Value, json};
 
+use crate::adapter::OutputCut;
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{GitInfo, Message, Role, Session, TimeSpan, Timestamp, Todo, TodoStatus};
 
@@ -27,7 +28,7 @@ const CONVERSATION_EVENTS: &[&str] = &[
 ];
 
 #[derive(Default)]
-struct State {
+struct State<'a> {
     /// Response items that carry user or assistant words were seen.
     has_response_conversation: bool,
     /// Messages rebuilt from events, used only when no response items carry the conversation.
@@ -35,27 +36,27 @@ struct State {
     todos: Option<Vec<Todo>>,
     meta_seen: usize,
     last_model: Option<String>,
-    /// Cut tool outputs longer than this (see `ReadOptions`).
-    max_output: Option<usize>,
-    /// Outputs are being read only in part (see `ReadOptions::full_tail_tokens`).
-    reduced: bool,
+    /// How tool outputs are cut (see `ReadOptions`); `None`: not at all.
+    cut: Option<OutputCut<'a>>,
 }
 
-/// A tool result's text, cut to head and tail when the reader was asked to. `original` is
-/// the output's full length when the pruned parse already cut it.
-fn output_message(
-    mut m: Message,
-    max: Option<usize>,
-    original: Option<usize>,
-    reduced: bool,
-) -> Message {
-    if let Some(max) = max {
+/// A tool result's text, cut as the reader was asked to (see `OutputCut::keep`). `original`
+/// is the output's full length when the pruned parse already cut it.
+fn output_message(mut m: Message, cut: Option<OutputCut>, original: Option<usize>) -> Message {
+    if let Some(cut) = cut {
         let n = original.unwrap_or_else(|| m.content.chars().count());
-        if let Some(kept) = crate::text::kept_output(&m.content, n, max, reduced) {
-            m.content = kept;
-            m = m.with_meta("original_chars", n);
-            if reduced {
-                m = m.with_meta("reduced", true);
+        if let Some(kept) = cut.keep(&m.content, n) {
+            m.content = kept.content;
+            if let Some(n) = kept.original_chars {
+                m = m.with_meta("original_chars", n);
+            }
+            if let Some(source_chars) = kept.reduced {
+                m = m
+                    .with_meta("reduced", true)
+                    .with_meta("source_chars", source_chars);
+            }
+            if let Some(counts) = kept.masked {
+                m = m.with_meta("masked", json!(counts));
             }
         }
     }
@@ -234,8 +235,11 @@ fn read_lines(
     // parsed, and with a tail, outputs before it are kept only to their first line.
     let first_max = opts.max_tool_output;
     let mut state = State {
-        max_output: first_max,
-        reduced: opts.full_tail_tokens.is_some(),
+        cut: first_max.map(|max| OutputCut {
+            max,
+            reduced: opts.full_tail_tokens.is_some(),
+            mask: opts.mask.as_ref().map(|m| &*m.0),
+        }),
         ..Default::default()
     };
     let mut shape: Option<&'static str> = None;
@@ -246,23 +250,15 @@ fn read_lines(
         prune: first_max.map(prune),
         ..Default::default()
     };
-    let (max_output, reduced) = (state.max_output, state.reduced);
+    let cut = state.cut;
     // Set once response items carrying the conversation are applied: from then on the fast
     // path can read conversation events without a tree (see `fast::line`).
     let conversation_seen = AtomicBool::new(false);
     let pass = jsonl::for_each_line_fast(
         path,
         first_pass,
-        |no, text| {
-            fast::line(
-                no,
-                text,
-                max_output,
-                reduced,
-                conversation_seen.load(Relaxed),
-            )
-        },
-        |no, v| mapped(no, v, max_output, reduced),
+        |no, text| fast::line(no, text, cut, conversation_seen.load(Relaxed)),
+        |no, v| mapped(no, v, cut),
         |no, line| {
             let Line::Json(mapped) = line else {
                 return Ok(());
@@ -398,11 +394,20 @@ fn read_tail_in_full(
             continue;
         }
         if let Some((text, original)) = outputs.remove(&no) {
-            m.metadata.remove("reduced");
-            m.metadata.remove("original_chars");
+            for key in ["reduced", "source_chars", "original_chars", "masked"] {
+                m.metadata.remove(key);
+            }
             let mut fresh = Message::new(Role::ToolResult, text);
             fresh.metadata = std::mem::take(&mut m.metadata);
-            let fresh = output_message(fresh, Some(max), original, false);
+            let fresh = output_message(
+                fresh,
+                Some(OutputCut {
+                    max,
+                    reduced: false,
+                    mask: None,
+                }),
+                original,
+            );
             m.content = fresh.content;
             m.metadata = fresh.metadata;
         }
@@ -434,7 +439,11 @@ fn read_typescript_document(
 ) -> Result<Session> {
     let mut session = Session::new(super::NAME, "codex-typescript", fallback_id);
     let mut state = State {
-        max_output: opts.max_tool_output,
+        cut: opts.max_tool_output.map(|max| OutputCut {
+            max,
+            reduced: false,
+            mask: None,
+        }),
         ..Default::default()
     };
     let Some(bytes) = jsonl::read_document(path)?.bytes(|line, w| session.warn(line, w)) else {
@@ -637,12 +646,10 @@ fn text_parts(content: Option<&Value>) -> String {
     }
 }
 
-/// What a response item does to the session (see `Op`). `max_output` and `reduced` are
-/// `State`'s.
+/// What a response item does to the session (see `Op`). `cut` is `State`'s.
 fn response_item(
     out: &mut Vec<Op>,
-    max_output: Option<usize>,
-    reduced: bool,
+    cut: Option<OutputCut>,
     no: usize,
     p: &Value,
     ts: Option<Timestamp>,
@@ -697,7 +704,7 @@ fn response_item(
             str_field(p, "call_id"),
             p.get("success").and_then(Value::as_bool) == Some(false),
             cut_length(p, "output"),
-            (max_output, reduced),
+            cut,
         ),
         "web_search_call" => {
             // A self-contained item: the call and its outcome in one. Kept as a paired call.
@@ -827,7 +834,7 @@ fn output_item(
     call_id: Option<&str>,
     failed: bool,
     original: Option<usize>,
-    (max_output, reduced): (Option<usize>, bool),
+    cut: Option<OutputCut>,
 ) {
     let mut m = at.message(Role::ToolResult, content);
     m.tool_call_id = call_id.map(str::to_string);
@@ -838,7 +845,7 @@ fn output_item(
     if failed {
         m.is_error = true;
     }
-    out.push(Op::Push(output_message(m, max_output, original, reduced)));
+    out.push(Op::Push(output_message(m, cut, original)));
 }
 
 pub(super) fn tag_value(text: &str, tag: &str) -> Option<String> {
@@ -951,13 +958,13 @@ fn touch_patch_files(out: &mut Vec<Op>, patch: &str) {
 }
 
 /// Line `no` as the parsing thread hands it on (see `Mapped`): response items, most of a
-/// rollout, are worked out where they are parsed. `max_output` and `reduced` are `State`'s.
-fn mapped(no: usize, v: Value, max_output: Option<usize>, reduced: bool) -> Mapped {
+/// rollout, are worked out where they are parsed. `cut` is `State`'s.
+fn mapped(no: usize, v: Value, cut: Option<OutputCut>) -> Mapped {
     let ts = v.get("timestamp").and_then(Timestamp::from_value);
     match (str_field(&v, "type"), v.get("payload")) {
         (Some("response_item"), Some(p)) => {
             let mut ops = Vec::new();
-            response_item(&mut ops, max_output, reduced, no, p, ts.clone());
+            response_item(&mut ops, cut, no, p, ts.clone());
             Mapped::Item(ts, ops)
         }
         _ => Mapped::Line(ts, v),
@@ -1044,7 +1051,7 @@ fn response_item_now(
     ts: Option<Timestamp>,
 ) {
     let mut ops = Vec::new();
-    response_item(&mut ops, state.max_output, state.reduced, no, p, ts);
+    response_item(&mut ops, state.cut, no, p, ts);
     apply(ops, session, state);
 }
 
@@ -1169,12 +1176,7 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
                     }
                     let original = cut_length(item, "aggregated_output");
                     out.push(call);
-                    out.push(output_message(
-                        result,
-                        state.max_output,
-                        original,
-                        state.reduced,
-                    ));
+                    out.push(output_message(result, state.cut, original));
                 }
                 _ => {}
             }

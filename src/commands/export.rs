@@ -61,13 +61,14 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
         .to
         .as_deref()
         .map(|to| crate::adapters::by_name(to).expect("clap checked the agent name"));
+    let mut warnings = Vec::new();
+    let redactor = super::redactor(cfg, opts.no_redact, &mut warnings)?;
     let read = match target {
-        Some(t) => super::relay_read_options(cfg, t, opts.budget),
+        Some(t) => super::relay_read_options(cfg, t, opts.budget, redactor.as_ref()),
         None => Default::default(),
     };
     let (located, mut s) = load(cfg, &opts.session, &opts.scope, read)?;
-    let mut warnings = Vec::new();
-    let mut redactions = redact(cfg, &mut s, opts.no_redact, &mut warnings)?;
+    let mut redactions = redact(redactor.as_deref(), &mut s);
     warnings.extend(super::reader_warnings(&s));
     let source = super::show::SourceRef {
         agent: s.agent.clone(),
@@ -84,7 +85,7 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
             &located,
             &mut s,
             &mut redactions,
-            opts.no_redact,
+            redactor.as_deref(),
             &plan::Target {
                 adapter: target,
                 id: &id,

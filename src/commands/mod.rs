@@ -13,14 +13,15 @@ pub mod show;
 pub mod status;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::adapter::ReadOptions;
+use crate::adapter::{Mask, ReadOptions};
 use crate::config::Config;
 use crate::model::Session;
-use crate::redact::Counts;
+use crate::redact::{Counts, Redactor};
 use crate::select::{self, Located, SelectScope};
 
 /// Which sessions a command considers: one agent's, one directory's.
@@ -76,7 +77,7 @@ pub fn plan_relay(
     located: &Located,
     source: &mut Session,
     redactions: &mut Redactions,
-    no_redact: bool,
+    redactor: Option<&Redactor>,
     target: &crate::plan::Target,
 ) -> Result<crate::plan::Plan> {
     step("fitting the session to the budget");
@@ -85,7 +86,7 @@ pub fn plan_relay(
         return Ok(plan);
     }
     let mut full = located.read_with(crate::plan::read_options_full())?;
-    *redactions = redact(cfg, &mut full, no_redact, &mut Vec::new())?;
+    *redactions = redact(redactor, &mut full);
     *source = full;
     crate::plan::plan(cfg, source, target)
 }
@@ -109,16 +110,21 @@ pub fn show_read_options(size: u64) -> ReadOptions {
     }
 }
 
-/// How a relay to `target` reads its source (see `plan::read_options`).
+/// How a relay to `target` reads its source (see `plan::read_options`), masking with
+/// `redactor` what it reads only in part.
 pub fn relay_read_options(
     cfg: &Config,
     target: &dyn crate::adapter::Adapter,
     budget: Option<usize>,
+    redactor: Option<&Arc<Redactor>>,
 ) -> ReadOptions {
     if full_read_asked() {
         return crate::plan::read_options_full();
     }
-    crate::plan::read_options(crate::plan::budget_for(cfg, target, budget).0)
+    ReadOptions {
+        mask: redactor.map(|r| Mask(r.clone())),
+        ..crate::plan::read_options(crate::plan::budget_for(cfg, target, budget).0)
+    }
 }
 
 /// The directory a relayed (or fitted) session belongs to: `--cwd`, else the session's own.
@@ -141,22 +147,31 @@ impl Redactions {
     }
 }
 
-/// Masks secrets unless the user said not to, which is worth a warning.
-pub fn redact(
+/// What masks a command's secrets, built once: `None` when the user said not to mask, which
+/// is worth a warning. A relay's reader masks with it the outputs it reads only in part (see
+/// `adapter::OutputMask`), and `redact` the rest.
+pub fn redactor(
     cfg: &Config,
-    s: &mut Session,
     no_redact: bool,
     warnings: &mut Vec<String>,
-) -> Result<Redactions> {
+) -> Result<Option<Arc<Redactor>>> {
     if no_redact {
         warnings.push(
             "--no-redact: secrets in this session (API keys, tokens, passwords) are written as they are"
                 .into(),
         );
-        return Ok(Redactions(None));
+        return Ok(None);
     }
+    Ok(Some(Arc::new(cfg.redactor()?)))
+}
+
+/// Masks the secrets of a session read with `redactor` (see `redactor`).
+pub fn redact(redactor: Option<&Redactor>, s: &mut Session) -> Redactions {
+    let Some(redactor) = redactor else {
+        return Redactions(None);
+    };
     step("masking secrets");
-    Ok(Redactions(Some(cfg.redactor()?.session(s))))
+    Redactions(Some(redactor.session(s)))
 }
 
 /// Tells the progress listener, if any, that a step of unknown length begins.

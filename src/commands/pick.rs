@@ -114,6 +114,7 @@ pub fn preview(cfg: &Config, summary: &Summary) -> Result<Preview> {
     let session = located.read_with(ReadOptions {
         max_tool_output: Some(0),
         full_tail_tokens: Some(0),
+        mask: None,
     })?;
     Ok(preview_of(&session))
 }

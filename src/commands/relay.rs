@@ -76,7 +76,9 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         all: opts.all,
     };
     tokens::warm(cfg.agent(target.name()).tokenizer);
-    let read = super::relay_read_options(cfg, target, opts.budget);
+    let mut warnings = Vec::new();
+    let redactor = super::redactor(cfg, opts.no_redact, &mut warnings)?;
+    let read = super::relay_read_options(cfg, target, opts.budget, redactor.as_ref());
     let located = crate::select::select(cfg, &opts.session, &scope.select()?)?;
     // The source's hash is read beside the parse: a core waits while the parser's blocks are
     // read and handed on.
@@ -85,8 +87,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         std::thread::spawn(move || ledger::sha256_file(&path))
     };
     let mut source = located.read_with(read)?;
-    let mut warnings = Vec::new();
-    let mut redactions = redact(cfg, &mut source, opts.no_redact, &mut warnings)?;
+    let mut redactions = redact(redactor.as_deref(), &mut source);
     if opts.dry_run {
         // Nothing is written, so nothing leaks: the warning would only be noise.
         warnings.retain(|w| !w.starts_with("--no-redact"));
@@ -194,8 +195,8 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     // masked like the session (a derived one comes from the already masked prompt).
     // Counted apart, then added: a second, full read of the source replaces its counts.
     let mut title_counts = crate::redact::Counts::new();
-    let given = match (&opts.title, redactions.0.is_some()) {
-        (Some(t), true) => Some(cfg.redactor()?.text(t, &mut title_counts).into_owned()),
+    let given = match (&opts.title, &redactor) {
+        (Some(t), Some(r)) => Some(r.text(t, &mut title_counts).into_owned()),
         (t, _) => t.clone(),
     };
     let title = given.unwrap_or_else(|| {
@@ -226,7 +227,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         &located,
         &mut source,
         &mut redactions,
-        opts.no_redact,
+        redactor.as_deref(),
         &plan::Target {
             adapter: target,
             id: &id,

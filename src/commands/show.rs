@@ -193,10 +193,11 @@ pub fn session_report(s: &Session) -> SessionReport {
 fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
     let target = crate::adapters::by_name(to).expect("clap checked the agent name");
     tokens::warm(cfg.agent(target.name()).tokenizer);
-    let read = super::relay_read_options(cfg, target, opts.budget);
-    let (located, mut s) = load(cfg, &opts.session, &opts.scope, read)?;
     let mut warnings = Vec::new();
-    let mut redactions = redact(cfg, &mut s, false, &mut warnings)?;
+    let redactor = super::redactor(cfg, false, &mut warnings)?;
+    let read = super::relay_read_options(cfg, target, opts.budget, redactor.as_ref());
+    let (located, mut s) = load(cfg, &opts.session, &opts.scope, read)?;
+    let mut redactions = redact(redactor.as_deref(), &mut s);
     let cwd = resume_dir(opts.scope.cwd.as_deref(), &s)?;
     let title = s.title.clone().unwrap_or_default();
     let plan = super::plan_relay(
@@ -204,7 +205,7 @@ fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
         &located,
         &mut s,
         &mut redactions,
-        false,
+        redactor.as_deref(),
         &plan::Target {
             adapter: target,
             id: "dry-run",

@@ -211,7 +211,11 @@ impl<'de> Visitor<'de> for NodeVisitor<'_> {
         let mut out = Map::new();
         let mut cut_chars: Option<usize> = None;
         while let Some(key) = map.next_key::<String>()? {
-            if (root && self.prune.skip_root.contains(&key.as_str())) || !self.keeps(&key) {
+            // A source's own `_original_chars` would pass for this parse's: never kept.
+            if (root && self.prune.skip_root.contains(&key.as_str()))
+                || !self.keeps(&key)
+                || key == ORIGINAL_CHARS
+            {
                 map.next_value::<IgnoredAny>()?;
                 continue;
             }

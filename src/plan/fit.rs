@@ -428,6 +428,15 @@ impl Costs<'_> {
                 Rendered::New(m) => cost(self.tok, m),
             };
         }
+        if matches!(form, Form::Whole { .. }) {
+            // A turn read in part costs whole at most this much less than read in full (see
+            // `text::reduced_output`): choosing it whole then reads it in full.
+            let reduced = self.msgs[r.clone()]
+                .iter()
+                .filter(|m| m.metadata.contains_key("reduced"))
+                .count();
+            c = c.saturating_sub(reduced * REDUCED_SLACK);
+        }
         self.cache.insert(key, c);
         c
     }
@@ -436,6 +445,14 @@ impl Costs<'_> {
         msgs.iter().map(|m| cost(self.tok, m)).sum()
     }
 }
+
+/// How many tokens an output read in part may cost, in a whole form of its turn, more than
+/// the same output read in full: the reduced cut and the fit's differ only in the marker's
+/// number and in where a word is cut at each end, and the reduced cut leaves out at least
+/// 1,000 characters more than it adds (see `text::reduced_output`). A whole form of a turn
+/// read in part is costed so much lower, so that the fit never turns down whole a turn it
+/// would keep whole read in full.
+const REDUCED_SLACK: usize = 16;
 
 /// Where the middle turns stand: each either kept in a form (an index into `LADDER`) or left out.
 struct Selection {

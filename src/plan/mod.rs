@@ -33,6 +33,7 @@ pub fn read_options(budget: usize) -> ReadOptions {
     ReadOptions {
         max_tool_output: Some(fit::TOOL_OUTPUT_MAX),
         full_tail_tokens: Some(budget.saturating_mul(TAIL_FACTOR)),
+        mask: None,
     }
 }
 
@@ -41,6 +42,7 @@ pub fn read_options_full() -> ReadOptions {
     ReadOptions {
         max_tool_output: Some(fit::TOOL_OUTPUT_MAX),
         full_tail_tokens: None,
+        mask: None,
     }
 }
 

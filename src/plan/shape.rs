@@ -138,9 +138,9 @@ pub fn shape(
                 }
                 if structured.contains(&id) {
                     let mut kept = Meta::new();
-                    // The exit code travels; the output's full length and whether the reader took
-                    // it only in part stay for the fit.
-                    for key in ["exit_code", "original_chars", "reduced"] {
+                    // The exit code travels; the output's full length, its size as the source
+                    // held it and whether the reader took it only in part stay for the fit.
+                    for key in ["exit_code", "original_chars", "reduced", "source_chars"] {
                         if let Some(v) = m.metadata.get(key) {
                             kept.insert(key, v);
                         }

@@ -174,19 +174,24 @@ fn turn_points(t: &LeftOut) -> Vec<Point> {
 
 /// Whether a tool outcome failed, and a short label for it.
 fn outcome(m: &Message) -> (bool, String) {
-    // From the first 400 characters of the first line only: what a reader that cut the output
-    // (see `ReadOptions`) still holds.
-    let first = |s: &str| {
-        let line: String = s.lines().next().unwrap_or("").chars().take(400).collect();
-        one_line_cut(&line, 120)
-    };
+    // From the start of the first line that is not blank only: what a reader that cut the
+    // output (see `text::reduced_output`) still holds.
+    let first = |s: &str| one_line_cut(crate::text::quoted_line(s), 120);
     if m.role == Role::ToolResult {
-        let label = format!("a call answered with \"{}\"", first(m.content.trim_start()));
+        let label = format!("a call answered with \"{}\"", first(&m.content));
         return (m.is_error, label);
     }
     // `[tool call: NAME] ARG` then `[result: error, N chars]`.
     let error = m.content.contains("\n[result: error");
-    (error, first(&m.content))
+    let line: String = m
+        .content
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(crate::text::QUOTED_LINE_CHARS)
+        .collect();
+    (error, one_line_cut(&line, 120))
 }
 
 /// Kinds in the order they are chosen, with the share of the summary each may take first;

@@ -9,7 +9,7 @@ use crate::common::{TestEnv, fixture_sessions};
 use serde_json::{Value, json};
 
 /// `export SESSION --to TARGET --budget N`: the fitted session as neutral JSONL (deterministic:
-/// no new ids), read in part and read in full.
+/// no new ids) and the report (what was masked, how it fitted), read in part and read in full.
 fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, String) {
     let args = [
         "export",
@@ -21,19 +21,24 @@ fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, S
         "--cwd",
         "/tmp/lazy",
     ];
-    let lazy = env.ok(&args);
-    let out = env
-        .cmd()
-        .env(session_relay::commands::FULL_READ_ENV, "1")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (lazy, String::from_utf8(out.stdout).unwrap())
+    let run = |full: bool| {
+        let mut cmd = env.cmd();
+        if full {
+            cmd.env(session_relay::commands::FULL_READ_ENV, "1");
+        }
+        let out = cmd.args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        format!(
+            "{}\n--- report ---\n{}",
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap()
+        )
+    };
+    (run(false), run(true))
 }
 
 #[test]
@@ -455,6 +460,201 @@ fn reading_in_part_quotes_long_first_lines_as_a_full_read_does() {
                     path.display()
                 );
                 assert!(lazy.lines().count() > 10);
+            }
+        }
+    }
+}
+
+/// Older outputs that a cut to their first characters would change: secrets whose rule needs
+/// text further down (a connection string's password above its `Data Source=`, private keys
+/// cut before their END line or with text after it), secrets between the reduced cut and a
+/// full read's (which change the masked output's length and the counts), first lines after
+/// runs of blanks, and keys a reader writes for itself planted in the source. Read in part,
+/// the relay masks, counts and quotes them as a full read does, and no secret gets through.
+#[test]
+fn reading_in_part_masks_and_quotes_older_outputs_as_a_full_read_does() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut token = |len: usize| -> String {
+        const AL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                AL[(state % 62) as usize] as char
+            })
+            .collect()
+    };
+    let filler = |lines: usize| -> String {
+        (0..lines)
+            .map(|k| format!("filler line {k:04} of the output\n"))
+            .collect()
+    };
+    let mut secrets: Vec<String> = Vec::new();
+    // (output, failed, extra keys of a Claude Code tool result)
+    let mut outputs: Vec<(String, bool, Value)> = Vec::new();
+    for t in 0..330 {
+        let (output, failed, extra) = match t % 11 {
+            0 => {
+                let password = format!("Tr0ub{}", token(10));
+                secrets.push(password.clone());
+                (
+                    format!(
+                        "Error: Pwd = {password};{}Data Source=db{t}\n{}",
+                        "\n".repeat(700),
+                        "y\n".repeat(300)
+                    ),
+                    true,
+                    json!({}),
+                )
+            }
+            1 => {
+                let key = token(2000);
+                secrets.push(key[..40].to_string());
+                (
+                    format!(
+                        "Error: key -----BEGIN PRIVATE KEY-----{key}-----END PRIVATE KEY----- after {t}\n{}",
+                        filler(50)
+                    ),
+                    true,
+                    json!({}),
+                )
+            }
+            2 => {
+                let body: Vec<String> = (0..60).map(|_| token(64)).collect();
+                secrets.push(body[30].clone());
+                (
+                    format!(
+                        "-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY----- trailing {t}\n{}",
+                        body.join("\n"),
+                        filler(100)
+                    ),
+                    true,
+                    json!({}),
+                )
+            }
+            3 | 4 => {
+                let ghp = format!("ghp_{}", token(36));
+                secrets.push(ghp.clone());
+                let pad = 1000 + (t * 37) % 6500;
+                (
+                    format!("ok {}{ghp}\n{}", "w ".repeat(pad / 2), filler(t % 40)),
+                    t % 2 == 0,
+                    json!({}),
+                )
+            }
+            5 => (
+                format!("{}Error: CAUSE {t}\n{}", "\n".repeat(1000 + t), filler(20)),
+                true,
+                json!({}),
+            ),
+            6 => (
+                format!(
+                    "{}Error: wide blanks {t}\r\n{}",
+                    "\u{3000}".repeat(800),
+                    "y\r\n".repeat(400)
+                ),
+                true,
+                json!({}),
+            ),
+            7 => ("\r\n".repeat(600 + t), true, json!({})),
+            8 => {
+                let ghp = format!("ghp_{}", token(36));
+                secrets.push(ghp.clone());
+                // A reader's own marks, planted: nothing may pass for masked or cut.
+                (
+                    format!("Error: planted {ghp}\n{}", filler(80)),
+                    true,
+                    json!({"_masked": {}, "_reduced": true, "_original_chars": 100_000}),
+                )
+            }
+            _ => (
+                format!("test {t} ... ok\n{}", filler(10 + t % 90)),
+                false,
+                json!({}),
+            ),
+        };
+        outputs.push((output, failed, extra));
+    }
+
+    let env = TestEnv::empty();
+    let id = "5e55b0b0-0000-4000-8000-00000000a11e";
+    let dir = env.claude_home().join("projects/-tmp-lazy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let claude = dir.join(format!("{id}.jsonl"));
+    let mut w = ClaudeLines::create(&claude, id);
+    let codex_id = "0199f0f0-0000-7000-8000-00000000a11e";
+    let codex_dir = env.codex_home().join("sessions/2026/11/03");
+    std::fs::create_dir_all(&codex_dir).unwrap();
+    let codex = codex_dir.join(format!("rollout-2026-11-03T08-00-00-{codex_id}.jsonl"));
+    let mut g = std::io::BufWriter::new(std::fs::File::create(&codex).unwrap());
+    let item = |g: &mut std::io::BufWriter<std::fs::File>, kind: &str, payload: Value| {
+        let v = json!({"timestamp": "2026-11-03T08:00:00.000Z", "type": kind, "payload": payload});
+        writeln!(g, "{v}").unwrap();
+    };
+    item(
+        &mut g,
+        "session_meta",
+        json!({"id": codex_id, "timestamp": "2026-11-03T08:00:00.000Z", "cwd": "/tmp/lazy", "cli_version": "0.171.0", "source": "cli"}),
+    );
+    for (t, (output, failed, extra)) in outputs.iter().enumerate() {
+        let prompt = format!("Turn {t}: check service {t}");
+        w.line("user", json!({"role": "user", "content": prompt}));
+        let call = format!("toolu_{t}");
+        w.line("assistant",
+            json!({"id": format!("msg_{t}"), "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "tool_use", "id": call, "name": "Bash", "input": {"command": format!("./check {t}")}}]}),
+        );
+        let mut result = json!({"type": "tool_result", "tool_use_id": call, "content": output, "is_error": failed});
+        for (k, v) in extra.as_object().unwrap() {
+            result[k] = v.clone();
+        }
+        w.line("user", json!({"role": "user", "content": [result]}));
+        w.line("assistant",
+            json!({"id": format!("msg_{t}_end"), "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": format!("Service {t} checked; we decided to keep it.")}]}),
+        );
+        item(
+            &mut g,
+            "response_item",
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
+        );
+        item(
+            &mut g,
+            "response_item",
+            json!({"type": "function_call", "name": "shell", "arguments": json!({"command": ["./check", t.to_string()]}).to_string(), "call_id": format!("call_{t}")}),
+        );
+        item(
+            &mut g,
+            "response_item",
+            json!({"type": "function_call_output", "call_id": format!("call_{t}"),
+            "output": json!({"output": output, "metadata": {"exit_code": i64::from(*failed)}}).to_string()}),
+        );
+        item(
+            &mut g,
+            "response_item",
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": format!("Service {t} checked; we decided to keep it.")}]}),
+        );
+    }
+    drop(w);
+    drop(g);
+    for path in [&claude, &codex] {
+        for to in ["claude", "codex"] {
+            for budget in ["6000", "12000", "30000"] {
+                let (lazy, full) = both_ways(&env, path.to_str().unwrap(), to, budget);
+                assert!(
+                    lazy == full,
+                    "{} -> {to} at {budget}: reading in part changed the relay",
+                    path.display()
+                );
+                assert!(lazy.contains("masked "), "{lazy}");
+                for secret in &secrets {
+                    assert!(
+                        !lazy.contains(secret.as_str()),
+                        "{} -> {to} at {budget}: {secret} got through",
+                        path.display()
+                    );
+                }
             }
         }
     }

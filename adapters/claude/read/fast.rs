@@ -15,6 +15,7 @@ use super::{
     AssistantBlock, Base, Body, Entry, Facts, Id, Ids, Link, Op, Stage, assistant_block,
     classify_user_text, compaction, informational, injected_kind, tool_result, user_texts,
 };
+use crate::adapter::{KeptOutput, OutputCut};
 use crate::model::{Role, Timestamp};
 
 type Str<'a> = Option<Cow<'a, str>>;
@@ -130,6 +131,12 @@ struct Block<'a> {
         deserialize_with = "crate::jsonl::present"
     )]
     reduced: Option<IgnoredAny>,
+    #[serde(
+        rename = "_masked",
+        default,
+        deserialize_with = "crate::jsonl::present"
+    )]
+    masked: Option<IgnoredAny>,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
@@ -162,14 +169,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
 }
 
 /// What the reader keeps of line `no` (see `super::facts`), or `None` for the general path.
-/// `max`, `reduced` and `full_max` are `super::facts`'s.
-pub(super) fn facts(
-    no: usize,
-    text: &str,
-    max: usize,
-    reduced: bool,
-    full_max: usize,
-) -> Option<Facts> {
+/// `cut` and `full_max` are `super::facts`'s.
+pub(super) fn facts(no: usize, text: &str, cut: OutputCut, full_max: usize) -> Option<Facts> {
     let line: Line = serde_json::from_str(text).ok()?;
     let kind = line.kind.as_ref();
     if !matches!(kind, "user" | "assistant" | "system") {
@@ -192,7 +193,7 @@ pub(super) fn facts(
                     )
                 )
         );
-        if !known || b.original_chars.is_some() || b.reduced.is_some() {
+        if !known || b.original_chars.is_some() || b.reduced.is_some() || b.masked.is_some() {
             return None;
         }
     }
@@ -220,7 +221,7 @@ pub(super) fn facts(
             .filter_map(|b| b.tool_use_id.as_deref().map(str::to_string))
             .collect(),
     };
-    let (ops, cut_any) = stage(no, &line, max, reduced)?;
+    let (ops, reduced) = stage(no, &line, cut)?;
     let meta = line.meta == Some(true);
     let summary = line.compact_summary == Some(true);
     let starts_turn = kind == "user"
@@ -242,7 +243,7 @@ pub(super) fn facts(
         sidechain: link.sidechain,
         ops,
         starts_turn,
-        reduced: reduced && cut_any,
+        reduced,
         chars,
     };
     let owned = |s: &Str| s.as_deref().map(str::to_string);
@@ -277,11 +278,12 @@ fn block_chars(b: &Block, max: usize) -> usize {
     }
 }
 
-/// `super::stage` for a typed line: its operations, and whether a tool output was cut to `max`.
-fn stage(no: usize, line: &Line, max: usize, reduced: bool) -> Option<(Vec<Op>, bool)> {
+/// `super::stage` for a typed line: its operations, and whether a tool output was reduced
+/// (see `OutputCut::keep`).
+fn stage(no: usize, line: &Line, cut: OutputCut) -> Option<(Vec<Op>, bool)> {
     let mut out = Stage(Vec::new());
     let session = &mut out;
-    let mut cut_any = false;
+    let mut reduced_any = false;
     let base = Base {
         ts: line.timestamp.as_deref().map(Timestamp::parse),
         line: no,
@@ -317,26 +319,26 @@ fn stage(no: usize, line: &Line, max: usize, reduced: bool) -> Option<(Vec<Op>, 
                             }
                             Some("tool_result") => {
                                 let output = b.content.as_deref().unwrap_or("");
-                                // As the general path's cut (see `text::kept_output`); bytes
+                                // As the general path's cut (see `OutputCut::keep`); bytes
                                 // first: a whole read counts only outputs over `max` bytes.
-                                let cut = (reduced || output.len() > max)
-                                    .then(|| output.chars().count())
-                                    .and_then(|n| {
-                                        crate::text::kept_output(output, n, max, reduced)
-                                            .map(|kept| (kept, n))
-                                    });
-                                cut_any |= cut.is_some();
-                                let (text, n) = match cut {
-                                    Some((kept, n)) => (kept, Some(n)),
-                                    None => (output.to_string(), None),
-                                };
+                                let kept = (cut.reduced || output.len() > cut.max)
+                                    .then(|| cut.keep(output, output.chars().count()))
+                                    .flatten();
+                                let kept = kept.unwrap_or_else(|| KeptOutput {
+                                    content: output.to_string(),
+                                    original_chars: None,
+                                    reduced: None,
+                                    masked: None,
+                                });
+                                reduced_any |= kept.reduced.is_some();
                                 session.push(tool_result(
                                     &base,
-                                    text,
+                                    kept.content,
                                     b.tool_use_id.as_deref(),
                                     b.is_error == Some(true),
-                                    n.map(Value::from),
-                                    reduced && n.is_some(),
+                                    kept.original_chars.map(Value::from),
+                                    kept.reduced.map(Value::from),
+                                    kept.masked.map(|c| serde_json::json!(c)),
                                 ));
                             }
                             _ => {}
@@ -412,7 +414,7 @@ fn stage(no: usize, line: &Line, max: usize, reduced: bool) -> Option<(Vec<Op>, 
         },
         _ => return None,
     }
-    Some((out.into_ops(), cut_any))
+    Some((out.into_ops(), reduced_any))
 }
 
 impl<'a> Block<'a> {
@@ -432,6 +434,7 @@ impl<'a> Block<'a> {
             source: None,
             original_chars: None,
             reduced: None,
+            masked: None,
         }
     }
 }
@@ -555,14 +558,22 @@ mod tests {
         assert!(lines.len() > 1000, "only {} lines", lines.len());
         let mut taken = 0;
         for (i, text) in lines.iter().enumerate() {
-            for (max, reduced) in [(40, true), (1000, false), (usize::MAX, false)] {
-                let Some(fast) = facts(i + 1, text, max, reduced, 8000) else {
+            let mask = crate::adapter::WordMask("e");
+            for (max, reduced, mask) in [
+                (40, true, None),
+                (1000, false, None),
+                (usize::MAX, false, None),
+                (8000, true, None),
+                (8000, true, Some(&mask as &dyn crate::adapter::OutputMask)),
+            ] {
+                let cut = OutputCut { max, reduced, mask };
+                let Some(fast) = facts(i + 1, text, cut, 8000) else {
                     continue;
                 };
                 taken += 1;
                 let value = crate::jsonl::pruned::parse(text.as_bytes(), &prune(max))
                     .expect("a line the fast path read parses");
-                let general = general(i + 1, value, Some(max), reduced, 8000);
+                let general = general(i + 1, value, Some(cut), 8000);
                 assert_eq!(
                     describe(&fast),
                     describe(&general),

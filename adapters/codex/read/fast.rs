@@ -18,6 +18,7 @@ use super::{
     At, Mapped, arguments_input, call_item, exit_code_in_text, message_item, output_item,
     reasoning_item, text_parts,
 };
+use crate::adapter::OutputCut;
 use crate::model::Timestamp;
 
 type Str<'a> = Option<Cow<'a, str>>;
@@ -88,14 +89,13 @@ struct EventItem<'a> {
 }
 
 /// What the general path hands on for line `no` when it is a line the fast path knows, else
-/// `None`. `max_output` and `reduced` are the reader's `State`'s; `conversation_seen` says that
+/// `None`. `cut` is the reader's `State`'s; `conversation_seen` says that
 /// response items carrying the conversation were applied before this line's block (it never
 /// goes back to false, so it holds when this line is applied too).
 pub(super) fn line(
     no: usize,
     text: &str,
-    max_output: Option<usize>,
-    reduced: bool,
+    cut: Option<OutputCut>,
     conversation_seen: bool,
 ) -> Option<Mapped> {
     #[cfg(test)]
@@ -113,7 +113,7 @@ pub(super) fn line(
         return None;
     }
     match line.kind.as_ref() {
-        "response_item" => item(no, p, ts, max_output, reduced),
+        "response_item" => item(no, p, ts, cut),
         "event_msg" => event(p, ts, conversation_seen),
         // Usage records are counted, whatever they hold.
         kind @ ("token_usage_record" | "world_state") => {
@@ -145,13 +145,7 @@ fn event(p: Item, ts: Option<Timestamp>, conversation_seen: bool) -> Option<Mapp
 }
 
 /// A response item (see `line`).
-fn item(
-    no: usize,
-    p: Item,
-    ts: Option<Timestamp>,
-    max_output: Option<usize>,
-    reduced: bool,
-) -> Option<Mapped> {
+fn item(no: usize, p: Item, ts: Option<Timestamp>, cut: Option<OutputCut>) -> Option<Mapped> {
     let at = At { no, ts: ts.clone() };
     let mut out = Vec::new();
     match p.kind.as_deref()? {
@@ -186,7 +180,7 @@ fn item(
         "function_call_output" | "custom_tool_call_output" | "tool_search_output" => {
             let (content, original) = match p.output {
                 None => (String::new(), None),
-                Some(raw) => output_text(raw, max_output)?,
+                Some(raw) => output_text(raw, cut.map(|c| c.max))?,
             };
             let exit = exit_code_in_text(&content);
             output_item(
@@ -196,7 +190,7 @@ fn item(
                 p.call_id.as_deref(),
                 p.success == Some(false),
                 original,
-                (max_output, reduced),
+                cut,
             );
         }
         _ => return None,
@@ -427,16 +421,17 @@ mod tests {
             crate::adapter::ReadOptions::default(),
             crate::adapter::ReadOptions {
                 max_tool_output: Some(8000),
-                full_tail_tokens: None,
+                ..Default::default()
             },
             crate::adapter::ReadOptions {
                 max_tool_output: Some(8000),
                 full_tail_tokens: Some(30_000),
+                mask: None,
             },
         ] {
             let read = |general_only: bool| {
                 GENERAL_ONLY.store(general_only, Relaxed);
-                let s = super::super::read_lines(&path, "long", opts).unwrap();
+                let s = super::super::read_lines(&path, "long", opts.clone()).unwrap();
                 GENERAL_ONLY.store(false, Relaxed);
                 serde_json::to_value(&s).unwrap()
             };
@@ -453,7 +448,18 @@ mod tests {
         assert!(lines.len() > 1000, "only {} lines", lines.len());
         let (mut taken, mut items, mut items_taken) = (0, 0, 0);
         for (i, text) in lines.iter().enumerate() {
-            for (max, reduced) in [(Some(40), true), (Some(1000), false), (None, false)] {
+            let mask = crate::adapter::WordMask("e");
+            for (max, reduced, mask) in [
+                (Some(40), true, None),
+                (Some(1000), false, None),
+                (None, false, None),
+                (
+                    Some(8000),
+                    true,
+                    Some(&mask as &dyn crate::adapter::OutputMask),
+                ),
+            ] {
+                let cut = max.map(|max| OutputCut { max, reduced, mask });
                 let parse = || match max {
                     Some(m) => crate::jsonl::pruned::parse(text.as_bytes(), &prune(m)),
                     None => serde_json::from_str(text),
@@ -461,15 +467,15 @@ mod tests {
                 let Ok(value) = parse() else {
                     continue;
                 };
-                let is_item = matches!(mapped(i + 1, value, max, reduced), Mapped::Item(..));
+                let is_item = matches!(mapped(i + 1, value, cut), Mapped::Item(..));
                 items += usize::from(is_item);
                 for seen in [false, true] {
-                    let Some(fast) = line(i + 1, text, max, reduced, seen) else {
+                    let Some(fast) = line(i + 1, text, cut, seen) else {
                         continue;
                     };
                     taken += 1;
                     items_taken += usize::from(is_item && !seen);
-                    let general = mapped(i + 1, parse().unwrap(), max, reduced);
+                    let general = mapped(i + 1, parse().unwrap(), cut);
                     assert_eq!(
                         effect(fast, seen),
                         effect(general, seen),
