@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{Redactions, Scope, load, redact, resume_dir};
+use super::{Redactions, Scope, redact, resume_dir};
 use crate::config::Config;
 use crate::model::neutral;
 use crate::plan;
@@ -61,13 +61,13 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
         .to
         .as_deref()
         .map(|to| crate::adapters::by_name(to).expect("clap checked the agent name"));
-    let mut warnings = Vec::new();
-    let redactor = super::redactor(cfg, opts.no_redact, &mut warnings)?;
     let read = match target {
-        Some(t) => super::relay_read_options(cfg, t, opts.budget, redactor.as_ref()),
+        Some(t) => super::relay_read_options(cfg, t, opts.budget),
         None => Default::default(),
     };
-    let (located, mut s) = load(cfg, &opts.session, &opts.scope, read)?;
+    let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
+    let mut warnings = Vec::new();
+    let (mut s, redactor) = super::read_masked(cfg, &located, read, opts.no_redact, &mut warnings)?;
     let mut redactions = redact(redactor.as_deref(), &mut s);
     warnings.extend(super::reader_warnings(&s));
     let source = super::show::SourceRef {

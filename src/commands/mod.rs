@@ -22,7 +22,7 @@ use crate::adapter::{Mask, ReadOptions};
 use crate::config::Config;
 use crate::model::Session;
 use crate::redact::{Counts, Redactor};
-use crate::select::{self, Located, SelectScope};
+use crate::select::{Located, SelectScope};
 
 /// Which sessions a command considers: one agent's, one directory's.
 #[derive(Debug, Clone, Default)]
@@ -53,18 +53,6 @@ impl Scope {
 
 fn current_dir() -> Result<PathBuf> {
     std::env::current_dir().context("cannot read the current directory")
-}
-
-/// Selects one session and reads it.
-pub fn load(
-    cfg: &Config,
-    selector: &str,
-    scope: &Scope,
-    opts: ReadOptions,
-) -> Result<(Located, Session)> {
-    let located = select::select(cfg, selector, &scope.select()?)?;
-    let session = located.read_with(opts)?;
-    Ok((located, session))
 }
 
 /// Plans a relay of `source` to `target`, reading the session again in full first when the fit
@@ -110,21 +98,54 @@ pub fn show_read_options(size: u64) -> ReadOptions {
     }
 }
 
-/// How a relay to `target` reads its source (see `plan::read_options`), masking with
-/// `redactor` what it reads only in part.
+/// How a relay to `target` reads its source (see `plan::read_options`).
 pub fn relay_read_options(
     cfg: &Config,
     target: &dyn crate::adapter::Adapter,
     budget: Option<usize>,
-    redactor: Option<&Arc<Redactor>>,
 ) -> ReadOptions {
     if full_read_asked() {
         return crate::plan::read_options_full();
     }
-    ReadOptions {
-        mask: redactor.map(|r| Mask(r.clone())),
-        ..crate::plan::read_options(crate::plan::budget_for(cfg, target, budget).0)
+    crate::plan::read_options(crate::plan::budget_for(cfg, target, budget).0)
+}
+
+/// Reads `located` with `opts`, and builds what masks its secrets (see `redactor`): first
+/// when the reader reads in part, for it masks what it cuts further (see
+/// `adapter::OutputMask`); else on another core during the read (compiling the rules is a
+/// good part of a small relay).
+pub fn read_masked(
+    cfg: &Config,
+    located: &Located,
+    opts: ReadOptions,
+    no_redact: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(Session, Option<Arc<Redactor>>)> {
+    if opts
+        .clone()
+        .for_file(&located.path)
+        .full_tail_tokens
+        .is_some()
+    {
+        let redactor = redactor(cfg, no_redact, warnings)?;
+        let opts = ReadOptions {
+            mask: redactor.as_ref().map(|r| Mask(r.clone())),
+            ..opts
+        };
+        return Ok((located.read_with(opts)?, redactor));
     }
+    std::thread::scope(|scope| {
+        let building = scope.spawn(|| {
+            let mut warnings = Vec::new();
+            redactor(cfg, no_redact, &mut warnings).map(|r| (r, warnings))
+        });
+        let session = located.read_with(opts);
+        let (redactor, built_warnings) = building
+            .join()
+            .map_err(|_| anyhow::anyhow!("building the redaction rules failed"))??;
+        warnings.extend(built_warnings);
+        Ok((session?, redactor))
+    })
 }
 
 /// The directory a relayed (or fitted) session belongs to: `--cwd`, else the session's own.

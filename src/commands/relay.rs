@@ -76,9 +76,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         all: opts.all,
     };
     tokens::warm(cfg.agent(target.name()).tokenizer);
-    let mut warnings = Vec::new();
-    let redactor = super::redactor(cfg, opts.no_redact, &mut warnings)?;
-    let read = super::relay_read_options(cfg, target, opts.budget, redactor.as_ref());
+    let read = super::relay_read_options(cfg, target, opts.budget);
     let located = crate::select::select(cfg, &opts.session, &scope.select()?)?;
     // The source's hash is read beside the parse: a core waits while the parser's blocks are
     // read and handed on.
@@ -86,7 +84,9 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         let path = located.path.clone();
         std::thread::spawn(move || ledger::sha256_file(&path))
     };
-    let mut source = located.read_with(read)?;
+    let mut warnings = Vec::new();
+    let (mut source, redactor) =
+        super::read_masked(cfg, &located, read, opts.no_redact, &mut warnings)?;
     let mut redactions = redact(redactor.as_deref(), &mut source);
     if opts.dry_run {
         // Nothing is written, so nothing leaks: the warning would only be noise.

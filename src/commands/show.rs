@@ -7,7 +7,7 @@ use anyhow::Result;
 use serde::Serialize;
 use serde_json::json;
 
-use super::{Scope, load, redact, resume_dir};
+use super::{Scope, redact, resume_dir};
 use crate::config::Config;
 use crate::model::{Role, Session};
 use crate::plan::{self, PlanReport};
@@ -193,10 +193,10 @@ pub fn session_report(s: &Session) -> SessionReport {
 fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
     let target = crate::adapters::by_name(to).expect("clap checked the agent name");
     tokens::warm(cfg.agent(target.name()).tokenizer);
+    let read = super::relay_read_options(cfg, target, opts.budget);
+    let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
     let mut warnings = Vec::new();
-    let redactor = super::redactor(cfg, false, &mut warnings)?;
-    let read = super::relay_read_options(cfg, target, opts.budget, redactor.as_ref());
-    let (located, mut s) = load(cfg, &opts.session, &opts.scope, read)?;
+    let (mut s, redactor) = super::read_masked(cfg, &located, read, false, &mut warnings)?;
     let mut redactions = redact(redactor.as_deref(), &mut s);
     let cwd = resume_dir(opts.scope.cwd.as_deref(), &s)?;
     let title = s.title.clone().unwrap_or_default();
