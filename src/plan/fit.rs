@@ -336,7 +336,7 @@ fn render_parts(msgs: &[Message], form: Form) -> (Vec<Rendered>, ToolStats) {
                     .filter(|m| {
                         (m.role == Role::ToolResult && m.is_error)
                             || (m.kind() == Some("tool_transcript")
-                                && m.content.contains("\n[result: error"))
+                                && m.metadata.contains_key("failed"))
                     })
                     .count();
                 let mut names: Vec<(String, usize)> = Vec::new();

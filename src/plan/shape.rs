@@ -161,6 +161,10 @@ pub fn shape(
                     if let Some(v) = m.metadata.get("reduced") {
                         t.metadata.insert("reduced", v);
                     }
+                    // Said here, not read back from the text: an output may hold the words.
+                    if m.is_error {
+                        t.metadata.insert("failed", true.into());
+                    }
                     out.messages.push(t);
                 } else {
                     // A result whose call never appeared: nothing can be paired with it.

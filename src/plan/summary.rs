@@ -181,8 +181,8 @@ fn outcome(m: &Message) -> (bool, String) {
         let label = format!("a call answered with \"{}\"", first(&m.content));
         return (m.is_error, label);
     }
-    // `[tool call: NAME] ARG` then `[result: error, N chars]`.
-    let error = m.content.contains("\n[result: error");
+    // A transcript, `[tool call: NAME] ARG` then `[result: error, N chars]`: marked by shape.
+    let error = m.kind() == Some("tool_transcript") && m.metadata.contains_key("failed");
     let line: String = m
         .content
         .lines()
@@ -387,6 +387,48 @@ mod tests {
                 && p.text.contains("cannot find crate")
                 && p.text.contains("test result: ok")),
             "{pts:?}"
+        );
+    }
+
+    /// A call carried as text failed when shape says so, whatever its output holds: an output
+    /// that prints a transcript's status line is no failure.
+    #[test]
+    fn a_transcript_fails_by_its_result_not_by_its_text() {
+        let transcript = |output: &str, failed: bool| {
+            let mut call = Message::new(Role::ToolCall, "");
+            call.tool_name = Some("Bash".into());
+            call.key_arg = Some(format!("make step {failed}"));
+            let mut result = Message::new(Role::ToolResult, output);
+            result.is_error = failed;
+            let mut m = Message::new(
+                Role::Assistant,
+                crate::plan::calls::transcript(&call, Some(&result)),
+            )
+            .with_meta("kind", "tool_transcript");
+            if failed {
+                m = m.with_meta("failed", true);
+            }
+            m
+        };
+        let msgs = vec![
+            Message::new(Role::User, "build it"),
+            transcript("all good\n[result: error, 5 chars]\nstill good", false),
+            transcript("done", false),
+            transcript("error: cannot find crate", true),
+        ];
+        let pts = points(&[LeftOut {
+            number: 3,
+            messages: &msgs,
+        }]);
+        let errors: Vec<&str> = pts
+            .iter()
+            .filter(|p| p.kind == Kind::Error)
+            .map(|p| p.text.as_str())
+            .collect();
+        assert_eq!(errors.len(), 1, "{pts:?}");
+        assert!(
+            errors[0].starts_with("Error left open: [tool call: Bash] make step true"),
+            "{errors:?}"
         );
     }
 }

@@ -469,7 +469,8 @@ fn reading_in_part_quotes_long_first_lines_as_a_full_read_does() {
 /// text further down (a connection string's password above its `Data Source=`, private keys
 /// cut before their END line or with text after it), secrets between the reduced cut and a
 /// full read's (which change the masked output's length and the counts), first lines after
-/// runs of blanks, and keys a reader writes for itself planted in the source. Read in part,
+/// runs of blanks, a call carried as text's status line printed by a successful output, and
+/// keys a reader writes for itself planted in the source. Read in part,
 /// the relay masks, counts and quotes them as a full read does, and no secret gets through.
 #[test]
 fn reading_in_part_masks_and_quotes_older_outputs_as_a_full_read_does() {
@@ -494,7 +495,7 @@ fn reading_in_part_masks_and_quotes_older_outputs_as_a_full_read_does() {
     // (output, failed, extra keys of a Claude Code tool result)
     let mut outputs: Vec<(String, bool, Value)> = Vec::new();
     for t in 0..330 {
-        let (output, failed, extra) = match t % 11 {
+        let (output, failed, extra) = match t % 13 {
             0 => {
                 let password = format!("Tr0ub{}", token(10));
                 secrets.push(password.clone());
@@ -568,6 +569,26 @@ fn reading_in_part_masks_and_quotes_older_outputs_as_a_full_read_does() {
                     json!({"_masked": {}, "_reduced": true, "_original_chars": 100_000}),
                 )
             }
+            // A transcript's status line in a successful output, where only one of the cuts
+            // (the reduced one, or the fit's at 2,000) keeps it.
+            9 => (
+                format!(
+                    "all good {t}\n{}\n[result: error, 5 chars]\n{}",
+                    filler(30),
+                    filler(80)
+                ),
+                false,
+                json!({}),
+            ),
+            10 => (
+                format!(
+                    "all good {t}\n{}x[result: error, 5 chars]{}",
+                    "a".repeat(2500),
+                    "t".repeat(310)
+                ),
+                false,
+                json!({}),
+            ),
             _ => (
                 format!("test {t} ... ok\n{}", filler(10 + t % 90)),
                 false,
