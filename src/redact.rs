@@ -97,6 +97,15 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         None,
     ),
     (
+        // A PEM block's end without its beginning: what a reader's cut of a long output (or
+        // `tail` of a key file) leaves of a key, masked from the cut or the text's start.
+        "private_key",
+        r"(?:\A|\n\[… [0-9]+ chars cut …\]\n)([A-Za-z0-9+/=:,\-\s]+?)-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+        1,
+        Check::None,
+        Some(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY"),
+    ),
+    (
         // age (age-encryption.org): `AGE-SECRET-KEY-1` + 58 upper-case bech32 characters.
         "age_secret_key",
         r"(?-u:\b)AGE-SECRET-KEY-1[02-9AC-HJ-NP-Z]{58}(?-u:\b)",
@@ -1321,6 +1330,8 @@ mod tests {
             "'pwd = hunter2; user id=sa",
             "export API_TOKEN=AbCdEf0123456789AbCdEf0123",
             "> SERVICE_KEY = \"AbCdEf0123456789/AbCdEf0123+==\"",
+            "log\n[… 5 chars cut …]\nMIIEow+/AbC\nxyz==\n-----END RSA PRIVATE KEY-----\n",
+            "b3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
         ];
         let redactor = Redactor::new(&[], &[]).unwrap();
         let mut checked = std::collections::BTreeMap::<&str, usize>::new();
@@ -1595,6 +1606,36 @@ mod tests {
             let (out, c) = red(t);
             assert_eq!(out, t, "{c:?}");
         }
+    }
+
+    /// A reader's cut can take a key's BEGIN line and leave its body and END line: the body is
+    /// masked from the cut, and so is the tail of a key file printed alone. A certificate's
+    /// end is no secret.
+    #[test]
+    fn a_key_cut_before_its_begin_line_is_masked() {
+        let body: Vec<String> = (0..40)
+            .map(|i| {
+                format!("MIIEow{i:02}AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/AbCdEfGhIjKlMnOpQr")
+            })
+            .collect();
+        for text in [
+            format!(
+                "{}\n[… 1163 chars cut …]\n{}\n-----END RSA PRIVATE KEY-----\nafter",
+                "x".repeat(50),
+                body.join("\n")
+            ),
+            format!(
+                "{}\n-----END OPENSSH PRIVATE KEY-----",
+                body[30..].join("\n")
+            ),
+        ] {
+            let (out, c) = red(&text);
+            assert!(!out.contains("MIIEow"), "{out}");
+            assert!(out.contains("[REDACTED:private_key]-----END "), "{out}");
+            assert_eq!(c["private_key"], 1, "{c:?}");
+        }
+        let cert = "log line\nMIIDdzCCAl+gAwIBAgIE\n-----END CERTIFICATE-----";
+        assert_eq!(red(cert).0, cert);
     }
 
     #[test]
