@@ -88,8 +88,8 @@ pub(super) struct Link {
 
 /// The lines on the branch, and what went wrong walking it.
 pub(super) struct Branch {
-    /// Indexes into the links, in no particular order.
-    pub included: HashSet<usize>,
+    /// By link: on the branch.
+    pub included: Vec<bool>,
     /// The walk met this link a second time (a `parentUuid` cycle).
     pub cycle_at: Option<usize>,
     /// This link's parent is not in the file: earlier history is not reachable.
@@ -116,15 +116,18 @@ pub(super) fn active_branch(links: &[Link], subagent: bool) -> Branch {
         .max_by(|(ia, a), (ib, b)| a.time.cmp(&b.time).then(ia.cmp(ib)))
         .map(|(i, _)| i);
 
-    let mut on_path: HashSet<usize> = HashSet::default();
+    // By link, as a flag: a long transcript has a few hundred thousand links.
+    let mut included = vec![false; links.len()];
+    let mut on_path: Vec<usize> = Vec::new();
     let mut cycle_at = None;
     let mut missing_parent = None;
     let mut cursor = leaf;
     while let Some(i) = cursor {
-        if !on_path.insert(i) {
+        if std::mem::replace(&mut included[i], true) {
             cycle_at = Some(i);
             break;
         }
+        on_path.push(i);
         cursor = match &links[i].parent {
             Some(p) => match by_uuid.get(p) {
                 Some(&j) => Some(j),
@@ -141,7 +144,6 @@ pub(super) fn active_branch(links: &[Link], subagent: bool) -> Branch {
         .iter()
         .filter_map(|&i| links[i].message_id.as_deref())
         .collect();
-    let mut included = on_path;
     for (i, l) in links.iter().enumerate() {
         if l.assistant
             && eligible(l)
@@ -149,27 +151,29 @@ pub(super) fn active_branch(links: &[Link], subagent: bool) -> Branch {
                 .as_deref()
                 .is_some_and(|id| message_ids.contains(id))
         {
-            included.insert(i);
+            included[i] = true;
         }
     }
-    let tool_ids: HashSet<&str> = included
-        .iter()
-        .flat_map(|&i| links[i].tool_uses.iter().map(String::as_str))
+    let tool_ids: HashSet<&str> = (0..links.len())
+        .filter(|&i| included[i])
+        .flat_map(|i| links[i].tool_uses.iter().map(String::as_str))
         .collect();
     let answers: Vec<usize> = links
         .iter()
         .enumerate()
-        .filter(|(i, l)| {
+        .filter(|&(i, l)| {
             l.user
                 && eligible(l)
-                && !included.contains(i)
+                && !included[i]
                 && l.tool_results
                     .iter()
                     .any(|id| tool_ids.contains(id.as_str()))
         })
         .map(|(i, _)| i)
         .collect();
-    included.extend(answers);
+    for i in answers {
+        included[i] = true;
+    }
     Branch {
         included,
         cycle_at,

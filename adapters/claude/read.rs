@@ -1,7 +1,6 @@
 //! Reads a Claude Code transcript into the neutral model, choosing the branch Claude Code itself
 //! would load.
 
-use foldhash::HashSet;
 use std::path::Path;
 
 use anyhow::Result;
@@ -262,13 +261,16 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     // The messages' exact number: a vector grown by doubling holds up to twice that at its peak.
     let count = entries
         .iter()
-        .filter(|e| active.contains(&e.line))
-        .flat_map(|e| &e.ops)
+        .zip(&active)
+        .filter(|&(_, &on)| on)
+        .flat_map(|(e, _)| &e.ops)
         .filter(|op| matches!(op, Op::Push(_)))
         .count();
     session.messages.reserve_exact(count);
-    for e in entries.into_iter().filter(|e| active.contains(&e.line)) {
-        apply(e.ops, &mut session, &mut todos);
+    for (e, on) in entries.into_iter().zip(active) {
+        if on {
+            apply(e.ops, &mut session, &mut todos);
+        }
     }
     if let Some(t) = todos {
         session.todos = t;
@@ -453,13 +455,13 @@ impl Stage {
     }
 }
 
-/// Line numbers of the entries on the branch Claude Code loads (see `chain::active_branch`).
+/// By entry: on the branch Claude Code loads (see `chain::active_branch`).
 fn active_lines(
     entries: &[Entry],
     links: &[Link],
     subagent: bool,
     session: &mut Session,
-) -> HashSet<usize> {
+) -> Vec<bool> {
     let branch = chain::active_branch(links, subagent);
     if let Some(i) = branch.cycle_at {
         session.warn(Some(entries[i].line), "parentUuid cycle; walk stopped");
@@ -472,7 +474,7 @@ fn active_lines(
     }
     for (i, e) in entries.iter().enumerate() {
         let link = &links[i];
-        if (link.user || link.assistant) && !branch.included.contains(&i) {
+        if (link.user || link.assistant) && !branch.included[i] {
             if e.sidechain && !subagent {
                 session.stats.sidechain_lines += 1;
             } else {
@@ -480,7 +482,7 @@ fn active_lines(
             }
         }
     }
-    branch.included.iter().map(|&i| entries[i].line).collect()
+    branch.included
 }
 
 fn blocks(v: &Value) -> impl Iterator<Item = &Value> {
@@ -918,13 +920,13 @@ fn read_tail_in_full(
     path: &Path,
     first: &jsonl::PassStats,
     entries: &mut [Entry],
-    active: &HashSet<usize>,
+    active: &[bool],
     tail: usize,
     max: usize,
 ) -> Result<()> {
     let mut tokens = 0usize;
     let mut from = None;
-    for e in entries.iter().rev().filter(|e| active.contains(&e.line)) {
+    for (e, _) in entries.iter().zip(active).rev().filter(|&(_, &on)| on) {
         tokens += (e.chars + 200) / 4;
         if tokens >= tail && e.starts_turn {
             from = Some(e.line);

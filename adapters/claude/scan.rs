@@ -187,11 +187,8 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         }
         true
     })?;
-    let mut on_branch: Vec<usize> = chain::active_branch(&links, subagent)
-        .included
-        .into_iter()
-        .collect();
-    on_branch.sort_unstable();
+    let included = chain::active_branch(&links, subagent).included;
+    let on_branch: Vec<usize> = (0..included.len()).filter(|&i| included[i]).collect();
     let messages = on_branch.iter().map(|&i| counted[i].messages).sum();
     let first_prompt = on_branch.iter().find_map(|&i| counted[i].prompt.as_deref());
     Ok(Summary {
