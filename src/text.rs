@@ -176,10 +176,12 @@ pub const QUOTED_LINE_CHARS: usize = 400;
 /// (`trim_output`) cut it: a head of `REDUCED_OUTPUT_CHARS` two thirds, or longer, up to the
 /// end of the quoted line (and one character more, for a `\r` that would go with a line
 /// break), but within the head of the fit's cut to 2,000; its last third; and only when that
-/// leaves out at least `REDUCED_OUTPUT_CHARS` characters, which cost more than the marker.
+/// leaves out at least `REDUCED_MIN_CUT` characters. Such a cut costs at most the marker's
+/// 8 or 9 tokens and a token or two where it splits a word at each end more than the text it
+/// cuts from (the fit allows for that: `fit::REDUCED_SLACK`).
 pub fn reduced_output(full: &str) -> Option<String> {
     const FIT_HEAD: usize = 2000 * 2 / 3;
-    if full.len() <= 2 * REDUCED_OUTPUT_CHARS {
+    if full.len() <= REDUCED_OUTPUT_CHARS + REDUCED_MIN_CUT {
         return None;
     }
     let n = full.chars().count();
@@ -192,7 +194,7 @@ pub fn reduced_output(full: &str) -> Option<String> {
         .position(|(_, c)| c == '\n');
     let needed = lead + line_end.map_or(QUOTED_LINE_CHARS + 1, |i| i + 1);
     let head_len = needed.max(REDUCED_OUTPUT_CHARS * 2 / 3);
-    if head_len > FIT_HEAD || n < head_len + tail_len + REDUCED_OUTPUT_CHARS {
+    if head_len > FIT_HEAD || n < head_len + tail_len + REDUCED_MIN_CUT {
         return None;
     }
     let out = format!(
@@ -207,6 +209,9 @@ pub fn reduced_output(full: &str) -> Option<String> {
 /// How many characters of a tool output a reader keeps when it reads the output's turn only
 /// in part (see `reduced_output`): enough for its first line, and a little of its end.
 pub const REDUCED_OUTPUT_CHARS: usize = 1000;
+
+/// The least a reduced cut leaves out (see `reduced_output`): less is not worth a marker.
+pub const REDUCED_MIN_CUT: usize = REDUCED_OUTPUT_CHARS / 4;
 
 /// `trim_output` of a text of which `text` holds at least the first and the last
 /// `max` characters (pieces cut earlier at the same `max`), `n` characters long in full: the
@@ -308,7 +313,7 @@ mod tests {
     /// and paired `\r`, multi-byte characters. Reduced, each quotes the same start of its
     /// first line, and is cut as the fit cuts: a head of the whole (two thirds of the reduced
     /// size at least, within the fit's head at 2,000), a marker, a tail of the whole, with at
-    /// least the reduced size left out.
+    /// least `REDUCED_MIN_CUT` left out.
     #[test]
     fn an_output_read_in_part_quotes_its_first_line_as_a_full_read_does() {
         let blanks = ["", " ", "\n", "\r\n", "\u{3000}", "\t \n"];
@@ -346,7 +351,7 @@ mod tests {
             assert_eq!(tail_len, 334);
             let cut: usize = cut.parse().unwrap();
             assert_eq!(head_len + cut + tail_len, full.chars().count());
-            assert!(cut >= REDUCED_OUTPUT_CHARS);
+            assert!(cut >= REDUCED_MIN_CUT);
         }
         // Most of them are long enough to be cut.
         assert!(reduced > 1000, "{reduced}");

@@ -447,12 +447,12 @@ impl Costs<'_> {
 }
 
 /// How many tokens an output read in part may cost, in a whole form of its turn, more than
-/// the same output read in full: the reduced cut and the fit's differ only in the marker's
-/// number and in where a word is cut at each end, and the reduced cut leaves out at least
-/// 1,000 characters more than it adds (see `text::reduced_output`). A whole form of a turn
-/// read in part is costed so much lower, so that the fit never turns down whole a turn it
-/// would keep whole read in full.
-const REDUCED_SLACK: usize = 16;
+/// the same output read in full: the reduced cut is a head and tail of the fit's own cuts (or
+/// of the whole), so it adds at most its marker (8 or 9 tokens with o200k) and a token or two
+/// where it splits a word at each end (see `text::reduced_output`). A whole form of a turn
+/// read in part is costed so much lower, with a margin, so that the fit never turns down
+/// whole a turn it would keep whole read in full.
+const REDUCED_SLACK: usize = 24;
 
 /// Where the middle turns stand: each either kept in a form (an index into `LADDER`) or left out.
 struct Selection {
