@@ -374,13 +374,7 @@ mod tests {
     #[test]
     fn an_output_read_in_part_gives_what_a_full_read_masked_gives() {
         let mask = WordMask("key");
-        let mut state = 0x1234_5678_9abc_def1u64;
-        let mut next = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n) as usize
-        };
+        let mut next = crate::text::test_rng(0x1234_5678_9abc_def1);
         let mut reduced = 0;
         for _ in 0..2000 {
             let n_target = [500, 999, 1001, 2500, 3000, 5333, 7999, 8000, 8001, 12000][next(10)];

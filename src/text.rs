@@ -206,6 +206,18 @@ pub fn reduced_output(full: &str) -> Option<String> {
     (quoted_line(&out) == quoted_line(full)).then_some(out)
 }
 
+/// For tests: a reproducible stream of numbers below the given bound (xorshift).
+#[cfg(test)]
+pub fn test_rng(seed: u64) -> impl FnMut(u64) -> usize {
+    let mut state = seed | 1;
+    move |n| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n) as usize
+    }
+}
+
 /// How many characters of a tool output a reader keeps when it reads the output's turn only
 /// in part (see `reduced_output`): enough for its first line, and a little of its end.
 pub const REDUCED_OUTPUT_CHARS: usize = 1000;
@@ -318,13 +330,7 @@ mod tests {
     fn an_output_read_in_part_quotes_its_first_line_as_a_full_read_does() {
         let blanks = ["", " ", "\n", "\r\n", "\u{3000}", "\t \n"];
         let pieces = ["x", "é", "語", "\r", " ", "ab\r\n", "\n"];
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n) as usize
-        };
+        let mut next = test_rng(0x2545_f491_4f6c_dd1d);
         let mut reduced = 0;
         for case in 0..3000 {
             let mut full = blanks[next(6)].repeat([0, 1, 3, 300, 900][next(5)]);

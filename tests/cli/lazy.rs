@@ -41,6 +41,23 @@ fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, S
     (run(false), run(true))
 }
 
+/// `both_ways` of each session to Claude Code and Codex at three budgets, each pair asserted
+/// the same: the relays, each with what it was.
+fn relays_both_ways(env: &TestEnv, sessions: &[std::path::PathBuf]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for path in sessions {
+        for to in ["claude", "codex"] {
+            for budget in ["6000", "12000", "30000"] {
+                let (lazy, full) = both_ways(env, path.to_str().unwrap(), to, budget);
+                let what = format!("{} -> {to} at {budget}", path.display());
+                assert!(lazy == full, "{what}: reading in part changed the relay");
+                out.push((what, lazy));
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn reading_in_part_changes_nothing_for_any_fixture() {
     let env = TestEnv::with_fixtures();
@@ -349,6 +366,102 @@ fn show_of_a_long_session_says_what_a_full_read_says() {
     }
 }
 
+/// The same session written twice, as a Claude Code transcript and as a Codex rollout: turns
+/// of a request, one shell call, its output and an answer.
+struct TwoSources {
+    claude: std::path::PathBuf,
+    codex: std::path::PathBuf,
+    claude_lines: ClaudeLines,
+    rollout: std::io::BufWriter<std::fs::File>,
+    turns: usize,
+}
+
+impl TwoSources {
+    /// `suffix` tells apart the sessions of different tests (12 hex digits).
+    fn create(env: &TestEnv, suffix: &str) -> TwoSources {
+        let id = format!("5e55b0b0-0000-4000-8000-{suffix}");
+        let dir = env.claude_home().join("projects/-tmp-lazy");
+        std::fs::create_dir_all(&dir).unwrap();
+        let claude = dir.join(format!("{id}.jsonl"));
+        let codex_id = format!("0199f0f0-0000-7000-8000-{suffix}");
+        let codex_dir = env.codex_home().join("sessions/2026/11/03");
+        std::fs::create_dir_all(&codex_dir).unwrap();
+        let codex = codex_dir.join(format!("rollout-2026-11-03T08-00-00-{codex_id}.jsonl"));
+        let mut two = TwoSources {
+            claude_lines: ClaudeLines::create(&claude, &id),
+            rollout: std::io::BufWriter::new(std::fs::File::create(&codex).unwrap()),
+            claude,
+            codex,
+            turns: 0,
+        };
+        two.item(
+            "session_meta",
+            json!({"id": codex_id, "timestamp": "2026-11-03T08:00:00.000Z", "cwd": "/tmp/lazy", "cli_version": "0.171.0", "source": "cli"}),
+        );
+        two
+    }
+
+    fn item(&mut self, kind: &str, payload: Value) {
+        let v = json!({"timestamp": "2026-11-03T08:00:00.000Z", "type": kind, "payload": payload});
+        writeln!(self.rollout, "{v}").unwrap();
+    }
+
+    /// A turn; `extra` adds keys to the Claude Code tool result.
+    fn turn(
+        &mut self,
+        prompt: &str,
+        argv: &[&str],
+        output: &str,
+        failed: bool,
+        extra: &Value,
+        answer: &str,
+    ) {
+        let t = self.turns;
+        self.turns += 1;
+        let w = &mut self.claude_lines;
+        w.line("user", json!({"role": "user", "content": prompt}));
+        let call = format!("toolu_{t}");
+        w.line("assistant",
+            json!({"id": format!("msg_{t}"), "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "tool_use", "id": call, "name": "Bash", "input": {"command": argv.join(" ")}}]}),
+        );
+        let mut result = json!({"type": "tool_result", "tool_use_id": call, "content": output, "is_error": failed});
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            result[k] = v.clone();
+        }
+        w.line("user", json!({"role": "user", "content": [result]}));
+        w.line(
+            "assistant",
+            json!({"id": format!("msg_{t}_end"), "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": answer}]}),
+        );
+        self.item(
+            "response_item",
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
+        );
+        self.item(
+            "response_item",
+            json!({"type": "function_call", "name": "shell", "arguments": json!({"command": argv}).to_string(), "call_id": format!("call_{t}")}),
+        );
+        self.item(
+            "response_item",
+            json!({"type": "function_call_output", "call_id": format!("call_{t}"),
+            "output": json!({"output": output, "metadata": {"exit_code": i64::from(failed)}}).to_string()}),
+        );
+        self.item(
+            "response_item",
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}),
+        );
+    }
+
+    /// Both files, written out.
+    fn finish(self) -> [std::path::PathBuf; 2] {
+        drop(self.claude_lines);
+        drop(self.rollout);
+        [self.claude, self.codex]
+    }
+}
+
 /// A tool output whose first line is a run of token characters `len` long (what a piece of a
 /// token against a cut marker looks like to redaction), then `lines` short lines.
 fn token_run_output(seed: usize, len: usize, lines: usize) -> String {
@@ -388,80 +501,20 @@ fn reading_in_part_quotes_long_first_lines_as_a_full_read_does() {
         (12000, 20),
     ];
     let env = TestEnv::empty();
-    let id = "5e55b0b0-0000-4000-8000-00000000a11d";
-    let dir = env.claude_home().join("projects/-tmp-lazy");
-    std::fs::create_dir_all(&dir).unwrap();
-    let claude = dir.join(format!("{id}.jsonl"));
-    let mut w = ClaudeLines::create(&claude, id);
-    let codex_id = "0199f0f0-0000-7000-8000-00000000a11d";
-    let codex_dir = env.codex_home().join("sessions/2026/11/03");
-    std::fs::create_dir_all(&codex_dir).unwrap();
-    let codex = codex_dir.join(format!("rollout-2026-11-03T08-00-00-{codex_id}.jsonl"));
-    let mut g = std::io::BufWriter::new(std::fs::File::create(&codex).unwrap());
-    let item = |g: &mut std::io::BufWriter<std::fs::File>, kind: &str, payload: Value| {
-        let v = json!({"timestamp": "2026-11-03T08:00:00.000Z", "type": kind, "payload": payload});
-        writeln!(g, "{v}").unwrap();
-    };
-    item(
-        &mut g,
-        "session_meta",
-        json!({"id": codex_id, "timestamp": "2026-11-03T08:00:00.000Z", "cwd": "/tmp/lazy", "cli_version": "0.171.0", "source": "cli"}),
-    );
+    let mut two = TwoSources::create(&env, "00000000a11d");
     for t in 0..330 {
         let (len, lines) = LENGTHS[t % LENGTHS.len()];
-        let output = token_run_output(t, len, lines);
-        let prompt = format!("Turn {t}: decode blob {t}");
-        w.line("user", json!({"role": "user", "content": prompt}));
-        let call = format!("toolu_{t}");
-        w.line("assistant",
-            json!({"id": format!("msg_{t}"), "role": "assistant", "model": "claude-opus-4-6",
-            "content": [{"type": "tool_use", "id": call, "name": "Bash", "input": {"command": format!("cat blob{t}.b64")}}]}),
-        );
-        w.line(
-            "user",
-            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call,
-            "content": output, "is_error": t % 2 == 0}]}),
-        );
-        w.line("assistant",
-            json!({"id": format!("msg_{t}_end"), "role": "assistant", "model": "claude-opus-4-6",
-            "content": [{"type": "text", "text": format!("Blob {t} is decoded; we decided to keep it.")}]}),
-        );
-        item(
-            &mut g,
-            "response_item",
-            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
-        );
-        item(
-            &mut g,
-            "response_item",
-            json!({"type": "function_call", "name": "shell", "arguments": json!({"command": ["cat", format!("blob{t}.b64")]}).to_string(), "call_id": format!("call_{t}")}),
-        );
-        item(
-            &mut g,
-            "response_item",
-            json!({"type": "function_call_output", "call_id": format!("call_{t}"),
-            "output": json!({"output": output, "metadata": {"exit_code": i64::from(t % 2 == 0)}}).to_string()}),
-        );
-        item(
-            &mut g,
-            "response_item",
-            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": format!("Blob {t} is decoded; we decided to keep it.")}]}),
+        two.turn(
+            &format!("Turn {t}: decode blob {t}"),
+            &["cat", &format!("blob{t}.b64")],
+            &token_run_output(t, len, lines),
+            t % 2 == 0,
+            &json!({}),
+            &format!("Blob {t} is decoded; we decided to keep it."),
         );
     }
-    drop(w);
-    drop(g);
-    for path in [&claude, &codex] {
-        for to in ["claude", "codex"] {
-            for budget in ["6000", "12000", "30000"] {
-                let (lazy, full) = both_ways(&env, path.to_str().unwrap(), to, budget);
-                assert!(
-                    lazy == full,
-                    "{} -> {to} at {budget}: reading in part changed the relay",
-                    path.display()
-                );
-                assert!(lazy.lines().count() > 10);
-            }
-        }
+    for (_, relay) in relays_both_ways(&env, &two.finish()) {
+        assert!(relay.lines().count() > 10);
     }
 }
 
@@ -599,84 +652,24 @@ fn reading_in_part_masks_and_quotes_older_outputs_as_a_full_read_does() {
     }
 
     let env = TestEnv::empty();
-    let id = "5e55b0b0-0000-4000-8000-00000000a11e";
-    let dir = env.claude_home().join("projects/-tmp-lazy");
-    std::fs::create_dir_all(&dir).unwrap();
-    let claude = dir.join(format!("{id}.jsonl"));
-    let mut w = ClaudeLines::create(&claude, id);
-    let codex_id = "0199f0f0-0000-7000-8000-00000000a11e";
-    let codex_dir = env.codex_home().join("sessions/2026/11/03");
-    std::fs::create_dir_all(&codex_dir).unwrap();
-    let codex = codex_dir.join(format!("rollout-2026-11-03T08-00-00-{codex_id}.jsonl"));
-    let mut g = std::io::BufWriter::new(std::fs::File::create(&codex).unwrap());
-    let item = |g: &mut std::io::BufWriter<std::fs::File>, kind: &str, payload: Value| {
-        let v = json!({"timestamp": "2026-11-03T08:00:00.000Z", "type": kind, "payload": payload});
-        writeln!(g, "{v}").unwrap();
-    };
-    item(
-        &mut g,
-        "session_meta",
-        json!({"id": codex_id, "timestamp": "2026-11-03T08:00:00.000Z", "cwd": "/tmp/lazy", "cli_version": "0.171.0", "source": "cli"}),
-    );
+    let mut two = TwoSources::create(&env, "00000000a11e");
     for (t, (output, failed, extra)) in outputs.iter().enumerate() {
-        let prompt = format!("Turn {t}: check service {t}");
-        w.line("user", json!({"role": "user", "content": prompt}));
-        let call = format!("toolu_{t}");
-        w.line("assistant",
-            json!({"id": format!("msg_{t}"), "role": "assistant", "model": "claude-opus-4-6",
-            "content": [{"type": "tool_use", "id": call, "name": "Bash", "input": {"command": format!("./check {t}")}}]}),
-        );
-        let mut result = json!({"type": "tool_result", "tool_use_id": call, "content": output, "is_error": failed});
-        for (k, v) in extra.as_object().unwrap() {
-            result[k] = v.clone();
-        }
-        w.line("user", json!({"role": "user", "content": [result]}));
-        w.line("assistant",
-            json!({"id": format!("msg_{t}_end"), "role": "assistant", "model": "claude-opus-4-6",
-            "content": [{"type": "text", "text": format!("Service {t} checked; we decided to keep it.")}]}),
-        );
-        item(
-            &mut g,
-            "response_item",
-            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
-        );
-        item(
-            &mut g,
-            "response_item",
-            json!({"type": "function_call", "name": "shell", "arguments": json!({"command": ["./check", t.to_string()]}).to_string(), "call_id": format!("call_{t}")}),
-        );
-        item(
-            &mut g,
-            "response_item",
-            json!({"type": "function_call_output", "call_id": format!("call_{t}"),
-            "output": json!({"output": output, "metadata": {"exit_code": i64::from(*failed)}}).to_string()}),
-        );
-        item(
-            &mut g,
-            "response_item",
-            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": format!("Service {t} checked; we decided to keep it.")}]}),
+        two.turn(
+            &format!("Turn {t}: check service {t}"),
+            &["./check", &t.to_string()],
+            output,
+            *failed,
+            extra,
+            &format!("Service {t} checked; we decided to keep it."),
         );
     }
-    drop(w);
-    drop(g);
-    for path in [&claude, &codex] {
-        for to in ["claude", "codex"] {
-            for budget in ["6000", "12000", "30000"] {
-                let (lazy, full) = both_ways(&env, path.to_str().unwrap(), to, budget);
-                assert!(
-                    lazy == full,
-                    "{} -> {to} at {budget}: reading in part changed the relay",
-                    path.display()
-                );
-                assert!(lazy.contains("masked "), "{lazy}");
-                for secret in &secrets {
-                    assert!(
-                        !lazy.contains(secret.as_str()),
-                        "{} -> {to} at {budget}: {secret} got through",
-                        path.display()
-                    );
-                }
-            }
+    for (what, relay) in relays_both_ways(&env, &two.finish()) {
+        assert!(relay.contains("masked "), "{relay}");
+        for secret in &secrets {
+            assert!(
+                !relay.contains(secret.as_str()),
+                "{what}: {secret} got through"
+            );
         }
     }
 }
