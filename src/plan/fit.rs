@@ -454,6 +454,16 @@ impl Costs<'_> {
 /// whole a turn it would keep whole read in full.
 const REDUCED_SLACK: usize = 24;
 
+/// Whether a form (an index into `LADDER`) keeps its turn whole.
+fn is_whole(form: Option<usize>) -> bool {
+    matches!(form, Some(at) if matches!(LADDER[at], Form::Whole { .. }))
+}
+
+/// Whether a reader read some of these messages only in part (see `ReadOptions`).
+fn has_reduced(msgs: &[Message]) -> bool {
+    msgs.iter().any(|m| m.metadata.contains_key("reduced"))
+}
+
 /// Where the middle turns stand: each either kept in a form (an index into `LADDER`) or left out.
 struct Selection {
     forms: Vec<Option<usize>>,
@@ -545,8 +555,15 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     let mut summary: Option<(Message, usize, usize, Vec<usize>)>;
     let mut round = 0;
     let mut candidates = Candidates::default();
+    // A turn read in part chosen whole in any round: the rounds that follow depend on it (the
+    // summary's reserve), so the whole fit must be made again from a full read.
+    let mut chose_reduced_whole = false;
     loop {
         sel = choose(&middle, &mut costs, room.saturating_sub(reserve), p);
+        chose_reduced_whole |= middle
+            .iter()
+            .zip(&sel.forms)
+            .any(|(r, f)| is_whole(*f) && has_reduced(&msgs[r.clone()]));
         let dropped: Vec<usize> = (0..middle.len())
             .filter(|&i| sel.forms[i].is_none())
             .collect();
@@ -620,15 +637,15 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     if let Some((m, _, _, _)) = &summary {
         out.messages.push(m.clone());
     }
-    let reduced = |r: &Range<usize>| {
-        msgs[r.clone()]
+    report.needs_full_read = chose_reduced_whole
+        || fixed_msgs
+            .source_ranges()
             .iter()
-            .any(|m| m.metadata.contains_key("reduced"))
-    };
-    report.needs_full_read = fixed_msgs.source_ranges().iter().any(&reduced)
-        || middle.iter().zip(&sel.forms).any(|(r, f)| {
-            matches!(f, Some(at) if matches!(LADDER[*at], Form::Whole { .. })) && reduced(r)
-        });
+            .any(|r| has_reduced(&msgs[r.clone()]))
+        || middle
+            .iter()
+            .zip(&sel.forms)
+            .any(|(r, f)| is_whole(*f) && has_reduced(&msgs[r.clone()]));
     for (i, r) in middle.iter().enumerate() {
         let Some(at) = sel.forms[i] else { continue };
         let (rendered, stats) = render(&msgs[r.clone()], LADDER[at]);
@@ -689,12 +706,16 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     report.tool_outputs_trimmed = tools.trimmed;
     report.tool_output_chars_cut = tools.chars_cut;
     report.total_tokens = report.brief_tokens + report.kept_tokens + report.summary_tokens;
-    debug_assert_eq!(
-        report.total_tokens,
-        out.messages
-            .iter()
-            .map(|m| cost(p.tokenizer, m))
-            .sum::<usize>()
+    // A plan to be made again from a full read costed turns read in part lower (see
+    // `REDUCED_SLACK`); it is never written.
+    debug_assert!(
+        report.needs_full_read
+            || report.total_tokens
+                == out
+                    .messages
+                    .iter()
+                    .map(|m| cost(p.tokenizer, m))
+                    .sum::<usize>()
     );
     // Freeing tens of thousands of messages one by one is a few percent of a long relay, and
     // nothing waits for it.

@@ -673,3 +673,126 @@ fn reading_in_part_masks_and_quotes_older_outputs_as_a_full_read_does() {
         }
     }
 }
+
+/// The fit sizes the summary's reserve in up to three rounds, each choosing the turns again.
+/// A round that takes a turn read in part whole (at the lower cost such a turn is given)
+/// changes the rounds after it, even when the last round leaves that turn out: such a relay
+/// is planned again from a full read. Old small turns, a few turns of many outputs a read in
+/// part cuts, and newest turns of large outputs cheap or dear in tokens, at budgets a few
+/// dozen tokens apart.
+#[test]
+fn reading_in_part_sizes_the_summary_as_a_full_read_does() {
+    let mut next = {
+        let mut state = 0x0d1c_e5ee_d000_0013u64;
+        move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        }
+    };
+    const WORDS: &[&str] = &[
+        "alpha", "beta", "gamma", "delta", "error", "fixed", "build", "test", "config", "module",
+    ];
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let words = |n: usize, next: &mut dyn FnMut(usize) -> usize| -> String {
+        (0..n)
+            .map(|_| WORDS[next(WORDS.len())])
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let rnd = |n: usize, next: &mut dyn FnMut(usize) -> usize| -> String {
+        (0..n).map(|_| B64[next(64)] as char).collect()
+    };
+    let mut turns: Vec<Vec<(String, bool)>> = Vec::new();
+    for _ in 0..40 {
+        let k = 1 + next(3);
+        turns.push(
+            (0..k)
+                .map(|_| {
+                    let head = words(3 + next(27), &mut next);
+                    let body = words(10 + next(190), &mut next);
+                    (format!("Error: {head}\n{body}"), next(10) < 4)
+                })
+                .collect(),
+        );
+    }
+    for _ in 0..2 {
+        let k = 10 + next(30);
+        turns.push(
+            (0..k)
+                .map(|_| {
+                    let head = words(1 + next(59), &mut next);
+                    let n = 1260 + next(1340);
+                    let body = if next(2) == 0 {
+                        rnd(n, &mut next)
+                    } else {
+                        words(n / 6, &mut next)
+                    };
+                    (format!("Error: {head}\n{body}"), next(10) < 3)
+                })
+                .collect(),
+        );
+    }
+    for t in 0..5 {
+        let k = 1 + next(2);
+        turns.push(
+            (0..k)
+                .map(|_| {
+                    let output = if t % 2 == 0 {
+                        rnd([5000, 8000, 12000][next(3)], &mut next)
+                    } else {
+                        (0..20 + next(100))
+                            .map(|_| " ".repeat(60 + next(140)) + "\n")
+                            .collect()
+                    };
+                    (output, false)
+                })
+                .collect(),
+        );
+    }
+    let env = TestEnv::empty();
+    let dir = env.claude_home().join("projects/-tmp-lazy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let id = "5e55b0b0-0000-4000-8000-00000000a11f";
+    let path = dir.join(format!("{id}.jsonl"));
+    let mut w = ClaudeLines::create(&path, id);
+    let mut call = 0;
+    for (i, outputs) in turns.iter().enumerate() {
+        w.line(
+            "user",
+            json!({"role": "user", "content": format!("please run step {i}")}),
+        );
+        for (j, (output, failed)) in outputs.iter().enumerate() {
+            call += 1;
+            w.line("assistant",
+                json!({"id": format!("msg_{call}"), "role": "assistant", "model": "claude-opus-4-6",
+                "content": [{"type": "tool_use", "id": format!("toolu_{call}"), "name": "Bash", "input": {"command": format!("make step{i}_{j}")}}]}),
+            );
+            w.line(
+                "user",
+                json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("toolu_{call}"),
+                "content": output, "is_error": failed}]}),
+            );
+        }
+        let answer = format!(
+            "We decided to use tool {i}. Let's use approach {i} because {}.",
+            words(3 + next(37), &mut next)
+        );
+        w.line(
+            "assistant",
+            json!({"id": format!("msg_{i}_end"), "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": answer}]}),
+        );
+    }
+    drop(w);
+    // Where this session's rounds took a turn read in part whole in one round and not in the
+    // next (the brief holds the file's path, so the budgets move by a few tokens).
+    for budget in (5700..5900).step_by(5) {
+        let (lazy, full) = both_ways(&env, path.to_str().unwrap(), "codex", &budget.to_string());
+        assert!(
+            lazy == full,
+            "at {budget}: reading in part changed the relay"
+        );
+    }
+}
