@@ -431,11 +431,7 @@ impl Costs<'_> {
         if matches!(form, Form::Whole { .. }) {
             // A turn read in part costs whole at most this much less than read in full (see
             // `text::reduced_output`): choosing it whole then reads it in full.
-            let reduced = self.msgs[r.clone()]
-                .iter()
-                .filter(|m| m.metadata.contains_key("reduced"))
-                .count();
-            c = c.saturating_sub(reduced * REDUCED_SLACK);
+            c = c.saturating_sub(reduced_outputs(&self.msgs[r.clone()]) * REDUCED_SLACK);
         }
         self.cache.insert(key, c);
         c
@@ -459,9 +455,15 @@ fn is_whole(form: Option<usize>) -> bool {
     matches!(form, Some(at) if matches!(LADDER[at], Form::Whole { .. }))
 }
 
-/// Whether a reader read some of these messages only in part (see `ReadOptions`).
+/// How many of these messages a reader read only in part (see `ReadOptions`).
+fn reduced_outputs(msgs: &[Message]) -> usize {
+    msgs.iter()
+        .filter(|m| m.metadata.contains_key("reduced"))
+        .count()
+}
+
 fn has_reduced(msgs: &[Message]) -> bool {
-    msgs.iter().any(|m| m.metadata.contains_key("reduced"))
+    reduced_outputs(msgs) > 0
 }
 
 /// Where the middle turns stand: each either kept in a form (an index into `LADDER`) or left out.

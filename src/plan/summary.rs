@@ -174,11 +174,11 @@ fn turn_points(t: &LeftOut) -> Vec<Point> {
 
 /// Whether a tool outcome failed, and a short label for it.
 fn outcome(m: &Message) -> (bool, String) {
-    // From the start of the first line that is not blank only: what a reader that cut the
-    // output (see `text::reduced_output`) still holds.
-    let first = |s: &str| one_line_cut(crate::text::quoted_line(s), 120);
     if m.role == Role::ToolResult {
-        let label = format!("a call answered with \"{}\"", first(&m.content));
+        // From the start of the first line that is not blank only: what a reader that cut the
+        // output (see `text::reduced_output`) still holds.
+        let quoted = one_line_cut(crate::text::quoted_line(&m.content), 120);
+        let label = format!("a call answered with \"{quoted}\"");
         return (m.is_error, label);
     }
     // A transcript, `[tool call: NAME] ARG` then `[result: error, N chars]`: marked by shape.
