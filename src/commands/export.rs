@@ -92,6 +92,7 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
                 cwd: &cwd,
                 title: &title,
                 budget: opts.budget,
+                live_git: None,
             },
         )?;
         // Still the source session, seen as the target would receive it.

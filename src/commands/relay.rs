@@ -78,6 +78,15 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     tokens::warm(cfg.agent(target.name()).tokenizer);
     let read = super::relay_read_options(cfg, target, opts.budget);
     let located = crate::select::select(cfg, &opts.session, &scope.select()?)?;
+    // With --cwd the brief's `git status` runs beside the read: in a large checkout it can take
+    // longer than reading a session, and a relay that reads the session again reuses it.
+    let git_status = opts.cwd.as_deref().map(|d| {
+        let cwd = resolve_cwd(Some(d), None, &mut Vec::new());
+        std::thread::spawn(move || {
+            cwd.ok()
+                .map(|c| (crate::plan::brief::live_git_state(&c), c))
+        })
+    });
     // The source's hash is read beside the parse: a core waits while the parser's blocks are
     // read and handed on.
     let hashing = {
@@ -234,6 +243,9 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             cwd: &cwd,
             title: &title,
             budget: opts.budget,
+            live_git: git_status
+                .and_then(|h| h.join().ok().flatten())
+                .and_then(|(git, dir)| (dir == cwd).then_some(git)),
         },
     )?;
     if let Some(counts) = redactions.0.as_mut() {

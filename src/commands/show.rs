@@ -212,6 +212,7 @@ fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
             cwd: &cwd,
             title: &title,
             budget: opts.budget,
+            live_git: None,
         },
     )?;
     warnings.extend(super::reader_warnings(&s));

@@ -27,32 +27,37 @@ pub struct GitState {
 }
 
 pub fn git_state(cwd: &str, recorded: Option<&GitInfo>) -> GitState {
+    live_git_state(cwd).unwrap_or_else(|| recorded_git_state(recorded))
+}
+
+/// The state `git status` reports of `cwd` now, when it is a checkout with a commit.
+pub fn live_git_state(cwd: &str) -> Option<GitState> {
+    if !Path::new(cwd).is_dir() {
+        return None;
+    }
     // One `git status` gives the commit, the branch and whether the tree is dirty: a relay
     // starts one process instead of three.
-    let status = || -> Option<String> {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(cwd)
-            .args([
-                "status",
-                "--porcelain=v2",
-                "--branch",
-                "--untracked-files=normal",
-            ])
-            // Never take the index lock: reading the state must not write to the repository.
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
-    };
-    if Path::new(cwd).is_dir()
-        && let Some(status) = status()
-        && let Some(live) = parse_status(&status)
-    {
-        return live;
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(cwd)
+        .args([
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "--untracked-files=normal",
+        ])
+        // Never take the index lock: reading the state must not write to the repository.
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
     }
+    parse_status(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// What the session recorded, for a directory that is no checkout (or no longer exists here).
+pub fn recorded_git_state(recorded: Option<&GitInfo>) -> GitState {
     GitState {
         branch: recorded.and_then(|g| g.branch.clone()),
         commit: recorded.and_then(|g| g.commit.clone()),

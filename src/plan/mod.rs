@@ -121,13 +121,20 @@ pub struct Target<'a> {
     pub title: &'a str,
     /// `--budget`, overriding the target's configured budget.
     pub budget: Option<usize>,
+    /// `cwd`'s repository state when it was already read (`brief::live_git_state`), beside
+    /// the session; `None` to read it here.
+    pub live_git: Option<Option<brief::GitState>>,
 }
 
 /// Shapes a source session for the target and fits it to the budget: what a relay writes.
 /// The plan takes the source's messages (a long session is not held twice); the rest of
 /// `source` stays as it was.
 pub fn plan(cfg: &Config, source: &mut Session, t: &Target) -> Result<Plan> {
-    let git = brief::git_state(t.cwd, source.git.as_ref());
+    let git = match &t.live_git {
+        Some(Some(live)) => live.clone(),
+        Some(None) => brief::recorded_git_state(source.git.as_ref()),
+        None => brief::git_state(t.cwd, source.git.as_ref()),
+    };
     let brief_text = brief::brief(&brief::BriefInput {
         session: source,
         source_display: crate::adapters::display_name(&source.agent),
