@@ -26,10 +26,6 @@ pub struct GitState {
     pub live: bool,
 }
 
-pub fn git_state(cwd: &str, recorded: Option<&GitInfo>) -> GitState {
-    live_git_state(cwd).unwrap_or_else(|| recorded_git_state(recorded))
-}
-
 /// The state `git status` reports of `cwd` now, when it is a checkout with a commit.
 pub fn live_git_state(cwd: &str) -> Option<GitState> {
     if !Path::new(cwd).is_dir() {

@@ -130,11 +130,11 @@ pub struct Target<'a> {
 /// The plan takes the source's messages (a long session is not held twice); the rest of
 /// `source` stays as it was.
 pub fn plan(cfg: &Config, source: &mut Session, t: &Target) -> Result<Plan> {
-    let git = match &t.live_git {
-        Some(Some(live)) => live.clone(),
-        Some(None) => brief::recorded_git_state(source.git.as_ref()),
-        None => brief::git_state(t.cwd, source.git.as_ref()),
-    };
+    let git = t
+        .live_git
+        .clone()
+        .unwrap_or_else(|| brief::live_git_state(t.cwd))
+        .unwrap_or_else(|| brief::recorded_git_state(source.git.as_ref()));
     let brief_text = brief::brief(&brief::BriefInput {
         session: source,
         source_display: crate::adapters::display_name(&source.agent),
