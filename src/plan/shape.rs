@@ -41,6 +41,9 @@ pub fn shape(
     out.updated = source.updated.clone();
     let mut stats = ShapeStats::default();
 
+    // Sized once: grown by doubling, a long session's messages were copied a dozen times and
+    // the last copy briefly held twice.
+    out.messages.reserve_exact(messages.len() + 1);
     out.messages.push(
         Message::new(Role::System, preamble)
             .with_time(source.created.clone())
