@@ -38,7 +38,8 @@ const NON_CONVERSATION_TYPES: &[&str] = &[
     "api-request",
 ];
 
-/// A chain line as the reader keeps it: what it adds to the session, not the parsed line.
+/// A chain line as the thread that parsed it hands it on: what it adds to the session, not the
+/// parsed line.
 struct Entry {
     line: usize,
     sidechain: bool,
@@ -50,6 +51,76 @@ struct Entry {
     reduced: bool,
     /// The line's content in characters as a full read keeps it, to size the tail.
     chars: usize,
+}
+
+/// A chain line as the reader keeps it until the branch is known. Its messages go straight
+/// into the reader's one list of messages in file order (`Entry::keep`): held line by line
+/// they took a small allocation each, and freeing them after moving the messages out left a
+/// long session's heap full of holes (70 MB of 195 at 300 MB).
+struct Kept {
+    line: usize,
+    sidechain: bool,
+    starts_turn: bool,
+    reduced: bool,
+    chars: usize,
+    /// Its messages are `staged[first..first + count]`.
+    first: usize,
+    count: usize,
+    /// Its other operations, each with how many of its messages come before it.
+    later: Vec<(usize, Later)>,
+}
+
+/// An `Op` other than `Push`, kept until the branch is known.
+enum Later {
+    Warn(usize, String),
+    Touch(String),
+    Todos(Vec<Todo>),
+    Usage {
+        tokens: u64,
+        message_id: Option<String>,
+        model: Option<String>,
+    },
+    Skipped(String),
+}
+
+impl Entry {
+    /// Moves the line's messages to the end of `staged`.
+    fn keep(self, staged: &mut Vec<Message>) -> Kept {
+        let first = staged.len();
+        let mut later = Vec::new();
+        for op in self.ops {
+            let op = match op {
+                Op::Push(m) => {
+                    staged.push(m);
+                    continue;
+                }
+                Op::Warn(line, w) => Later::Warn(line, w),
+                Op::Touch(p) => Later::Touch(p),
+                Op::Todos(t) => Later::Todos(t),
+                Op::Usage {
+                    tokens,
+                    message_id,
+                    model,
+                } => Later::Usage {
+                    tokens,
+                    message_id,
+                    model,
+                },
+                Op::Skipped(k) => Later::Skipped(k),
+            };
+            later.push((staged.len() - first, op));
+        }
+        Kept {
+            line: self.line,
+            sidechain: self.sidechain,
+            starts_turn: self.starts_turn,
+            reduced: self.reduced,
+            chars: self.chars,
+            first,
+            count: staged.len() - first,
+            later,
+        }
+    }
 }
 
 /// One line as the thread that parsed it hands it on.
@@ -101,7 +172,13 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     );
     session.source_path = Some(path.display().to_string());
 
-    let mut entries: Vec<Entry> = Vec::new();
+    let mut entries: Vec<Kept> = Vec::new();
+    // Room for a message per KB of the file, more than a long session holds (the bench's
+    // transcripts take 3 KB a message): grown by doubling from empty, the list was copied a
+    // dozen times, and pages reserved but never written take no memory.
+    let mut staged: Vec<Message> = Vec::with_capacity(
+        std::fs::metadata(path).map_or(0, |m| usize::try_from(m.len() >> 10).unwrap_or(0)),
+    );
     let mut custom_title: Option<String> = None;
     let mut ai_title: Option<String> = None;
     let mut summaries: Vec<Value> = Vec::new();
@@ -148,7 +225,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
                     return Ok(());
                 }
                 Body::Chain(entry, link) => {
-                    entries.push(entry);
+                    entries.push(entry.keep(&mut staged));
                     links.push(link);
                     None
                 }
@@ -255,21 +332,23 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let active = active_lines(&entries, &links, subagent_of.is_some(), &mut session);
     drop(links);
     if let (Some(max), Some(tail)) = (max, opts.full_tail_tokens) {
-        read_tail_in_full(path, &pass, &mut entries, &active, tail, max)?;
+        read_tail_in_full(path, &pass, &mut entries, &mut staged, &active, tail, max)?;
     }
     let mut todos: Option<Vec<Todo>> = None;
-    // The messages' exact number: a vector grown by doubling holds up to twice that at its peak.
-    let count = entries
+    // The branch's messages, in place; then what else its lines do, in file order.
+    let mut on_branch = entries
         .iter()
         .zip(&active)
-        .filter(|&(_, &on)| on)
-        .flat_map(|(e, _)| &e.ops)
-        .filter(|op| matches!(op, Op::Push(_)))
-        .count();
-    session.messages.reserve_exact(count);
+        .flat_map(|(e, &on)| std::iter::repeat_n(on, e.count));
+    staged.retain(|_| on_branch.next().unwrap_or(false));
+    staged.shrink_to_fit();
+    debug_assert!(session.messages.is_empty());
+    session.messages = staged;
+    let mut seen = 0;
     for (e, on) in entries.into_iter().zip(active) {
         if on {
-            apply(e.ops, &mut session, &mut todos);
+            apply(e.later, seen, &mut session, &mut todos);
+            seen += e.count;
         }
     }
     if let Some(t) = todos {
@@ -405,15 +484,20 @@ fn text_bytes(v: &Value) -> usize {
     }
 }
 
-/// Applies a chain line's staged operations to the session.
-fn apply(ops: Vec<Op>, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
-    for op in ops {
+/// Applies a line's operations other than its messages to the session, whose messages are
+/// already the branch's: `seen` of them come before the line's own.
+fn apply(
+    later: Vec<(usize, Later)>,
+    seen: usize,
+    session: &mut Session,
+    todos: &mut Option<Vec<Todo>>,
+) {
+    for (after, op) in later {
         match op {
-            Op::Push(m) => session.messages.push(m),
-            Op::Warn(line, w) => session.warn(Some(line), w),
-            Op::Touch(p) => session.touch_file(&p),
-            Op::Todos(t) => *todos = Some(t),
-            Op::Usage {
+            Later::Warn(line, w) => session.warn(Some(line), w),
+            Later::Touch(p) => session.touch_file_at(&p, seen + after),
+            Later::Todos(t) => *todos = Some(t),
+            Later::Usage {
                 tokens,
                 message_id,
                 model,
@@ -422,13 +506,14 @@ fn apply(ops: Vec<Op>, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
                     message_id.is_some()
                         && m.metadata.get_str("message_id") == message_id.as_deref()
                 };
-                let mut at = session.messages.len();
+                let now = seen + after;
+                let mut at = now;
                 while at > 0 && same(&session.messages[at - 1]) {
                     at -= 1;
                 }
-                session.record_context_usage(tokens, at, model.as_deref());
+                session.record_context_usage_upto(tokens, at, now, model.as_deref());
             }
-            Op::Skipped(k) => *session.stats.skipped_types.entry(k).or_default() += 1,
+            Later::Skipped(k) => *session.stats.skipped_types.entry(k).or_default() += 1,
         }
     }
 }
@@ -437,10 +522,8 @@ fn apply(ops: Vec<Op>, session: &mut Session, todos: &mut Option<Vec<Todo>>) {
 struct Stage(Vec<Op>);
 
 impl Stage {
-    /// The operations, in a vector of their exact size: a vector grown from empty has room for
-    /// four, and every line of a long session keeps its own until the branch is known.
-    fn into_ops(mut self) -> Vec<Op> {
-        self.0.shrink_to_fit();
+    /// The operations, in order: the reading thread moves them out (`Entry::keep`).
+    fn into_ops(self) -> Vec<Op> {
         self.0
     }
 
@@ -457,7 +540,7 @@ impl Stage {
 
 /// By entry: on the branch Claude Code loads (see `chain::active_branch`).
 fn active_lines(
-    entries: &[Entry],
+    entries: &[Kept],
     links: &[Link],
     subagent: bool,
     session: &mut Session,
@@ -919,7 +1002,8 @@ const MASKED: &str = "_masked";
 fn read_tail_in_full(
     path: &Path,
     first: &jsonl::PassStats,
-    entries: &mut [Entry],
+    entries: &mut [Kept],
+    staged: &mut Vec<Message>,
     active: &[bool],
     tail: usize,
     max: usize,
@@ -943,11 +1027,13 @@ fn read_tail_in_full(
         reduced: false,
         mask: None,
     };
-    let at: foldhash::HashMap<usize, usize> = entries
+    let tail_at = entries.partition_point(|e| e.line < from);
+    let at: foldhash::HashMap<usize, usize> = entries[tail_at..]
         .iter()
         .enumerate()
-        .map(|(i, e)| (e.line, i))
+        .map(|(i, e)| (e.line, tail_at + i))
         .collect();
+    let mut again: foldhash::HashMap<usize, Entry> = foldhash::HashMap::default();
     jsonl::for_each_line_fast(
         path,
         jsonl::Pass::from(from, first, Some(prune(max))),
@@ -957,11 +1043,24 @@ fn read_tail_in_full(
             if let (Line::Json(f), Some(&i)) = (line, at.get(&no))
                 && let Body::Chain(entry, _) = f.body
             {
-                entries[i] = entry;
+                again.insert(i, entry);
             }
             Ok(())
         },
     )?;
+    // The tail's messages are staged again, each line's read in full where it was read again.
+    let old = staged.split_off(entries.get(tail_at).map_or(staged.len(), |e| e.first));
+    let mut old = old.into_iter();
+    for (i, e) in entries.iter_mut().enumerate().skip(tail_at) {
+        let kept_before: Vec<Message> = old.by_ref().take(e.count).collect();
+        match again.remove(&i) {
+            Some(entry) => *e = entry.keep(staged),
+            None => {
+                e.first = staged.len();
+                staged.extend(kept_before);
+            }
+        }
+    }
     Ok(())
 }
 

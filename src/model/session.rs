@@ -576,11 +576,15 @@ impl Session {
 
     /// Records a change to a file, at the current end of the conversation.
     pub fn touch_file(&mut self, path: &str) {
+        self.touch_file_at(path, self.messages.len());
+    }
+
+    /// Records a change to a file made when the conversation had `at` messages.
+    pub fn touch_file_at(&mut self, path: &str, at: usize) {
         let path = path.trim();
         if path.is_empty() {
             return;
         }
-        let at = self.messages.len();
         match self.file_changes.get_mut(path) {
             Some(c) => {
                 c.count += 1;
@@ -630,8 +634,27 @@ impl Session {
     /// it). The session's first request stays the baseline of the newest one until a
     /// compaction; after it, the first request past the compaction is.
     pub fn record_context_usage(&mut self, tokens: u64, at: usize, model: Option<&str>) {
+        self.record_context_usage_upto(tokens, at, self.messages.len(), model);
+    }
+
+    /// `record_context_usage` for a request made when only the first `seen` messages were
+    /// there (a reader that knows every message before it applies their usage).
+    pub fn record_context_usage_upto(
+        &mut self,
+        tokens: u64,
+        at: usize,
+        seen: usize,
+        model: Option<&str>,
+    ) {
+        let compacted = |from: usize| {
+            self.messages
+                .get(from..seen)
+                .unwrap_or_default()
+                .iter()
+                .any(|m| m.metadata.get_str("kind") == Some("compaction"))
+        };
         let (first_tokens, first_at_message) = match &self.context_usage {
-            Some(u) if !self.compacted_since(u.at_message) => (u.first_tokens, u.first_at_message),
+            Some(u) if !compacted(u.at_message) => (u.first_tokens, u.first_at_message),
             _ => (tokens, at),
         };
         self.context_usage = Some(ContextUsage {

@@ -796,3 +796,55 @@ fn reading_in_part_sizes_the_summary_as_a_full_read_does() {
         );
     }
 }
+
+/// Where a session last changed each file, and the context its newest request carried, are
+/// positions in its messages: the reader works them out after choosing the branch, and they
+/// must be where each edit and request was, not where the session ends.
+#[test]
+fn file_changes_and_context_usage_are_where_they_happened() {
+    let env = TestEnv::empty();
+    let id = "5e55b0b0-0000-4000-8000-00000000c4a6";
+    let dir = env.claude_home().join("projects/-tmp-lazy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{id}.jsonl"));
+    let mut w = ClaudeLines::create(&path, id);
+    let turns = 12;
+    for t in 0..turns {
+        w.line(
+            "user",
+            json!({"role": "user", "content": format!("Turn {t}: fix module {t}")}),
+        );
+        let call = format!("toolu_{t}");
+        w.line("assistant",
+            json!({"id": format!("msg_{t}"), "role": "assistant", "model": "claude-opus-4-6",
+            "usage": {"input_tokens": 1000 + t, "cache_read_input_tokens": 0, "output_tokens": 5},
+            "content": [{"type": "tool_use", "id": call, "name": "Edit",
+                "input": {"file_path": format!("/tmp/lazy/src/m{}.rs", t % 5), "old_string": "a", "new_string": "b"}}]}),
+        );
+        w.line(
+            "user",
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": "edited"}]}),
+        );
+        w.line(
+            "assistant",
+            json!({"id": format!("msg_{t}_end"), "role": "assistant", "model": "claude-opus-4-6",
+            "content": [{"type": "text", "text": format!("Module {t} is fixed.")}]}),
+        );
+    }
+    drop(w);
+    let shown = env.json(&["show", path.to_str().unwrap(), "--json"]);
+    let session = &shown["session"];
+    let changes = session["file_changes"].as_object().unwrap();
+    assert_eq!(changes.len(), 5);
+    // Four messages a turn; turn t's edit is its second, and it changes m{t % 5}.rs.
+    for f in 0..5 {
+        let last_turn = (0..turns).filter(|t| t % 5 == f).max().unwrap();
+        let change = &changes[&format!("/tmp/lazy/src/m{f}.rs")];
+        assert_eq!(change["last"], 4 * last_turn + 1, "m{f}.rs: {change}");
+        assert_eq!(change["count"], (0..turns).filter(|t| t % 5 == f).count());
+    }
+    // The newest request is the last turn's call: everything before its message was the prompt.
+    let usage = &session["context_usage"];
+    assert_eq!(usage["tokens"], 1000 + turns - 1, "{usage}");
+    assert_eq!(usage["at_message"], 4 * (turns - 1) + 1, "{usage}");
+}
