@@ -437,6 +437,41 @@ impl Costs<'_> {
         c
     }
 
+    /// Counts ahead, on every core, the messages of the newest middle turns (about twice the
+    /// room's worth, by `source_tokens`) that a form could keep as they are: the fit costs turns
+    /// one at a time, newest first, and counting is most of its time. Older turns are counted
+    /// when the fit reaches them, as before; the counts are the same either way.
+    fn count_newest(&mut self, middle: &[Range<usize>], room: usize) {
+        use rayon::prelude::*;
+        let mut ahead = Vec::new();
+        let mut estimate = 0usize;
+        for r in middle.iter().rev() {
+            if estimate > room.saturating_mul(2) {
+                break;
+            }
+            for i in r.clone() {
+                let m = &self.msgs[i];
+                estimate += source_tokens(m);
+                let output = m.role == Role::ToolResult || m.kind() == Some("tool_transcript");
+                // Reasoning costs nothing, and an output longer than any form keeps is cut.
+                if m.role != Role::Reasoning
+                    && !(output && m.content.chars().count() > TOOL_OUTPUT_MAX)
+                {
+                    ahead.push(i);
+                }
+            }
+        }
+        let tok = self.tok;
+        let msgs = self.msgs;
+        let counted: Vec<(usize, usize)> = ahead
+            .par_iter()
+            .map(|&i| (i, cost(tok, &msgs[i])))
+            .collect();
+        for (i, c) in counted {
+            self.same[i] = Some(c);
+        }
+    }
+
     fn exact(&self, msgs: &[Message]) -> usize {
         msgs.iter().map(|m| cost(self.tok, m)).sum()
     }
@@ -542,6 +577,7 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
         cache: HashMap::default(),
         same: vec![None; msgs.len()],
     };
+    costs.count_newest(&middle, room);
     let estimate: usize = middle
         .iter()
         .flat_map(|r| msgs[r.clone()].iter())
