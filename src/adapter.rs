@@ -28,6 +28,10 @@ pub struct ReadOptions {
     /// Masks secrets in the outputs of older turns before they are cut further than a full
     /// read cuts them (see `OutputMask`); `None` when the relay does not mask.
     pub mask: Option<Mask>,
+    /// Keep no per-message fact that no plan stage reads (Claude Code's line `uuid`, the
+    /// `model` of each message, whether a thinking block was signed): a relay's read. `show`
+    /// and `export` keep everything.
+    pub lean: bool,
 }
 
 /// Masks the secrets in a text, as the relay's redaction masks a tool output.
@@ -438,7 +442,7 @@ mod tests {
         let opts = |tail| ReadOptions {
             max_tool_output: Some(8000),
             full_tail_tokens: Some(tail),
-            mask: None,
+            ..Default::default()
         };
         for (name, bytes, tail, whole) in [
             ("a.jsonl", 4000, 1000, true),

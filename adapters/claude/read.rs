@@ -207,11 +207,12 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     };
     let mut links: Vec<Link> = Vec::new();
     let full_max = max.unwrap_or(usize::MAX);
+    let lean = opts.lean;
     let pass = jsonl::for_each_line_fast(
         path,
         first_pass,
-        |no, text| first_cut.and_then(|cut| fast::facts(no, text, cut, full_max)),
-        |no, v| facts(no, v, first_cut, full_max),
+        |no, text| first_cut.and_then(|cut| fast::facts(no, text, cut, full_max, lean)),
+        |no, v| facts(no, v, first_cut, full_max, lean),
         |_, line| {
             let Line::Json(f) = line else { return Ok(()) };
             let kind = match f.body {
@@ -332,7 +333,12 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let active = active_lines(&entries, &links, subagent_of.is_some(), &mut session);
     drop(links);
     if let (Some(max), Some(tail)) = (max, opts.full_tail_tokens) {
-        read_tail_in_full(path, &pass, &mut entries, &mut staged, &active, tail, max)?;
+        let tail = Tail {
+            tokens: tail,
+            max,
+            lean,
+        };
+        read_tail_in_full(path, &pass, &mut entries, &mut staged, &active, tail)?;
     }
     let mut todos: Option<Vec<Todo>> = None;
     // The branch's messages, in place; then what else its lines do, in file order.
@@ -376,8 +382,8 @@ const KEPT_USAGE_KEYS: &[&str] = &[
 
 /// What the reader keeps of line `no`, worked out where it was parsed. `cut` cuts tool
 /// outputs (see `shrink`). `full_max` is what a full read cuts outputs to (for
-/// `Entry::chars`).
-fn facts(no: usize, mut v: Value, cut: Option<OutputCut>, full_max: usize) -> Facts {
+/// `Entry::chars`). `lean`: see `ReadOptions::lean`.
+fn facts(no: usize, mut v: Value, cut: Option<OutputCut>, full_max: usize, lean: bool) -> Facts {
     let field = |v: &Value, k: &str| str_field(v, k).map(str::to_string);
     let Some(kind) = field(&v, "type") else {
         return Facts {
@@ -401,7 +407,7 @@ fn facts(no: usize, mut v: Value, cut: Option<OutputCut>, full_max: usize) -> Fa
     };
     f.body = if CHAIN_TYPES.contains(&kind.as_str()) {
         shrink(&mut v, cut);
-        let (entry, link) = chain_entry(no, kind, &v, full_max);
+        let (entry, link) = chain_entry(no, kind, &v, full_max, lean);
         Body::Chain(entry, link)
     } else {
         Body::Other(kind, v)
@@ -410,7 +416,7 @@ fn facts(no: usize, mut v: Value, cut: Option<OutputCut>, full_max: usize) -> Fa
 }
 
 /// A chain line staged (see `Op`), and its link for the branch choice.
-fn chain_entry(no: usize, kind: String, v: &Value, full_max: usize) -> (Entry, Link) {
+fn chain_entry(no: usize, kind: String, v: &Value, full_max: usize, lean: bool) -> (Entry, Link) {
     let uuid = str_field(v, "uuid");
     let timestamp = str_field(v, "timestamp");
     let sidechain = v.get("isSidechain").and_then(Value::as_bool) == Some(true);
@@ -440,7 +446,7 @@ fn chain_entry(no: usize, kind: String, v: &Value, full_max: usize) -> (Entry, L
     let entry = Entry {
         line: no,
         sidechain,
-        ops: stage(no, &kind, uuid, timestamp, v),
+        ops: stage(no, &kind, uuid, timestamp, v, lean),
         starts_turn: kind == "user" && starts_turn(v),
         reduced: blocks(v).any(|b| b.get(REDUCED).is_some()),
         chars: content_chars(v, full_max),
@@ -575,7 +581,8 @@ fn blocks(v: &Value) -> impl Iterator<Item = &Value> {
         .flatten()
 }
 
-/// Where a chain line's messages come from: each starts with the line's time, number and uuid.
+/// Where a chain line's messages come from: each starts with the line's time, number and uuid
+/// (no uuid when the read is lean: see `ReadOptions::lean`).
 struct Base<'a> {
     ts: Option<Timestamp>,
     line: usize,
@@ -599,6 +606,8 @@ struct Ids<'a> {
     message_id: Option<&'a str>,
     model: Option<&'a str>,
     api_error: bool,
+    /// Leave out what no plan stage reads (`ReadOptions::lean`): the model, signatures.
+    lean: bool,
 }
 
 impl Ids<'_> {
@@ -606,7 +615,7 @@ impl Ids<'_> {
         if let Some(id) = self.message_id {
             m = m.with_meta("message_id", id);
         }
-        if let Some(model) = self.model {
+        if let Some(model) = self.model.filter(|_| !self.lean) {
             m = m.with_meta("model", model);
         }
         if self.api_error {
@@ -646,9 +655,14 @@ enum AssistantBlock<'a> {
 fn assistant_block(out: &mut Stage, base: &Base, ids: &Ids, block: AssistantBlock) {
     let m = match block {
         AssistantBlock::Text(t) => ids.on(base.message(Role::Assistant, t.to_string())),
-        AssistantBlock::Thinking { text, signed } => ids
-            .on(base.message(Role::Reasoning, text.to_string()))
-            .with_meta("signed", signed),
+        AssistantBlock::Thinking { text, signed } => {
+            let m = ids.on(base.message(Role::Reasoning, text.to_string()));
+            if ids.lean {
+                m
+            } else {
+                m.with_meta("signed", signed)
+            }
+        }
         AssistantBlock::Redacted => ids
             .on(base.message(Role::Reasoning, String::new()))
             .with_meta("redacted", true),
@@ -722,13 +736,14 @@ fn stage(
     uuid: Option<&str>,
     timestamp: Option<&str>,
     v: &Value,
+    lean: bool,
 ) -> Vec<Op> {
     let mut out = Stage(Vec::new());
     let session = &mut out;
     let base = Base {
         ts: timestamp.map(Timestamp::parse),
         line,
-        uuid,
+        uuid: uuid.filter(|_| !lean),
     };
     match kind {
         "user" => {
@@ -797,6 +812,7 @@ fn stage(
                 message_id: message_field(v, "id").and_then(Value::as_str),
                 model: message_field(v, "model").and_then(Value::as_str),
                 api_error: v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true),
+                lean,
             };
             if let Some(u) = message_field(v, "usage") {
                 let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -997,6 +1013,14 @@ fn shrink(v: &mut Value, cut: Option<OutputCut>) {
 const REDUCED: &str = "_reduced";
 const MASKED: &str = "_masked";
 
+/// How `read_tail_in_full` reads the tail: about `tokens` of it, outputs cut to `max`, as lean
+/// as the first pass (`ReadOptions::lean`).
+struct Tail {
+    tokens: usize,
+    max: usize,
+    lean: bool,
+}
+
 /// The newest lines of the branch, about `tail` tokens of them from the last back to the start
 /// of a turn, read again with outputs cut to `max` instead of their first line.
 fn read_tail_in_full(
@@ -1005,9 +1029,13 @@ fn read_tail_in_full(
     entries: &mut [Kept],
     staged: &mut Vec<Message>,
     active: &[bool],
-    tail: usize,
-    max: usize,
+    tail: Tail,
 ) -> Result<()> {
+    let Tail {
+        tokens: tail,
+        max,
+        lean,
+    } = tail;
     let mut tokens = 0usize;
     let mut from = None;
     for (e, _) in entries.iter().zip(active).rev().filter(|&(_, &on)| on) {
@@ -1037,8 +1065,8 @@ fn read_tail_in_full(
     jsonl::for_each_line_fast(
         path,
         jsonl::Pass::from(from, first, Some(prune(max))),
-        |no, text| fast::facts(no, text, whole, max),
-        |no, v| facts(no, v, Some(whole), max),
+        |no, text| fast::facts(no, text, whole, max, lean),
+        |no, v| facts(no, v, Some(whole), max, lean),
         |no, line| {
             if let (Line::Json(f), Some(&i)) = (line, at.get(&no))
                 && let Body::Chain(entry, _) = f.body

@@ -73,7 +73,10 @@ pub fn plan_relay(
     if !plan.fit.needs_full_read {
         return Ok(plan);
     }
-    let mut full = located.read_with(crate::plan::read_options_full())?;
+    let mut full = located.read_with(crate::adapter::ReadOptions {
+        lean: true,
+        ..crate::plan::read_options_full()
+    })?;
     *redactions = redact(redactor, &mut full);
     *source = full;
     crate::plan::plan(cfg, source, target)
@@ -104,6 +107,7 @@ pub fn relay_read_options(
     target: &dyn crate::adapter::Adapter,
     budget: Option<usize>,
 ) -> ReadOptions {
+    // Read as `show` reads it: the tests compare the two reads' relays.
     if full_read_asked() {
         return crate::plan::read_options_full();
     }

@@ -115,6 +115,7 @@ pub fn preview(cfg: &Config, summary: &Summary) -> Result<Preview> {
         max_tool_output: Some(0),
         full_tail_tokens: Some(0),
         mask: None,
+        lean: true,
     })?;
     Ok(preview_of(&session))
 }

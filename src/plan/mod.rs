@@ -34,15 +34,18 @@ pub fn read_options(budget: usize) -> ReadOptions {
         max_tool_output: Some(fit::TOOL_OUTPUT_MAX),
         full_tail_tokens: Some(budget.saturating_mul(TAIL_FACTOR)),
         mask: None,
+        lean: true,
     }
 }
 
-/// `read_options` without the tail: every turn in full, outputs still cut.
+/// `read_options` without the tail: every turn in full, outputs still cut, and every fact
+/// kept (as `show` reads a long session).
 pub fn read_options_full() -> ReadOptions {
     ReadOptions {
         max_tool_output: Some(fit::TOOL_OUTPUT_MAX),
         full_tail_tokens: None,
         mask: None,
+        lean: false,
     }
 }
 

@@ -169,8 +169,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
 }
 
 /// What the reader keeps of line `no` (see `super::facts`), or `None` for the general path.
-/// `cut` and `full_max` are `super::facts`'s.
-pub(super) fn facts(no: usize, text: &str, cut: OutputCut, full_max: usize) -> Option<Facts> {
+/// `cut`, `full_max` and `lean` are `super::facts`'s.
+pub(super) fn facts(
+    no: usize,
+    text: &str,
+    cut: OutputCut,
+    full_max: usize,
+    lean: bool,
+) -> Option<Facts> {
     let line: Line = serde_json::from_str(text).ok()?;
     let kind = line.kind.as_ref();
     if !matches!(kind, "user" | "assistant" | "system") {
@@ -221,7 +227,7 @@ pub(super) fn facts(no: usize, text: &str, cut: OutputCut, full_max: usize) -> O
             .filter_map(|b| b.tool_use_id.as_deref().map(str::to_string))
             .collect(),
     };
-    let (ops, reduced) = stage(no, &line, cut)?;
+    let (ops, reduced) = stage(no, &line, cut, lean)?;
     let meta = line.meta == Some(true);
     let summary = line.compact_summary == Some(true);
     let starts_turn = kind == "user"
@@ -280,14 +286,14 @@ fn block_chars(b: &Block, max: usize) -> usize {
 
 /// `super::stage` for a typed line: its operations, and whether a tool output was reduced
 /// (see `OutputCut::keep`).
-fn stage(no: usize, line: &Line, cut: OutputCut) -> Option<(Vec<Op>, bool)> {
+fn stage(no: usize, line: &Line, cut: OutputCut, lean: bool) -> Option<(Vec<Op>, bool)> {
     let mut out = Stage(Vec::new());
     let session = &mut out;
     let mut reduced_any = false;
     let base = Base {
         ts: line.timestamp.as_deref().map(Timestamp::parse),
         line: no,
-        uuid: line.uuid.as_deref(),
+        uuid: line.uuid.as_deref().filter(|_| !lean),
     };
     let content = line.message.as_ref().and_then(|m| m.content.as_ref());
     match line.kind.as_ref() {
@@ -357,6 +363,7 @@ fn stage(no: usize, line: &Line, cut: OutputCut) -> Option<(Vec<Op>, bool)> {
                 message_id: message.and_then(|m| m.id.as_deref()),
                 model: message.and_then(|m| m.model.as_deref()),
                 api_error: line.api_error == Some(true),
+                lean,
             };
             if let Some(u) = message.and_then(|m| m.usage.as_ref()) {
                 ids.usage(
@@ -567,18 +574,20 @@ mod tests {
                 (8000, true, Some(&mask as &dyn crate::adapter::OutputMask)),
             ] {
                 let cut = OutputCut { max, reduced, mask };
-                let Some(fast) = facts(i + 1, text, cut, 8000) else {
-                    continue;
-                };
-                taken += 1;
-                let value = crate::jsonl::pruned::parse(text.as_bytes(), &prune(max))
-                    .expect("a line the fast path read parses");
-                let general = general(i + 1, value, Some(cut), 8000);
-                assert_eq!(
-                    describe(&fast),
-                    describe(&general),
-                    "line {text} with max {max}"
-                );
+                for lean in [false, true] {
+                    let Some(fast) = facts(i + 1, text, cut, 8000, lean) else {
+                        continue;
+                    };
+                    taken += 1;
+                    let value = crate::jsonl::pruned::parse(text.as_bytes(), &prune(max))
+                        .expect("a line the fast path read parses");
+                    let general = general(i + 1, value, Some(cut), 8000, lean);
+                    assert_eq!(
+                        describe(&fast),
+                        describe(&general),
+                        "line {text} with max {max}, lean {lean}"
+                    );
+                }
             }
         }
         // Most lines of real sessions take the fast path; the rest were compared above by

@@ -426,7 +426,7 @@ mod tests {
             crate::adapter::ReadOptions {
                 max_tool_output: Some(8000),
                 full_tail_tokens: Some(30_000),
-                mask: None,
+                ..Default::default()
             },
         ] {
             let read = |general_only: bool| {
