@@ -31,24 +31,19 @@ pub fn shape(
     new_id: &str,
     preamble: String,
 ) -> (Session, ShapeStats) {
-    let mut out = Session::new(target.name(), "relay", new_id);
-    out.cwd = source.cwd.clone();
-    out.git = source.git.clone();
-    out.title = source.title.clone();
-    out.todos = source.todos.clone();
-    out.files_touched = source.files_touched.clone();
-    out.created = source.created.clone();
-    out.updated = source.updated.clone();
+    let mut shaped = Session::new(target.name(), "relay", new_id);
+    shaped.cwd = source.cwd.clone();
+    shaped.git = source.git.clone();
+    shaped.title = source.title.clone();
+    shaped.todos = source.todos.clone();
+    shaped.files_touched = source.files_touched.clone();
+    shaped.created = source.created.clone();
+    shaped.updated = source.updated.clone();
     let mut stats = ShapeStats::default();
 
-    // Sized once: grown by doubling, a long session's messages were copied a dozen times and
-    // the last copy briefly held twice.
-    out.messages.reserve_exact(messages.len() + 1);
-    out.messages.push(
-        Message::new(Role::System, preamble)
-            .with_time(source.created.clone())
-            .with_meta("kind", "relay_preamble"),
-    );
+    let preamble = Message::new(Role::System, preamble)
+        .with_time(source.created.clone())
+        .with_meta("kind", "relay_preamble");
 
     // Pair calls and results by id first: parallel calls complete out of order.
     let mut result_of: HashMap<String, usize> = HashMap::new();
@@ -66,28 +61,33 @@ pub fn shape(
     let mut text_calls: HashMap<String, Message> = HashMap::new();
     let mut id_map: HashMap<String, String> = HashMap::new();
 
-    for (i, m) in messages.into_iter().enumerate() {
+    // The shaped messages are written over the source's, in the same list: a long session's
+    // list was otherwise held twice, the source's and the shaped one, at the peak of a relay.
+    let mut out_messages = InPlace::new(messages, preamble);
+    for i in 0..out_messages.len() {
+        let m = out_messages.take(i);
+        let out = &mut out_messages;
         match m.role {
-            Role::User => out.messages.push(carry(m, Role::User)),
+            Role::User => out.push(carry(m, Role::User)),
             Role::Assistant => {
                 if !m.content.trim().is_empty() {
-                    out.messages.push(carry(m, Role::Assistant));
+                    out.push(carry(m, Role::Assistant));
                 }
             }
             Role::Reasoning => {
                 if !m.content.trim().is_empty() {
                     stats.reasoning += 1;
-                    out.messages.push(carry(m, Role::Reasoning));
+                    out.push(carry(m, Role::Reasoning));
                 }
             }
             Role::System => match m.kind() {
                 // The summary a compaction left is the only record of what came before it.
-                Some("compact_summary") => out
-                    .messages
-                    .push(carry(m, Role::System).with_meta("kind", "carried_summary")),
-                Some("compaction") if m.content.len() > 40 => out
-                    .messages
-                    .push(carry(m, Role::System).with_meta("kind", "carried_summary")),
+                Some("compact_summary") => {
+                    out.push(carry(m, Role::System).with_meta("kind", "carried_summary"))
+                }
+                Some("compaction") if m.content.len() > 40 => {
+                    out.push(carry(m, Role::System).with_meta("kind", "carried_summary"))
+                }
                 // Injected environment, instructions and UI lines describe the source agent's
                 // own setup; the target injects its own.
                 _ => stats.dropped_context += 1,
@@ -113,7 +113,7 @@ pub fn shape(
                         if let Some(custom) = custom {
                             c.metadata.insert("custom", custom);
                         }
-                        out.messages.push(c);
+                        out.push(c);
                     }
                     None => {
                         stats.text_tool_calls += 1;
@@ -122,7 +122,7 @@ pub fn shape(
                             Some(_) => {
                                 text_calls.insert(id, m);
                             }
-                            None => out.messages.push(
+                            None => out.push(
                                 Message::new(Role::Assistant, calls::transcript(&m, None))
                                     .with_time(m.timestamp.clone())
                                     .with_meta("kind", "tool_transcript")
@@ -153,7 +153,7 @@ pub fn shape(
                     r.tool_call_id = id_map.get(&id).cloned();
                     r.is_error = is_error;
                     r.metadata = kept;
-                    out.messages.push(r);
+                    out.push(r);
                 } else if let Some(call) = text_calls.remove(&id) {
                     let mut t = Message::new(Role::Assistant, calls::transcript(&call, Some(&m)))
                         .with_time(m.timestamp.clone())
@@ -168,7 +168,7 @@ pub fn shape(
                     if m.is_error {
                         t.metadata.insert("failed", true.into());
                     }
-                    out.messages.push(t);
+                    out.push(t);
                 } else {
                     // A result whose call never appeared: nothing can be paired with it.
                     stats.dropped_orphan_results += 1;
@@ -176,7 +176,65 @@ pub fn shape(
             }
         }
     }
-    (out, stats)
+    shaped.messages = out_messages.finish();
+    (shaped, stats)
+}
+
+/// A list whose messages are taken one by one, in order, and replaced by what they become:
+/// never more than one message ahead of what was taken (the preamble), which waits its turn.
+struct InPlace {
+    messages: Vec<Message>,
+    /// Messages written, at the front.
+    written: usize,
+    /// The next one to write, while its place still holds a message not yet taken.
+    waiting: Option<Message>,
+    /// Messages taken so far.
+    taken: usize,
+}
+
+impl InPlace {
+    fn new(messages: Vec<Message>, first: Message) -> InPlace {
+        InPlace {
+            messages,
+            written: 0,
+            waiting: Some(first),
+            taken: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Message `i`, the next not yet taken.
+    fn take(&mut self, i: usize) -> Message {
+        debug_assert_eq!(i, self.taken);
+        let m = std::mem::replace(&mut self.messages[i], Message::new(Role::System, ""));
+        self.taken = i + 1;
+        if let Some(w) = self.waiting.take() {
+            self.push(w);
+        }
+        m
+    }
+
+    fn push(&mut self, m: Message) {
+        if self.written < self.taken {
+            self.messages[self.written] = m;
+            self.written += 1;
+        } else {
+            debug_assert!(self.waiting.is_none());
+            self.waiting = Some(m);
+        }
+    }
+
+    fn finish(mut self) -> Vec<Message> {
+        self.messages.truncate(self.written);
+        if let Some(w) = self.waiting.take() {
+            self.messages.push(w);
+        }
+        self.messages.shrink_to_fit();
+        self.messages
+    }
 }
 
 /// A message for the target with the source message's text and time.
@@ -194,5 +252,47 @@ fn sanitize_call_id(id: &str, n: usize) -> String {
         id.to_string()
     } else {
         format!("toolu_relay_{n:06}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever each message becomes (nothing, itself, or a message held back and given out
+    /// later, as a call travelling as text waits for its result), the list written in place
+    /// is the first message followed by what a new list would have received, in order.
+    #[test]
+    fn writing_in_place_gives_what_a_new_list_gives() {
+        let mut next = crate::text::test_rng(0x5eed_1234_abcd_0001);
+        for _ in 0..500 {
+            let n = next(40);
+            let source: Vec<Message> = (0..n)
+                .map(|i| Message::new(Role::User, format!("m{i}")))
+                .collect();
+            let mut want = vec![Message::new(Role::System, "first")];
+            let mut place = InPlace::new(source.clone(), Message::new(Role::System, "first"));
+            let mut held: Vec<Message> = Vec::new();
+            for (i, s) in source.iter().enumerate() {
+                let m = place.take(i);
+                assert_eq!(m.content, s.content);
+                let out = match next(4) {
+                    0 => None,
+                    1 => {
+                        held.push(m);
+                        None
+                    }
+                    2 if !held.is_empty() => Some(held.remove(0)),
+                    _ => Some(m),
+                };
+                if let Some(o) = out {
+                    want.push(o.clone());
+                    place.push(o);
+                }
+            }
+            let got: Vec<String> = place.finish().into_iter().map(|m| m.content).collect();
+            let want: Vec<String> = want.into_iter().map(|m| m.content).collect();
+            assert_eq!(got, want);
+        }
     }
 }
