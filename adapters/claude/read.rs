@@ -70,11 +70,13 @@ struct Kept {
     later: Vec<(usize, Later)>,
 }
 
-/// An `Op` other than `Push`, kept until the branch is known.
+/// What a chain line does to the session besides adding messages, kept until the branch is
+/// known (see `apply`).
 enum Later {
     Warn(usize, String),
     Touch(String),
     Todos(Vec<Todo>),
+    /// An assistant line's usage: the prompt held everything before its API message.
     Usage {
         tokens: u64,
         message_id: Option<String>,
@@ -89,26 +91,10 @@ impl Entry {
         let first = staged.len();
         let mut later = Vec::new();
         for op in self.ops {
-            let op = match op {
-                Op::Push(m) => {
-                    staged.push(m);
-                    continue;
-                }
-                Op::Warn(line, w) => Later::Warn(line, w),
-                Op::Touch(p) => Later::Touch(p),
-                Op::Todos(t) => Later::Todos(t),
-                Op::Usage {
-                    tokens,
-                    message_id,
-                    model,
-                } => Later::Usage {
-                    tokens,
-                    message_id,
-                    model,
-                },
-                Op::Skipped(k) => Later::Skipped(k),
-            };
-            later.push((staged.len() - first, op));
+            match op {
+                Op::Push(m) => staged.push(m),
+                Op::Then(l) => later.push((staged.len() - first, l)),
+            }
         }
         Kept {
             line: self.line,
@@ -142,20 +128,11 @@ enum Body {
     Other(String, Value),
 }
 
-/// What a chain line does to the session, applied in file order on the branch (see `apply`):
-/// staging it where the line is parsed lets the parsed line go there and then.
+/// What a chain line does to the session, in file order: staging it where the line is parsed
+/// lets the parsed line go there and then.
 enum Op {
     Push(Message),
-    Warn(usize, String),
-    Touch(String),
-    Todos(Vec<Todo>),
-    /// An assistant line's usage: the prompt held everything before its API message.
-    Usage {
-        tokens: u64,
-        message_id: Option<String>,
-        model: Option<String>,
-    },
-    Skipped(String),
+    Then(Later),
 }
 
 pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
@@ -536,11 +513,14 @@ impl Stage {
     fn push(&mut self, m: Message) {
         self.0.push(Op::Push(m));
     }
+    fn then(&mut self, l: Later) {
+        self.0.push(Op::Then(l));
+    }
     fn touch_file(&mut self, p: &str) {
-        self.0.push(Op::Touch(p.to_string()));
+        self.then(Later::Touch(p.to_string()));
     }
     fn skip(&mut self, kind: String) {
-        self.0.push(Op::Skipped(kind));
+        self.then(Later::Skipped(kind));
     }
 }
 
@@ -628,7 +608,7 @@ impl Ids<'_> {
     /// newest, and the prompt held everything before the message's first line.
     fn usage(&self, out: &mut Stage, tokens: u64) {
         if tokens > 0 && !self.api_error {
-            out.0.push(Op::Usage {
+            out.then(Later::Usage {
                 tokens,
                 message_id: self.message_id.map(str::to_string),
                 model: self.model.map(str::to_string),
@@ -802,9 +782,10 @@ fn stage(
                     }
                     user_texts(session, &base, texts, images, meta, summary);
                 }
-                _ => session
-                    .0
-                    .push(Op::Warn(line, "user line without message content".into())),
+                _ => session.then(Later::Warn(
+                    line,
+                    "user line without message content".into(),
+                )),
             }
         }
         "assistant" => {
@@ -828,7 +809,7 @@ fn stage(
                 Some(Value::Array(a)) => a.clone(),
                 Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
                 _ => {
-                    session.0.push(Op::Warn(
+                    session.then(Later::Warn(
                         line,
                         "assistant line without message content".into(),
                     ));
@@ -1200,7 +1181,7 @@ fn note_tool_effects(session: &mut Stage, name: &str, input: &Value) {
     if name == "TodoWrite"
         && let Some(items) = input.get("todos").and_then(Value::as_array)
     {
-        session.0.push(Op::Todos(
+        session.then(Later::Todos(
             items
                 .iter()
                 .map(|t| Todo {

@@ -12,7 +12,7 @@ use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::{
-    AssistantBlock, Base, Body, Entry, Facts, Id, Ids, Link, Op, Stage, assistant_block,
+    AssistantBlock, Base, Body, Entry, Facts, Id, Ids, Later, Link, Op, Stage, assistant_block,
     classify_user_text, compaction, informational, injected_kind, tool_result, user_texts,
 };
 use crate::adapter::{KeptOutput, OutputCut};
@@ -352,9 +352,7 @@ fn stage(no: usize, line: &Line, cut: OutputCut, lean: bool) -> Option<(Vec<Op>,
                     }
                     user_texts(session, &base, texts, images, meta, summary);
                 }
-                None => session
-                    .0
-                    .push(Op::Warn(no, "user line without message content".into())),
+                None => session.then(Later::Warn(no, "user line without message content".into())),
             }
         }
         "assistant" => {
@@ -381,7 +379,7 @@ fn stage(no: usize, line: &Line, cut: OutputCut, lean: bool) -> Option<(Vec<Op>,
                     &single
                 }
                 None => {
-                    session.0.push(Op::Warn(
+                    session.then(Later::Warn(
                         no,
                         "assistant line without message content".into(),
                     ));
@@ -462,15 +460,17 @@ mod tests {
             .iter()
             .map(|op| match op {
                 Op::Push(m) => serde_json::to_value(m).unwrap(),
-                Op::Warn(l, w) => serde_json::json!({"warn": [l, w]}),
-                Op::Touch(p) => serde_json::json!({"touch": p}),
-                Op::Todos(t) => serde_json::json!({"todos": serde_json::to_value(t).unwrap()}),
-                Op::Usage {
+                Op::Then(Later::Warn(l, w)) => serde_json::json!({"warn": [l, w]}),
+                Op::Then(Later::Touch(p)) => serde_json::json!({"touch": p}),
+                Op::Then(Later::Todos(t)) => {
+                    serde_json::json!({"todos": serde_json::to_value(t).unwrap()})
+                }
+                Op::Then(Later::Usage {
                     tokens,
                     message_id,
                     model,
-                } => serde_json::json!({"usage": [tokens, message_id, model]}),
-                Op::Skipped(k) => serde_json::json!({"skipped": k}),
+                }) => serde_json::json!({"usage": [tokens, message_id, model]}),
+                Op::Then(Later::Skipped(k)) => serde_json::json!({"skipped": k}),
             })
             .collect();
         Some(serde_json::json!({
