@@ -152,8 +152,10 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let mut entries: Vec<Kept> = Vec::new();
     // Room for a message per KB of the file, more than a long session holds (the bench's
     // transcripts take 3 KB a message): grown by doubling from empty, the list was copied a
-    // dozen times, and pages reserved but never written take no memory.
-    let mut staged: Vec<Message> = Vec::with_capacity(
+    // dozen times, and pages reserved but never written take no memory. A system that will
+    // not reserve that much (a huge file, a limit on address space) gets a list that grows.
+    let mut staged: Vec<Message> = Vec::new();
+    let _ = staged.try_reserve_exact(
         std::fs::metadata(path).map_or(0, |m| usize::try_from(m.len() >> 10).unwrap_or(0)),
     );
     let mut custom_title: Option<String> = None;
