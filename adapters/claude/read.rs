@@ -1063,12 +1063,15 @@ fn read_tail_in_full(
     let old = staged.split_off(entries.get(tail_at).map_or(staged.len(), |e| e.first));
     let mut old = old.into_iter();
     for (i, e) in entries.iter_mut().enumerate().skip(tail_at) {
-        let kept_before: Vec<Message> = old.by_ref().take(e.count).collect();
+        let before = old.by_ref().take(e.count);
         match again.remove(&i) {
-            Some(entry) => *e = entry.keep(staged),
+            Some(entry) => {
+                before.for_each(drop);
+                *e = entry.keep(staged);
+            }
             None => {
                 e.first = staged.len();
-                staged.extend(kept_before);
+                staged.extend(before);
             }
         }
     }

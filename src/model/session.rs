@@ -620,11 +620,12 @@ impl Session {
             .filter(|t| t.status != TodoStatus::Completed)
     }
 
-    /// Whether the agent compacted its context at or after message `from`: a request before
-    /// it and one after carried different conversations, so their recorded sizes do not compare.
-    pub fn compacted_since(&self, from: usize) -> bool {
+    /// Whether the agent compacted its context at or after message `from` and before message
+    /// `to`: a request before it and one after carried different conversations, so their
+    /// recorded sizes do not compare.
+    pub fn compacted_between(&self, from: usize, to: usize) -> bool {
         self.messages
-            .get(from..)
+            .get(from..to)
             .unwrap_or_default()
             .iter()
             .any(|m| m.metadata.get_str("kind") == Some("compaction"))
@@ -646,15 +647,10 @@ impl Session {
         seen: usize,
         model: Option<&str>,
     ) {
-        let compacted = |from: usize| {
-            self.messages
-                .get(from..seen)
-                .unwrap_or_default()
-                .iter()
-                .any(|m| m.metadata.get_str("kind") == Some("compaction"))
-        };
         let (first_tokens, first_at_message) = match &self.context_usage {
-            Some(u) if !compacted(u.at_message) => (u.first_tokens, u.first_at_message),
+            Some(u) if !self.compacted_between(u.at_message, seen) => {
+                (u.first_tokens, u.first_at_message)
+            }
             _ => (tokens, at),
         };
         self.context_usage = Some(ContextUsage {

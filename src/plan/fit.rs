@@ -215,6 +215,12 @@ fn is_call(m: &Message) -> bool {
     m.role == Role::ToolCall || m.kind() == Some("tool_transcript")
 }
 
+/// Whether a message is a tool output in either travelling form (a result, or a call and its
+/// result as text): what the Whole forms cut.
+fn is_output(m: &Message) -> bool {
+    m.role == Role::ToolResult || m.kind() == Some("tool_transcript")
+}
+
 /// A turn's messages in a form. Structured calls and their results change together, so no
 /// call is ever separated from its result.
 fn render(msgs: &[Message], form: Form) -> (Vec<Message>, ToolStats) {
@@ -268,8 +274,7 @@ fn render_parts(msgs: &[Message], form: Form) -> (Vec<Rendered>, ToolStats) {
                 if is_call(m) {
                     stats.whole += 1;
                 }
-                let is_output = m.role == Role::ToolResult || m.kind() == Some("tool_transcript");
-                if !is_output {
+                if !is_output(m) {
                     out.push(Rendered::Same(i));
                     continue;
                 }
@@ -452,10 +457,9 @@ impl Costs<'_> {
             for i in r.clone() {
                 let m = &self.msgs[i];
                 estimate += source_tokens(m);
-                let output = m.role == Role::ToolResult || m.kind() == Some("tool_transcript");
                 // Reasoning costs nothing, and an output longer than any form keeps is cut.
                 if m.role != Role::Reasoning
-                    && !(output && m.content.chars().count() > TOOL_OUTPUT_MAX)
+                    && !(is_output(m) && m.content.chars().count() > TOOL_OUTPUT_MAX)
                 {
                     ahead.push(i);
                 }
