@@ -454,44 +454,71 @@ pub fn for_each_line_fast<T: Send>(
             })
             .collect()
     };
-    let mut block = lines.read_block(path, &pass, &mut stats)?;
-    loop {
-        if let Some(p) = &progress {
-            p.advance(block.read);
-        }
-        // Read the next block of raw lines on one core while this one is parsed on every
-        // core: reading and splitting lines would otherwise leave the other cores idle.
-        let (next, parsed) = if lines.eof {
-            (None, parse(&block))
-        } else {
-            let (next, parsed) = rayon::join(
-                || lines.read_block(path, &pass, &mut stats),
-                || parse(&block),
-            );
-            (Some(next?), parsed)
-        };
-        drop(block);
-        // ...and hand the lines on in order. A cut-off last line (no newline, does not parse)
-        // is an agent still writing, not a malformed line.
+    // A cut-off last line (no newline, does not parse) is an agent still writing, not a
+    // malformed line.
+    let mut handed = Handed::default();
+    let mut hand_on = |parsed: Vec<Parsed<T>>, handed: &mut Handed| -> Result<()> {
         for (no, terminated, lossy, r) in parsed {
             if lossy {
-                stats.invalid_utf8_lines.push(no);
+                handed.invalid_utf8_lines.push(no);
             }
             match r {
                 Ok(v) => f(no, Line::Json(v))?,
-                Err(_) if !terminated => stats.truncated_tail = true,
+                Err(_) if !terminated => handed.truncated_tail = true,
                 Err(e) => {
-                    stats.malformed.push((no, e.clone()));
+                    handed.malformed.push((no, e.clone()));
                     f(no, Line::Malformed(e))?;
                 }
             }
         }
-        match next {
-            Some(b) => block = b,
-            None => break,
+        Ok(())
+    };
+    let mut block = Some(lines.read_block(path, &pass, &mut stats)?);
+    let mut pending: Vec<Parsed<T>> = Vec::new();
+    while let Some(this) = block.take() {
+        if let Some(p) = &progress {
+            p.advance(this.read);
         }
+        // The pool parses this block on every core and reads the next on one (reading and
+        // splitting lines would otherwise leave the other cores idle), while this thread
+        // hands on the lines of the block before, in order: handing on is a reader's
+        // sequential part, a tenth of a long read, and the cores would wait for it.
+        let mut done = None;
+        let eof = lines.eof;
+        let handing = rayon::in_place_scope(|s| {
+            s.spawn(|_| {
+                done = Some(if eof {
+                    (None, parse(&this))
+                } else {
+                    let (next, parsed) = rayon::join(
+                        || lines.read_block(path, &pass, &mut stats),
+                        || parse(&this),
+                    );
+                    (Some(next), parsed)
+                });
+            });
+            hand_on(std::mem::take(&mut pending), &mut handed)
+        });
+        handing?;
+        let (next, parsed) = done.expect("the block was parsed");
+        drop(this);
+        pending = parsed;
+        block = next.transpose()?;
     }
+    hand_on(pending, &mut handed)?;
+    stats.invalid_utf8_lines = handed.invalid_utf8_lines;
+    stats.malformed = handed.malformed;
+    stats.truncated_tail = handed.truncated_tail;
     Ok(stats)
+}
+
+/// What handing the parsed lines on finds, kept apart from the pass's other figures while
+/// the next block is read beside it.
+#[derive(Default)]
+struct Handed {
+    invalid_utf8_lines: Vec<usize>,
+    malformed: Vec<(usize, String)>,
+    truncated_tail: bool,
 }
 
 /// A line as a block's parse hands it on: its number, whether it ended in a newline, whether
