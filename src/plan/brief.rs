@@ -3,7 +3,7 @@
 //! files changed most recently and most often, the completed steps, the user's rules and the
 //! decisions taken, each deduplicated and capped. Deterministic: no model is called.
 
-use std::collections::HashSet;
+use foldhash::{HashSet, HashSetExt};
 use std::path::Path;
 use std::process::Command;
 
@@ -122,32 +122,57 @@ impl Caps {
 /// The rules the user stated, deduplicated, the latest last; at most `max`, keeping the
 /// strongest ("never", "must") over the weaker ("prefer") when there are more.
 pub fn constraints(s: &Session, max: usize) -> Vec<String> {
+    keep_strongest_latest(constraints_found(s), max)
+}
+
+/// Every rule the user stated, deduplicated: (order, strength, text).
+fn constraints_found(s: &Session) -> Vec<(usize, usize, String)> {
     let mut seen = HashSet::new();
     let mut found: Vec<(usize, usize, String)> = Vec::new();
-    for m in &s.messages {
-        for sentence in cues::constraints_in(m) {
-            let text = one_line(sentence);
-            if seen.insert(text.to_lowercase()) {
+    let per_message = in_each_message(s, |m| {
+        cues::constraints_in(m)
+            .map(|sentence| {
                 let strength = cues::constraint_strength(sentence).unwrap_or(usize::MAX);
-                found.push((found.len(), strength, text));
-            }
+                (one_line(sentence), strength)
+            })
+            .collect()
+    });
+    for (text, strength) in per_message.into_iter().flatten() {
+        if seen.insert(text.to_lowercase()) {
+            found.push((found.len(), strength, text));
         }
     }
-    keep_strongest_latest(found, max)
+    found
 }
 
 /// The decisions the assistant announced, deduplicated, the latest `max`.
 pub fn decisions(s: &Session, max: usize) -> Vec<String> {
+    latest(decisions_found(s), max)
+}
+
+/// Every decision the assistant announced, deduplicated, in order.
+fn decisions_found(s: &Session) -> Vec<String> {
     let mut seen = HashSet::new();
-    let mut found: Vec<String> = Vec::new();
-    for m in &s.messages {
-        for sentence in cues::decisions_in(m) {
-            let text = one_line(sentence);
-            if seen.insert(text.to_lowercase()) {
-                found.push(text);
-            }
-        }
-    }
+    let per_message = in_each_message(s, |m| cues::decisions_in(m).map(one_line).collect());
+    per_message
+        .into_iter()
+        .flatten()
+        .filter(|text| seen.insert(text.to_lowercase()))
+        .collect()
+}
+
+/// What `find` finds in each message, in order, found on every core: the brief's scans read
+/// every message of the session, and a long one has a hundred thousand.
+fn in_each_message<T: Send>(
+    s: &Session,
+    find: impl Fn(&crate::model::Message) -> Vec<T> + Sync,
+) -> Vec<Vec<T>> {
+    use rayon::prelude::*;
+    s.messages.par_iter().map(&find).collect()
+}
+
+/// The last `max` of `found`.
+fn latest(mut found: Vec<String>, max: usize) -> Vec<String> {
     let skip = found.len().saturating_sub(max);
     found.split_off(skip)
 }
@@ -209,9 +234,17 @@ pub struct BriefInput<'a> {
 /// The brief: provenance, goal, current step and open todos, completed steps, files changed,
 /// repository state, the user's rules, decisions, and the instruction to go on.
 pub fn brief(b: &BriefInput) -> String {
+    let s = b.session;
+    // What the brief finds in the whole session, found once for every size it tries.
+    let found = Found {
+        turns: s.messages.iter().filter(|m| m.role == Role::User).count(),
+        files: ranked_files(s),
+        rules: constraints_found(s),
+        decisions: decisions_found(s),
+    };
     let mut caps = Caps::FULL;
     loop {
-        let text = render(b, caps);
+        let text = render(b, &found, caps);
         if tokens::estimate(&text) <= BRIEF_MAX_TOKENS {
             return text;
         }
@@ -222,11 +255,20 @@ pub fn brief(b: &BriefInput) -> String {
     }
 }
 
-fn render(b: &BriefInput, caps: Caps) -> String {
+/// What the brief shows of the whole session, before it is capped.
+struct Found {
+    /// User turns.
+    turns: usize,
+    files: Vec<(String, usize)>,
+    rules: Vec<(usize, usize, String)>,
+    decisions: Vec<String>,
+}
+
+fn render(b: &BriefInput, found: &Found, caps: Caps) -> String {
     let s = b.session;
     let t = caps.text;
     let mut out = String::new();
-    let turns = s.messages.iter().filter(|m| m.role == Role::User).count();
+    let turns = found.turns;
     out.push_str(&format!(
         "# Handoff brief\nThis session was relayed by session-relay from {} session {} ({}); it ran from {} to {} over {turns} turns. Title: {}.\n",
         b.source_display,
@@ -264,7 +306,7 @@ fn render(b: &BriefInput, caps: Caps) -> String {
             out.push_str(&format!("- {}\n", truncate_chars(d, t)));
         }
     }
-    let files = ranked_files(s);
+    let files = &found.files;
     if !files.is_empty() {
         out.push_str("\nFiles changed (most recent and most often first; changes in brackets): ");
         let shown: Vec<String> = files
@@ -304,14 +346,14 @@ fn render(b: &BriefInput, caps: Caps) -> String {
         ));
     }
     out.push('\n');
-    let rules = constraints(s, caps.constraints);
+    let rules = keep_strongest_latest(found.rules.clone(), caps.constraints);
     if !rules.is_empty() {
         out.push_str("\nThe user's constraints and preferences, quoted:\n");
         for r in rules {
             out.push_str(&format!("- \"{}\"\n", truncate_chars(&r, t)));
         }
     }
-    let decided = decisions(s, caps.decisions);
+    let decided = latest(found.decisions.clone(), caps.decisions);
     if !decided.is_empty() {
         out.push_str("\nDecisions taken:\n");
         for d in decided {

@@ -6,7 +6,7 @@
 //! sampled evenly over the range. Points stay in time order, each tagged with its turn number,
 //! so the next agent can tell how much is missing and where.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet, HashSetExt};
 
 use super::cues;
 use crate::model::{Message, Role, Timestamp};
