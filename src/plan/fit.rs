@@ -124,7 +124,7 @@ pub fn source_tokens(m: &Message) -> usize {
     let input = m.tool_input.as_ref().map_or(0, |i| match i {
         serde_json::Value::String(s) if *s == m.content => 0,
         serde_json::Value::String(s) => s.len(),
-        other => other.to_string().len(),
+        other => json_len(other),
     });
     let content = match m.metadata.get_u64("source_chars") {
         Some(n) => n as usize,
@@ -132,6 +132,25 @@ pub fn source_tokens(m: &Message) -> usize {
         None => m.content.len(),
     };
     (content + input).div_ceil(4) + MESSAGE_OVERHEAD
+}
+
+/// The length of a value's compact JSON text (as `to_string` writes it), without writing it
+/// anywhere: a long session has a tool input for every call.
+fn json_len(v: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    // Writing to a counter cannot fail, and a `Value` always serializes.
+    let _ = serde_json::to_writer(&mut n, v);
+    n.0
 }
 
 /// How one turn is carried, from the most faithful to the shortest.
@@ -414,6 +433,8 @@ struct Costs<'a> {
     cache: HashMap<(usize, usize, Form), usize>,
     /// The cost of each message that some form keeps as it is, by its index in `msgs`.
     same: Vec<Option<usize>>,
+    /// Each message's `source_tokens`, by its index in `msgs`.
+    source: &'a [usize],
 }
 
 impl Costs<'_> {
@@ -456,7 +477,7 @@ impl Costs<'_> {
             }
             for i in r.clone() {
                 let m = &self.msgs[i];
-                estimate += source_tokens(m);
+                estimate += self.source[i];
                 // Reasoning costs nothing, and an output longer than any form keeps is cut.
                 if m.role != Role::Reasoning
                     && !(is_output(m) && m.content.chars().count() > TOOL_OUTPUT_MAX)
@@ -575,18 +596,22 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
 
     // Layers 2 and 3: the middle turns, newest first, and the summary of what is left out.
     let room = p.budget - fixed;
+    // Each message's source size, found once on every core: the estimates below and the
+    // report's parts add them up over the whole session.
+    let source: Vec<usize> = {
+        use rayon::prelude::*;
+        msgs.par_iter().map(source_tokens).collect()
+    };
+    let source_of = |r: &Range<usize>| source[r.clone()].iter().sum::<usize>();
     let mut costs = Costs {
         tok: p.tokenizer,
         msgs,
         cache: HashMap::default(),
         same: vec![None; msgs.len()],
+        source: &source,
     };
     costs.count_newest(&middle, room);
-    let estimate: usize = middle
-        .iter()
-        .flat_map(|r| msgs[r.clone()].iter())
-        .map(source_tokens)
-        .sum();
+    let estimate: usize = middle.iter().map(source_of).sum();
     let mut reserve = if estimate <= room {
         0
     } else {
@@ -658,7 +683,7 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     let source_part = |range: &Range<usize>, turns: usize| Part {
         turns,
         messages: range.len(),
-        source_tokens: msgs[range.clone()].iter().map(source_tokens).sum(),
+        source_tokens: source_of(range),
         written_tokens: 0,
     };
     // The always-kept layer.
@@ -1049,6 +1074,48 @@ impl Fixed {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// A random JSON value: strings with escapes, control characters and wide characters,
+    /// integers and floats of either sign, nested arrays and objects.
+    fn value(next: &mut impl FnMut(u64) -> usize, depth: usize) -> Value {
+        const PIECES: &[&str] = &[
+            "a", "\"", "\\", "\n", "\t", "\u{1}", "\u{1f}", "é", "漢字", "🙂", "</", " ", "\u{7f}",
+        ];
+        let text = |next: &mut dyn FnMut(u64) -> usize| -> String {
+            (0..next(12))
+                .map(|_| PIECES[next(PIECES.len() as u64)])
+                .collect()
+        };
+        match next(if depth > 3 { 6 } else { 8 }) {
+            0 => Value::Null,
+            1 => Value::Bool(next(2) == 0),
+            2 => json!(next(1 << 40) as u64),
+            3 => json!(-(next(1 << 40) as i64)),
+            4 => json!((next(1_000_000) as f64 - 500_000.0) / 7.0),
+            5 => Value::String(text(next)),
+            6 => Value::Array((0..next(5)).map(|_| value(next, depth + 1)).collect()),
+            _ => Value::Object(
+                (0..next(5))
+                    .map(|_| (text(next), value(next, depth + 1)))
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn json_len_is_the_length_of_the_json_text() {
+        let mut next = crate::text::test_rng(0x15_0a_1e_4e);
+        for _ in 0..2000 {
+            let v = value(&mut next, 0);
+            assert_eq!(json_len(&v), v.to_string().len(), "{v}");
         }
     }
 }
