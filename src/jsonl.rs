@@ -430,6 +430,7 @@ pub fn for_each_line_fast<T: Send>(
         no: first - 1,
         offset,
         eof: false,
+        spare: None,
     };
     let parse = |block: &Block| -> Vec<Parsed<T>> {
         block
@@ -501,7 +502,7 @@ pub fn for_each_line_fast<T: Send>(
         });
         handing?;
         let (next, parsed) = done.expect("the block was parsed");
-        drop(this);
+        lines.spare = Some(this);
         pending = parsed;
         block = next.transpose()?;
     }
@@ -545,15 +546,26 @@ struct Lines {
     /// The byte offset of the next line.
     offset: u64,
     eof: bool,
+    /// A block whose lines were parsed, to be filled again: a long read allocating a new
+    /// block for every 2 MB left holes that the session's own allocations then spread over.
+    spare: Option<Block>,
 }
 
 impl Lines {
     /// The next `BLOCK` bytes or so of lines (empty at the end of the file).
     fn read_block(&mut self, path: &Path, pass: &Pass, stats: &mut PassStats) -> Result<Block> {
-        let mut block = Block {
-            data: Vec::with_capacity(BLOCK + (BLOCK >> 3)),
-            lines: Vec::new(),
-            read: 0,
+        let mut block = match self.spare.take() {
+            Some(mut b) => {
+                b.data.clear();
+                b.lines.clear();
+                b.read = 0;
+                b
+            }
+            None => Block {
+                data: Vec::with_capacity(BLOCK + (BLOCK >> 3)),
+                lines: Vec::new(),
+                read: 0,
+            },
         };
         stats.block_starts.push((self.no + 1, self.offset));
         while block.data.len() < BLOCK {
