@@ -63,8 +63,8 @@ pub fn markdown(s: &Session, agent_display: &str) -> String {
         let _ = writeln!(
             md,
             "- Active: {} to {}",
-            c.utc.as_deref().unwrap_or(&c.original),
-            u.utc.as_deref().unwrap_or(&u.original)
+            c.utc().unwrap_or(c.original()),
+            u.utc().unwrap_or(u.original())
         );
     }
 

@@ -16,21 +16,44 @@ use super::{Meta, ToolKind};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// A point in time as the source wrote it, plus its normalised UTC value when it parses.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Timestamp {
-    /// RFC 3339 in UTC with millisecond precision, when the original parsed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub utc: Option<String>,
-    /// The exact string (or number, rendered) the source wrote.
-    pub original: String,
+/// Serialized as `{"utc": ..., "original": ...}` (`utc` left out when the original does not
+/// parse).
+#[derive(Clone)]
+pub struct Timestamp(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// Written as its own normalised value, RFC 3339 in UTC with milliseconds
+    /// (`2026-11-30T02:12:39.853Z`), as Claude Code and Codex write every line's time: kept in
+    /// place, without a string of its own (a long session keeps one for every message).
+    Normal([u8; NORMAL_LEN]),
+    Other {
+        utc: Option<Box<str>>,
+        original: Box<str>,
+    },
 }
+
+/// The length of a normalised timestamp, `2026-11-30T02:12:39.853Z`.
+const NORMAL_LEN: usize = 24;
 
 impl Timestamp {
     pub fn parse(original: &str) -> Timestamp {
-        Timestamp {
-            utc: parse_time(original).map(utc_millis),
-            original: original.to_string(),
+        if let Some(b) = normal(original) {
+            return Timestamp(Repr::Normal(b));
         }
+        Timestamp::new(parse_time(original).map(utc_millis), original.to_string())
+    }
+
+    fn new(utc: Option<String>, original: String) -> Timestamp {
+        if utc.as_deref() == Some(original.as_str())
+            && let Ok(b) = <[u8; NORMAL_LEN]>::try_from(original.as_bytes())
+        {
+            return Timestamp(Repr::Normal(b));
+        }
+        Timestamp(Repr::Other {
+            utc: utc.map(String::into_boxed_str),
+            original: original.into_boxed_str(),
+        })
     }
 
     pub fn from_value(v: &Value) -> Option<Timestamp> {
@@ -41,17 +64,117 @@ impl Timestamp {
                 let f = n.as_f64()?;
                 let ms = if f > 1e12 { f } else { f * 1000.0 };
                 let t = DateTime::<Utc>::from_timestamp_millis(ms as i64)?;
-                Some(Timestamp {
-                    utc: Some(utc_millis(t)),
-                    original: n.to_string(),
-                })
+                Some(Timestamp::new(Some(utc_millis(t)), n.to_string()))
             }
             _ => None,
         }
     }
 
+    /// RFC 3339 in UTC with millisecond precision, when the original parsed.
+    pub fn utc(&self) -> Option<&str> {
+        match &self.0 {
+            Repr::Normal(b) => Some(text_of(b)),
+            Repr::Other { utc, .. } => utc.as_deref(),
+        }
+    }
+
+    /// The exact string (or number, rendered) the source wrote.
+    pub fn original(&self) -> &str {
+        match &self.0 {
+            Repr::Normal(b) => text_of(b),
+            Repr::Other { original, .. } => original,
+        }
+    }
+
     pub fn time(&self) -> Option<DateTime<Utc>> {
-        self.utc.as_deref().and_then(parse_time)
+        self.utc().and_then(parse_time)
+    }
+}
+
+/// A timestamp's text kept in place: the bytes of a whole string, so always UTF-8.
+fn text_of(b: &[u8; NORMAL_LEN]) -> &str {
+    std::str::from_utf8(b).unwrap_or_default()
+}
+
+/// `s` when it is its own normalised value: exactly what `utc_millis(parse_time(s))` writes,
+/// found without writing it.
+fn normal(s: &str) -> Option<[u8; NORMAL_LEN]> {
+    let b: [u8; NORMAL_LEN] = s.as_bytes().try_into().ok()?;
+    let digits = |r: std::ops::Range<usize>| -> Option<u32> {
+        b[r].iter().try_fold(0u32, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+        })
+    };
+    let shape = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ];
+    if !shape.iter().all(|&(i, c)| b[i] == c) {
+        return None;
+    }
+    chrono::NaiveDate::from_ymd_opt(
+        i32::try_from(digits(0..4)?).ok()?,
+        digits(5..7)?,
+        digits(8..10)?,
+    )?;
+    // A leap second (`:60`) takes the long way.
+    chrono::NaiveTime::from_hms_milli_opt(
+        digits(11..13)?,
+        digits(14..16)?,
+        digits(17..19)?,
+        digits(20..23)?,
+    )?;
+    Some(b)
+}
+
+impl PartialEq for Timestamp {
+    fn eq(&self, other: &Timestamp) -> bool {
+        self.utc() == other.utc() && self.original() == other.original()
+    }
+}
+
+impl Eq for Timestamp {}
+
+impl std::fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.debug_struct("Timestamp")
+            .field("utc", &self.utc())
+            .field("original", &self.original())
+            .finish()
+    }
+}
+
+/// The serialized form, `utc` first.
+#[derive(Serialize, Deserialize)]
+struct TimestampFields<'a> {
+    #[serde(default, skip_serializing_if = "Option::is_none", borrow)]
+    utc: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    original: std::borrow::Cow<'a, str>,
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        TimestampFields {
+            utc: self.utc().map(std::borrow::Cow::Borrowed),
+            original: std::borrow::Cow::Borrowed(self.original()),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        let f = TimestampFields::deserialize(d)?;
+        Ok(Timestamp::new(
+            f.utc.map(std::borrow::Cow::into_owned),
+            f.original.into_owned(),
+        ))
     }
 }
 
@@ -805,6 +928,74 @@ mod tests {
         }
     }
 
+    /// A timestamp kept in place (written as its own normalised value) reads as one kept as
+    /// two strings: normalised shapes with every field at and past its bounds (leap years,
+    /// month 13, hour 24, second 60, year 0), near misses (lower case, no zone, more digits,
+    /// an offset) and random bytes in those places, against what the strings were.
+    #[test]
+    fn a_timestamp_kept_in_place_reads_as_its_two_strings() {
+        let mut next = crate::text::test_rng(0x7153_0000_2026_1201);
+        let field = |next: &mut dyn FnMut(u64) -> usize, width: usize, edges: &[u32]| -> String {
+            let n = if next(3) == 0 {
+                next(10u64.pow(width as u32)) as u32
+            } else {
+                edges[next(edges.len() as u64)]
+            };
+            format!("{n:0width$}")
+        };
+        let mut checked = 0;
+        for _ in 0..20_000 {
+            let mut s = if next(2) == 0 {
+                // Any valid time.
+                format!(
+                    "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+                    next(10_000),
+                    1 + next(12),
+                    1 + next(28),
+                    next(24),
+                    next(60),
+                    next(60),
+                    next(1000)
+                )
+            } else {
+                format!(
+                    "{}-{}-{}T{}:{}:{}.{}Z",
+                    field(&mut next, 4, &[0, 1, 1900, 2000, 2024, 2026, 2100, 9999]),
+                    field(&mut next, 2, &[0, 1, 2, 9, 12, 13]),
+                    field(&mut next, 2, &[0, 1, 28, 29, 30, 31, 32]),
+                    field(&mut next, 2, &[0, 9, 23, 24]),
+                    field(&mut next, 2, &[0, 59, 60]),
+                    field(&mut next, 2, &[0, 59, 60, 61]),
+                    field(&mut next, 3, &[0, 1, 500, 999]),
+                )
+            };
+            match next(8) {
+                0 => s = s.replace('T', "t"),
+                1 => s = s.replace('Z', "z"),
+                2 => s = s.replace('Z', "+00:00"),
+                3 => s = s.replace('Z', "1Z"),
+                4 => s.truncate(s.len() - 1),
+                5 => {
+                    let at = next(s.len() as u64);
+                    let c = [b'a', b' ', b'-', b'9', b':'][next(5)];
+                    let mut b = s.into_bytes();
+                    b[at] = c;
+                    s = String::from_utf8(b).unwrap();
+                }
+                _ => {}
+            }
+            let t = Timestamp::parse(&s);
+            assert_eq!(t.original(), s);
+            assert_eq!(t.utc(), parse_time(&s).map(utc_millis).as_deref(), "{s}");
+            let back: Timestamp =
+                serde_json::from_str(&serde_json::to_string(&t).unwrap()).unwrap();
+            assert_eq!(back, t, "{s}");
+            checked += usize::from(matches!(t.0, Repr::Normal(_)));
+        }
+        // Most of the generated times are normalised ones, kept in place.
+        assert!(checked > 2_000, "{checked}");
+    }
+
     #[test]
     fn a_span_is_earliest_and_newest_with_ties_to_the_first_and_last_written() {
         let mut span = TimeSpan::default();
@@ -819,13 +1010,13 @@ mod tests {
         ] {
             span.see_str(s);
         }
-        assert_eq!(span.first().unwrap().original, "2026-01-01T00:00:00.000Z");
-        assert_eq!(span.last().unwrap().original, "2026-01-03T00:00:00.0001Z");
+        assert_eq!(span.first().unwrap().original(), "2026-01-01T00:00:00.000Z");
+        assert_eq!(span.last().unwrap().original(), "2026-01-03T00:00:00.0001Z");
         let mut raw = TimeSpan::default();
         raw.see_str("a");
         raw.see(&Timestamp::parse("b"));
-        assert_eq!(raw.first().unwrap().original, "a");
-        assert_eq!(raw.last().unwrap().original, "b");
+        assert_eq!(raw.first().unwrap().original(), "a");
+        assert_eq!(raw.last().unwrap().original(), "b");
         assert!(TimeSpan::default().first().is_none());
     }
 }

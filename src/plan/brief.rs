@@ -274,8 +274,8 @@ fn render(b: &BriefInput, found: &Found, caps: Caps) -> String {
         b.source_display,
         s.id,
         truncate_chars(s.source_path.as_deref().unwrap_or("unknown file"), t),
-        s.created.as_ref().map_or("?", |t| t.utc.as_deref().unwrap_or(&t.original)),
-        s.updated.as_ref().map_or("?", |t| t.utc.as_deref().unwrap_or(&t.original)),
+        s.created.as_ref().map_or("?", |t| t.utc().unwrap_or(t.original())),
+        s.updated.as_ref().map_or("?", |t| t.utc().unwrap_or(t.original())),
         one_line_cut(b.title, t),
     ));
     if let Some(goal) = s.first_user_prompt() {

@@ -278,10 +278,7 @@ fn header_text(
     kept: usize,
     with_points: usize,
 ) -> String {
-    let when = match (
-        from.and_then(|t| t.utc.as_deref()),
-        to.and_then(|t| t.utc.as_deref()),
-    ) {
+    let when = match (from.and_then(|t| t.utc()), to.and_then(|t| t.utc())) {
         (Some(a), Some(b)) => format!(", {a} to {b}"),
         _ => String::new(),
     };

@@ -65,7 +65,7 @@ impl Text for SessionReport {
         }
         let ts = |t: &Option<Timestamp>| {
             t.as_ref()
-                .map(|t| t.utc.clone().unwrap_or_else(|| t.original.clone()))
+                .map(|t| t.utc().unwrap_or(t.original()).to_string())
                 .unwrap_or_else(|| "-".into())
         };
         writeln!(out, "{}", field("created", &safe(&ts(&s.created))))?;
