@@ -97,9 +97,18 @@ pub fn trim_output_cow(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
 fn cut_output(text: &str, max: usize, n: usize) -> String {
     let head_len = max * 2 / 3;
     let tail_len = max - head_len;
-    let (head, tail) = (first_chars(text, head_len), last_chars(text, tail_len));
-    let marker = format!("\n[… {} chars cut …]\n", n - head_len - tail_len);
-    // Of the exact size: a long session keeps one of these for each output it reads.
+    around_cut(
+        first_chars(text, head_len),
+        n - head_len - tail_len,
+        last_chars(text, tail_len),
+    )
+}
+
+/// `head`, the marker of `cut` characters cut, and `tail`, in a string of the exact size: a
+/// long session keeps one of these for each output it reads (`format!` left up to half of
+/// each one's room unused).
+fn around_cut(head: &str, cut: usize, tail: &str) -> String {
+    let marker = format!("\n[… {cut} chars cut …]\n");
     let mut out = String::with_capacity(head.len() + marker.len() + tail.len());
     out.push_str(head);
     out.push_str(&marker);
@@ -197,11 +206,10 @@ pub fn reduced_output(full: &str) -> Option<String> {
     if head_len > FIT_HEAD || n < head_len + tail_len + REDUCED_MIN_CUT {
         return None;
     }
-    let out = format!(
-        "{}\n[… {} chars cut …]\n{}",
+    let out = around_cut(
         first_chars(full, head_len),
         n - head_len - tail_len,
-        last_chars(full, tail_len)
+        last_chars(full, tail_len),
     );
     (quoted_line(&out) == quoted_line(full)).then_some(out)
 }
@@ -234,11 +242,10 @@ pub fn trim_output_of(text: &str, max: usize, n: usize) -> String {
     }
     let head_len = max * 2 / 3;
     let tail_len = max - head_len;
-    format!(
-        "{}\n[… {} chars cut …]\n{}",
+    around_cut(
         first_chars(text, head_len),
         n - head_len - tail_len,
-        last_chars(text, tail_len)
+        last_chars(text, tail_len),
     )
 }
 
