@@ -2,7 +2,7 @@
 //! and the listing scanner both describe each chain line as a `Link` and ask `active_branch`
 //! which lines are on the branch, so that `list` counts exactly what `show` reads.
 
-use foldhash::{HashMap, HashSet};
+use foldhash::HashMap;
 
 use chrono::{DateTime, Utc};
 
@@ -86,6 +86,71 @@ pub(super) struct Link {
     pub tool_results: Vec<String>,
 }
 
+/// The links of a transcript's chain lines in file order, as the branch choice keeps them:
+/// each API message id and tool call id once, which a link names by number. A long
+/// transcript has a link for every line, and the ids each kept as strings of their own were
+/// a tenth of a relay's peak memory. Two ids have the same number exactly when their texts
+/// are the same.
+#[derive(Default)]
+pub(super) struct Links {
+    links: Vec<KeptLink>,
+    ids: HashMap<Box<str>, u32>,
+}
+
+/// A `Link` with its ids numbered (see `Links`).
+pub(super) struct KeptLink {
+    pub user: bool,
+    pub assistant: bool,
+    sidechain: bool,
+    uuid: Option<Id>,
+    parent: Option<Id>,
+    time: Option<DateTime<Utc>>,
+    message_id: Option<u32>,
+    tool_uses: Box<[u32]>,
+    tool_results: Box<[u32]>,
+}
+
+impl Links {
+    pub fn push(&mut self, l: Link) {
+        let message_id = l.message_id.map(|id| self.number(id));
+        let tool_uses = l.tool_uses.into_iter().map(|id| self.number(id)).collect();
+        let tool_results = l
+            .tool_results
+            .into_iter()
+            .map(|id| self.number(id))
+            .collect();
+        self.links.push(KeptLink {
+            user: l.user,
+            assistant: l.assistant,
+            sidechain: l.sidechain,
+            uuid: l.uuid,
+            parent: l.parent,
+            time: l.time,
+            message_id,
+            tool_uses,
+            tool_results,
+        });
+    }
+
+    fn number(&mut self, id: String) -> u32 {
+        if let Some(&n) = self.ids.get(id.as_str()) {
+            return n;
+        }
+        // More distinct ids than a u32 counts would take hundreds of GB of transcript.
+        let n = u32::try_from(self.ids.len()).expect("fewer than 2^32 ids");
+        self.ids.insert(id.into_boxed_str(), n);
+        n
+    }
+}
+
+impl std::ops::Index<usize> for Links {
+    type Output = KeptLink;
+
+    fn index(&self, i: usize) -> &KeptLink {
+        &self.links[i]
+    }
+}
+
 /// The lines on the branch, and what went wrong walking it.
 pub(super) struct Branch {
     /// By link: on the branch.
@@ -101,13 +166,15 @@ pub(super) struct Branch {
 /// lines that parallel tool calls produce: every line of an API message on the path and every
 /// tool result answering a call on it. In a subagent transcript every line is a sidechain:
 /// there it is the main line.
-pub(super) fn active_branch(links: &[Link], subagent: bool) -> Branch {
+pub(super) fn active_branch(links: &Links, subagent: bool) -> Branch {
+    let ids = &links.ids;
+    let links = &links.links;
     let by_uuid: HashMap<&Id, usize> = links
         .iter()
         .enumerate()
         .filter_map(|(i, l)| l.uuid.as_ref().map(|u| (u, i)))
         .collect();
-    let eligible = |l: &Link| subagent || !l.sidechain;
+    let eligible = |l: &KeptLink| subagent || !l.sidechain;
 
     let leaf = links
         .iter()
@@ -140,24 +207,24 @@ pub(super) fn active_branch(links: &[Link], subagent: bool) -> Branch {
         };
     }
 
-    let message_ids: HashSet<&str> = on_path
-        .iter()
-        .filter_map(|&i| links[i].message_id.as_deref())
-        .collect();
+    // Ids by number: a flag for each.
+    let mut message_ids = vec![false; ids.len()];
+    for &i in &on_path {
+        if let Some(id) = links[i].message_id {
+            message_ids[id as usize] = true;
+        }
+    }
     for (i, l) in links.iter().enumerate() {
-        if l.assistant
-            && eligible(l)
-            && l.message_id
-                .as_deref()
-                .is_some_and(|id| message_ids.contains(id))
-        {
+        if l.assistant && eligible(l) && l.message_id.is_some_and(|id| message_ids[id as usize]) {
             included[i] = true;
         }
     }
-    let tool_ids: HashSet<&str> = (0..links.len())
-        .filter(|&i| included[i])
-        .flat_map(|i| links[i].tool_uses.iter().map(String::as_str))
-        .collect();
+    let mut tool_ids = vec![false; ids.len()];
+    for i in (0..links.len()).filter(|&i| included[i]) {
+        for &id in &links[i].tool_uses {
+            tool_ids[id as usize] = true;
+        }
+    }
     let answers: Vec<usize> = links
         .iter()
         .enumerate()
@@ -165,9 +232,7 @@ pub(super) fn active_branch(links: &[Link], subagent: bool) -> Branch {
             l.user
                 && eligible(l)
                 && !included[i]
-                && l.tool_results
-                    .iter()
-                    .any(|id| tool_ids.contains(id.as_str()))
+                && l.tool_results.iter().any(|&id| tool_ids[id as usize])
         })
         .map(|(i, _)| i)
         .collect();

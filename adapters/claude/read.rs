@@ -184,7 +184,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         prune: first_max.map(prune),
         ..Default::default()
     };
-    let mut links: Vec<Link> = Vec::new();
+    let mut links = chain::Links::default();
     let full_max = max.unwrap_or(usize::MAX);
     let lean = opts.lean;
     let pass = jsonl::for_each_line_fast(
@@ -529,7 +529,7 @@ impl Stage {
 /// By entry: on the branch Claude Code loads (see `chain::active_branch`).
 fn active_lines(
     entries: &[Kept],
-    links: &[Link],
+    links: &chain::Links,
     subagent: bool,
     session: &mut Session,
 ) -> Vec<bool> {

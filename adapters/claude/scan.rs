@@ -154,7 +154,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     let mut custom_title = None;
     let mut ai_title = None;
     let mut relay_of = None;
-    let mut links: Vec<Link> = Vec::new();
+    let mut links = chain::Links::default();
     let mut counted: Vec<Counted> = Vec::new();
     scan_lines(path, |_, text| {
         // The reader skips lines that are not JSON and lines without a type.
