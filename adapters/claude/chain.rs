@@ -66,7 +66,7 @@ fn uuid_bytes(s: &str) -> Option<[u8; 16]> {
 }
 
 /// What the branch choice needs of one chain line.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct Link {
     /// `type` is `user`.
     pub user: bool,
@@ -248,7 +248,144 @@ pub(super) fn active_branch(links: &Links, subagent: bool) -> Branch {
 
 #[cfg(test)]
 mod tests {
-    use super::Id;
+    use super::*;
+    use foldhash::HashSet;
+
+    /// The branch choice as it was with ids kept as strings: the reference for `Links`.
+    fn with_strings(links: &[Link], subagent: bool) -> Branch {
+        let by_uuid: HashMap<&Id, usize> = links
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| l.uuid.as_ref().map(|u| (u, i)))
+            .collect();
+        let eligible = |l: &Link| subagent || !l.sidechain;
+
+        let leaf = links
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| (l.user || l.assistant) && eligible(l))
+            .max_by(|(ia, a), (ib, b)| a.time.cmp(&b.time).then(ia.cmp(ib)))
+            .map(|(i, _)| i);
+
+        // By link, as a flag: a long transcript has a few hundred thousand links.
+        let mut included = vec![false; links.len()];
+        let mut on_path: Vec<usize> = Vec::new();
+        let mut cycle_at = None;
+        let mut missing_parent = None;
+        let mut cursor = leaf;
+        while let Some(i) = cursor {
+            if std::mem::replace(&mut included[i], true) {
+                cycle_at = Some(i);
+                break;
+            }
+            on_path.push(i);
+            cursor = match &links[i].parent {
+                Some(p) => match by_uuid.get(p) {
+                    Some(&j) => Some(j),
+                    None => {
+                        missing_parent = Some((i, p.to_string()));
+                        None
+                    }
+                },
+                None => None,
+            };
+        }
+
+        let message_ids: HashSet<&str> = on_path
+            .iter()
+            .filter_map(|&i| links[i].message_id.as_deref())
+            .collect();
+        for (i, l) in links.iter().enumerate() {
+            if l.assistant
+                && eligible(l)
+                && l.message_id
+                    .as_deref()
+                    .is_some_and(|id| message_ids.contains(id))
+            {
+                included[i] = true;
+            }
+        }
+        let tool_ids: HashSet<&str> = (0..links.len())
+            .filter(|&i| included[i])
+            .flat_map(|i| links[i].tool_uses.iter().map(String::as_str))
+            .collect();
+        let answers: Vec<usize> = links
+            .iter()
+            .enumerate()
+            .filter(|&(i, l)| {
+                l.user
+                    && eligible(l)
+                    && !included[i]
+                    && l.tool_results
+                        .iter()
+                        .any(|id| tool_ids.contains(id.as_str()))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        for i in answers {
+            included[i] = true;
+        }
+        Branch {
+            included,
+            cycle_at,
+            missing_parent,
+        }
+    }
+
+    /// The branch chosen with ids numbered is the branch chosen with ids compared as strings:
+    /// random chains (forks, parents missing or later, cycles, sidechains, equal times) whose
+    /// lines share API message ids and tool call ids from small pools.
+    #[test]
+    fn numbered_ids_choose_the_branch_strings_choose() {
+        let mut next = crate::text::test_rng(0xb4a2_c0de_0000_0025);
+        let mut forked = 0;
+        for round in 0..3000 {
+            let n = 1 + next(30);
+            let uuid = |i: usize| format!("0198c1a2-7b3c-7def-8a12-{i:012x}");
+            let raw: Vec<Link> = (0..n)
+                .map(|i| {
+                    let kind = next(4);
+                    let pick = |next: &mut dyn FnMut(u64) -> usize, pool: u64, most: u64| {
+                        (0..next(most + 1))
+                            .map(|_| format!("toolu_{}", next(pool)))
+                            .collect::<Vec<_>>()
+                    };
+                    Link {
+                        user: kind == 0,
+                        assistant: kind == 1,
+                        uuid: (next(10) > 0).then(|| Id::new(&uuid(i))),
+                        parent: match next(8) {
+                            0 => None,
+                            1 => Some(Id::new("not-in-this-file")),
+                            // A later line now and then: a cycle, or a fork's other side.
+                            2 => Some(Id::new(&uuid(next(n as u64)))),
+                            _ if i > 0 => Some(Id::new(&uuid(i - 1 - next(i.min(3) as u64)))),
+                            _ => None,
+                        },
+                        sidechain: next(6) == 0,
+                        time: DateTime::from_timestamp(1_700_000_000 + next(20) as i64, 0)
+                            .filter(|_| next(8) > 0),
+                        message_id: (next(3) > 0).then(|| format!("msg_{}", next(5))),
+                        tool_uses: pick(&mut next, 6, 2),
+                        tool_results: pick(&mut next, 6, 2),
+                    }
+                })
+                .collect();
+            let subagent = round % 7 == 0;
+            let want = with_strings(&raw, subagent);
+            let mut links = Links::default();
+            for l in raw.iter().cloned() {
+                links.push(l);
+            }
+            let got = active_branch(&links, subagent);
+            assert_eq!(got.included, want.included, "round {round}: {raw:?}");
+            assert_eq!(got.cycle_at, want.cycle_at, "round {round}");
+            assert_eq!(got.missing_parent, want.missing_parent, "round {round}");
+            forked += usize::from(want.included.iter().filter(|&&x| !x).count() > 0);
+        }
+        // Most chains leave lines off the branch: the choice is exercised, not trivial.
+        assert!(forked > 1500, "{forked}");
+    }
 
     /// An id writes back the text it was made from, and two ids are equal exactly when their
     /// texts are, whichever form each is kept in.
