@@ -167,8 +167,49 @@ pub(super) struct Branch {
 /// tool result answering a call on it. In a subagent transcript every line is a sidechain:
 /// there it is the main line.
 pub(super) fn active_branch(links: &Links, subagent: bool) -> Branch {
+    let (mut branch, on_path) = walk(&links.links, subagent);
     let ids = &links.ids;
     let links = &links.links;
+    let included = &mut branch.included;
+    let eligible = |l: &KeptLink| subagent || !l.sidechain;
+    // Ids by number: a flag for each.
+    let mut message_ids = vec![false; ids.len()];
+    for &i in &on_path {
+        if let Some(id) = links[i].message_id {
+            message_ids[id as usize] = true;
+        }
+    }
+    for (i, l) in links.iter().enumerate() {
+        if l.assistant && eligible(l) && l.message_id.is_some_and(|id| message_ids[id as usize]) {
+            included[i] = true;
+        }
+    }
+    let mut tool_ids = vec![false; ids.len()];
+    for i in (0..links.len()).filter(|&i| included[i]) {
+        for &id in &links[i].tool_uses {
+            tool_ids[id as usize] = true;
+        }
+    }
+    let answers: Vec<usize> = links
+        .iter()
+        .enumerate()
+        .filter(|&(i, l)| {
+            l.user
+                && eligible(l)
+                && !included[i]
+                && l.tool_results.iter().any(|&id| tool_ids[id as usize])
+        })
+        .map(|(i, _)| i)
+        .collect();
+    for i in answers {
+        included[i] = true;
+    }
+    branch
+}
+
+/// The newest eligible user/assistant line walked back through its parents: the branch
+/// without its siblings, and the lines on the path from the newest back.
+fn walk(links: &[KeptLink], subagent: bool) -> (Branch, Vec<usize>) {
     let by_uuid: HashMap<&Id, usize> = links
         .iter()
         .enumerate()
@@ -207,43 +248,14 @@ pub(super) fn active_branch(links: &Links, subagent: bool) -> Branch {
         };
     }
 
-    // Ids by number: a flag for each.
-    let mut message_ids = vec![false; ids.len()];
-    for &i in &on_path {
-        if let Some(id) = links[i].message_id {
-            message_ids[id as usize] = true;
-        }
-    }
-    for (i, l) in links.iter().enumerate() {
-        if l.assistant && eligible(l) && l.message_id.is_some_and(|id| message_ids[id as usize]) {
-            included[i] = true;
-        }
-    }
-    let mut tool_ids = vec![false; ids.len()];
-    for i in (0..links.len()).filter(|&i| included[i]) {
-        for &id in &links[i].tool_uses {
-            tool_ids[id as usize] = true;
-        }
-    }
-    let answers: Vec<usize> = links
-        .iter()
-        .enumerate()
-        .filter(|&(i, l)| {
-            l.user
-                && eligible(l)
-                && !included[i]
-                && l.tool_results.iter().any(|&id| tool_ids[id as usize])
-        })
-        .map(|(i, _)| i)
-        .collect();
-    for i in answers {
-        included[i] = true;
-    }
-    Branch {
-        included,
-        cycle_at,
-        missing_parent,
-    }
+    (
+        Branch {
+            included,
+            cycle_at,
+            missing_parent,
+        },
+        on_path,
+    )
 }
 
 #[cfg(test)]
@@ -251,51 +263,17 @@ mod tests {
     use super::*;
     use foldhash::HashSet;
 
-    /// The branch choice as it was with ids kept as strings: the reference for `Links`.
-    fn with_strings(links: &[Link], subagent: bool) -> Branch {
-        let by_uuid: HashMap<&Id, usize> = links
-            .iter()
-            .enumerate()
-            .filter_map(|(i, l)| l.uuid.as_ref().map(|u| (u, i)))
-            .collect();
+    /// The sibling lines the branch takes in, as they were found with ids compared as
+    /// strings (the code before `Links`), after the same walk: the reference for `Links`.
+    fn with_strings(raw: &[Link], links: &Links, subagent: bool) -> Branch {
+        let (mut branch, on_path) = walk(&links.links, subagent);
+        let included = &mut branch.included;
         let eligible = |l: &Link| subagent || !l.sidechain;
-
-        let leaf = links
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| (l.user || l.assistant) && eligible(l))
-            .max_by(|(ia, a), (ib, b)| a.time.cmp(&b.time).then(ia.cmp(ib)))
-            .map(|(i, _)| i);
-
-        // By link, as a flag: a long transcript has a few hundred thousand links.
-        let mut included = vec![false; links.len()];
-        let mut on_path: Vec<usize> = Vec::new();
-        let mut cycle_at = None;
-        let mut missing_parent = None;
-        let mut cursor = leaf;
-        while let Some(i) = cursor {
-            if std::mem::replace(&mut included[i], true) {
-                cycle_at = Some(i);
-                break;
-            }
-            on_path.push(i);
-            cursor = match &links[i].parent {
-                Some(p) => match by_uuid.get(p) {
-                    Some(&j) => Some(j),
-                    None => {
-                        missing_parent = Some((i, p.to_string()));
-                        None
-                    }
-                },
-                None => None,
-            };
-        }
-
         let message_ids: HashSet<&str> = on_path
             .iter()
-            .filter_map(|&i| links[i].message_id.as_deref())
+            .filter_map(|&i| raw[i].message_id.as_deref())
             .collect();
-        for (i, l) in links.iter().enumerate() {
+        for (i, l) in raw.iter().enumerate() {
             if l.assistant
                 && eligible(l)
                 && l.message_id
@@ -305,11 +283,11 @@ mod tests {
                 included[i] = true;
             }
         }
-        let tool_ids: HashSet<&str> = (0..links.len())
+        let tool_ids: HashSet<&str> = (0..raw.len())
             .filter(|&i| included[i])
-            .flat_map(|i| links[i].tool_uses.iter().map(String::as_str))
+            .flat_map(|i| raw[i].tool_uses.iter().map(String::as_str))
             .collect();
-        let answers: Vec<usize> = links
+        let answers: Vec<usize> = raw
             .iter()
             .enumerate()
             .filter(|&(i, l)| {
@@ -325,11 +303,7 @@ mod tests {
         for i in answers {
             included[i] = true;
         }
-        Branch {
-            included,
-            cycle_at,
-            missing_parent,
-        }
+        branch
     }
 
     /// The branch chosen with ids numbered is the branch chosen with ids compared as strings:
@@ -372,11 +346,11 @@ mod tests {
                 })
                 .collect();
             let subagent = round % 7 == 0;
-            let want = with_strings(&raw, subagent);
             let mut links = Links::default();
             for l in raw.iter().cloned() {
                 links.push(l);
             }
+            let want = with_strings(&raw, &links, subagent);
             let got = active_branch(&links, subagent);
             assert_eq!(got.included, want.included, "round {round}: {raw:?}");
             assert_eq!(got.cycle_at, want.cycle_at, "round {round}");
