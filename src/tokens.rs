@@ -178,17 +178,6 @@ pub fn session_estimate(s: &Session) -> usize {
         .sum()
 }
 
-/// Compiles the encoding's pattern (a few milliseconds) on another core while the session is
-/// read; the vocabulary needs no loading.
-pub fn warm(tok: Tokenizer) {
-    let enc = match tok {
-        Tokenizer::O200k => &bpe::O200K,
-        Tokenizer::Cl100k => &bpe::CL100K,
-        _ => return,
-    };
-    std::thread::spawn(move || enc.regex());
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use crate::ledger;
 use crate::model::Role;
 use crate::plan::{self, PlanReport};
 use crate::text::one_line_cut;
-use crate::{tokens, verify};
+use crate::verify;
 
 pub struct Options {
     pub session: String,
@@ -75,7 +75,6 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         cwd: opts.cwd.clone(),
         all: opts.all,
     };
-    tokens::warm(cfg.agent(target.name()).tokenizer);
     let read = super::relay_read_options(cfg, target, opts.budget);
     let located = crate::select::select(cfg, &opts.session, &scope.select()?)?;
     // With --cwd the brief's `git status` runs beside the read: in a large checkout it can take

@@ -192,7 +192,6 @@ pub fn session_report(s: &Session) -> SessionReport {
 /// `show --to AGENT`: how a relay of this session would fit the target's budget.
 fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
     let target = crate::adapters::by_name(to).expect("clap checked the agent name");
-    tokens::warm(cfg.agent(target.name()).tokenizer);
     let read = super::relay_read_options(cfg, target, opts.budget);
     let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
     let mut warnings = Vec::new();

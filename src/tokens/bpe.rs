@@ -91,7 +91,8 @@ fn word(table: &[u8], i: usize) -> u32 {
 }
 
 impl Encoding {
-    /// Compiles the pattern: a few milliseconds, which `tokens::warm` spends on another core.
+    /// Compiles the pattern, a few milliseconds, the first time a text needs it: the fast path
+    /// takes ASCII and common punctuation, so a session in English may never need it.
     pub fn regex(&self) -> &Regex {
         self.regex
             .get_or_init(|| Regex::new(self.pattern).expect("the encoding patterns compile"))
@@ -260,35 +261,66 @@ impl Encoding {
     }
 }
 
-/// The o200k piece that starts at `i`, for the common case of ASCII: where `O200K_PATTERN`
-/// (with the lookahead) ends it. `None` whenever a non-ASCII character could change the
-/// answer (a letter, digit, space or mark that would extend a run): the regex decides those.
-/// The branches, in the pattern's order of preference: a word with at most one leading
-/// character that is no letter, digit or line break; up to three digits; punctuation after
-/// at most one space, with line breaks and slashes after it; whitespace up to its last line
-/// break; other whitespace, less its last character when a non-space follows.
+/// The width of the character at `j` when it is one of the General Punctuation block's
+/// punctuation and symbols (U+2010..=U+2027, U+2030..=U+205E: dashes, quotes, `…`, `•`, `‰`):
+/// no letter, number, mark or space, so for the pattern exactly what ASCII punctuation is.
+/// Our own cut marker (`[… N chars cut …]`) holds `…`, and without this every relay that cut
+/// an output compiled the pattern (a few milliseconds of a small relay).
+fn general_punctuation(b: &[u8], j: usize) -> Option<usize> {
+    match b.get(j..j + 3)? {
+        [0xe2, 0x80, 0x90..=0xa7 | 0xb0..=0xbf] | [0xe2, 0x81, 0x80..=0x9e] => Some(3),
+        _ => None,
+    }
+}
+
+/// The o200k piece that starts at `i`, for the common case of ASCII (and the punctuation of
+/// `general_punctuation`): where `O200K_PATTERN` (with the lookahead) ends it. `None` whenever
+/// another non-ASCII character could change the answer (a letter, digit, space or mark that
+/// would extend a run): the regex decides those. The branches, in the pattern's order of
+/// preference: a word with at most one leading character that is no letter, digit or line
+/// break; up to three digits; punctuation after at most one space, with line breaks and
+/// slashes after it; whitespace up to its last line break; other whitespace, less its last
+/// character when a non-space follows.
 fn o200k_ascii_piece(b: &[u8], i: usize) -> Option<usize> {
     let n = b.len();
     let at = |j: usize| b.get(j).copied();
     let c0 = b[i];
-    if c0 >= 0x80 {
-        return None;
-    }
-    // The end of the run of bytes from `j` that `class` takes; `None` if a non-ASCII byte ends
-    // it (the run might go on).
+    let w0 = if c0 < 0x80 {
+        1
+    } else {
+        general_punctuation(b, i)?
+    };
+    // Whether the run that ended at `j` surely ended there: the text's end, an ASCII byte, or
+    // punctuation (never a letter, digit or space, so it ends those runs).
+    let ends = |j: usize| j == n || b[j] < 0x80 || general_punctuation(b, j).is_some();
+    // The end of the run of bytes from `j` that `class` takes; `None` if a non-ASCII
+    // character ends it that might extend it.
     let run = |mut j: usize, class: fn(u8) -> bool| -> Option<usize> {
         while j < n && b[j] < 0x80 && class(b[j]) {
             j += 1;
         }
-        (j == n || b[j] < 0x80).then_some(j)
+        ends(j).then_some(j)
     };
-    let letter_at = match (c0.is_ascii_alphabetic(), at(i + 1)) {
+    let punct = |c: u8| !c.is_ascii_whitespace() && !c.is_ascii_alphanumeric() && c != 0x0b;
+    // A run of punctuation, ASCII or not, from `j`.
+    let punct_run = |mut j: usize| -> Option<usize> {
+        loop {
+            if j < n && b[j] < 0x80 && punct(b[j]) {
+                j += 1;
+            } else if let Some(w) = general_punctuation(b, j) {
+                j += w;
+            } else {
+                return (j == n || b[j] < 0x80).then_some(j);
+            }
+        }
+    };
+    let letter_at = match (c0.is_ascii_alphabetic(), at(i + w0)) {
         (true, _) => Some(i),
         (false, Some(c1)) if !matches!(c0, b'\r' | b'\n') && !c0.is_ascii_digit() => {
-            if c1 >= 0x80 {
+            if c1 >= 0x80 && general_punctuation(b, i + w0).is_none() {
                 return None;
             }
-            c1.is_ascii_alphabetic().then_some(i + 1)
+            c1.is_ascii_alphabetic().then_some(i + w0)
         }
         _ => None,
     };
@@ -321,16 +353,18 @@ fn o200k_ascii_piece(b: &[u8], i: usize) -> Option<usize> {
             end += 1;
         }
         // A fourth digit starts the next piece; a non-ASCII number could be one of the three.
-        return (end - i == 3 || end == n || b[end] < 0x80).then_some(end);
+        return (end - i == 3 || ends(end)).then_some(end);
     }
-    let punct = |c: u8| !c.is_ascii_whitespace() && !c.is_ascii_alphanumeric() && c != 0x0b;
-    let start = if c0 == b' ' && at(i + 1).is_some_and(|c| c < 0x80 && punct(c)) {
+    let start = if c0 == b' '
+        && (at(i + 1).is_some_and(|c| c < 0x80 && punct(c))
+            || general_punctuation(b, i + 1).is_some())
+    {
         i + 1
     } else {
         i
     };
-    if punct(b[start]) {
-        let end = run(start, punct)?;
+    if w0 == 3 || punct(b[start]) {
+        let end = punct_run(start)?;
         return run(end, |c| matches!(c, b'\r' | b'\n' | b'/'));
     }
     // Whitespace (ASCII's is \t \n \x0b \x0c \r and space).
@@ -404,7 +438,8 @@ mod tests {
             "a", "z", "Q", "Z", "Ab", "0", "9", "123", " ", "  ", "\t", "\n", "\r", "\r\n", "\x0b",
             "\x0c", "'", "'s", "'S", "'re", "'LL", "'Ve", "'d", "'x", ".", "/", "-", "\"", "\\",
             "\0", "\x1f", "\x7f", "é", "É", "ß", "日", "\u{a0}", "\u{3000}", "\u{85}", "٣", "ſ",
-            "\u{212a}", "²", "—", "\u{301}",
+            "\u{212a}", "²", "—", "\u{301}", "…", "‐", "‧", "‰", "⁞", "“", "’", "\u{200f}",
+            "\u{2028}", "\u{202f}", "\u{205f}", "\u{2060}", "⁰",
         ];
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move |n: usize| {

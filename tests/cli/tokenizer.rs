@@ -51,7 +51,8 @@ const PIECES: &[&str] = &[
     "\\", "\\\\", "/", "//", "\\n", ".\n/", "::", "->", "=>", "...", "—", "“", "”", "\u{0}",
     "\u{7f}", "\u{85}", "\u{a0}", "\u{2028}", "\u{3000}", "\u{fffd}", "\u{10ffff}", "fn", "main",
     "Hello", "HELLO", "hElLo", "camelCase", "snake_case", "x86_64", "3.14", "1e-9", "#!", "<div>",
-    "</div>", "&amp;", "%20", "http://", "ⅷ", "²", "٣", "𝔘𝔫𝔦", "ǅ", "ʰ", "ᾼ",
+    "</div>", "&amp;", "%20", "http://", "ⅷ", "²", "٣", "𝔘𝔫𝔦", "ǅ", "ʰ", "ᾼ", "…", "•", "‰", "⁞",
+    "‐", "’", "\n[… 6022 chars cut …]\n",
 ];
 
 /// One generated string, up to a few KB (long words up to ~3,000 characters).
