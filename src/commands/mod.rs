@@ -114,10 +114,9 @@ pub fn relay_read_options(
     crate::plan::read_options(crate::plan::budget_for(cfg, target, budget).0)
 }
 
-/// Reads `located` with `opts`, and builds what masks its secrets (see `redactor`): first
-/// when the reader reads in part, for it masks what it cuts further (see
-/// `adapter::OutputMask`); else on another core during the read (compiling the rules is a
-/// good part of a small relay).
+/// Reads `located` with `opts`, and builds what masks its secrets (see `redactor`; its rules
+/// compile on another core meanwhile). A reader that reads in part masks what it cuts further
+/// (see `adapter::OutputMask`).
 pub fn read_masked(
     cfg: &Config,
     located: &Located,
@@ -125,31 +124,18 @@ pub fn read_masked(
     no_redact: bool,
     warnings: &mut Vec<String>,
 ) -> Result<(Session, Option<Arc<Redactor>>)> {
-    if opts
+    let redactor = redactor(cfg, no_redact, warnings)?;
+    let partial = opts
         .clone()
         .for_file(&located.path)
         .full_tail_tokens
-        .is_some()
-    {
-        let redactor = redactor(cfg, no_redact, warnings)?;
-        let opts = ReadOptions {
-            mask: redactor.as_ref().map(|r| Mask(r.clone())),
-            ..opts
-        };
-        return Ok((located.read_with(opts)?, redactor));
-    }
-    std::thread::scope(|scope| {
-        let building = scope.spawn(|| {
-            let mut warnings = Vec::new();
-            redactor(cfg, no_redact, &mut warnings).map(|r| (r, warnings))
-        });
-        let session = located.read_with(opts);
-        let (redactor, built_warnings) = building
-            .join()
-            .map_err(|_| anyhow::anyhow!("building the redaction rules failed"))??;
-        warnings.extend(built_warnings);
-        Ok((session?, redactor))
-    })
+        .is_some();
+    let mask = redactor.as_ref().filter(|_| partial).map(|r| {
+        r.ready();
+        Mask(r.clone())
+    });
+    let opts = ReadOptions { mask, ..opts };
+    Ok((located.read_with(opts)?, redactor))
 }
 
 /// The directory a relayed (or fitted) session belongs to: `--cwd`, else the session's own.
