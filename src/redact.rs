@@ -1,12 +1,13 @@
 //! Secret redaction, on by default for everything `relay` and `export` write.
 //!
-//! A prefilter (`Prefilter`, a lazy DFA of every rule) answers "could any rule match this text"
-//! in one pass, so the common case (no secret) costs one scan; only texts that match are rewritten, rule by rule. Each match is
-//! replaced by `[REDACTED:<kind>]`. Rules are anchored on the shapes secrets have (vendor prefixes,
-//! key blocks, credentials in URLs and command lines) or on the name they are assigned to, never
-//! on length or randomness alone, so that git SHAs, UUIDs, base64 images and lock-file hashes are
-//! left alone. Structured JSON is also judged by its keys: the value of a `password`, `token`,
-//! `Authorization`... key is masked whatever it looks like (`key_is_sensitive`).
+//! A prefilter (`Prefilter`, a lazy DFA of every rule) answers "could any rule match this
+//! text" in one pass, so the common case (no secret) costs one scan; only texts that match are
+//! rewritten, rule by rule. Each match is replaced by `[REDACTED:<kind>]`. Rules are anchored on
+//! the shapes secrets have (vendor prefixes, key blocks, credentials in URLs and command lines)
+//! or on the name they are assigned to, never on length or randomness alone, so that git SHAs,
+//! UUIDs, base64 images and lock-file hashes are left alone. Structured JSON is also judged by
+//! its keys: the value of a `password`, `token`, `Authorization`... key is masked whatever it
+//! looks like (`key_is_sensitive`).
 //!
 //! Word boundaries are ASCII (`(?-u:\b)`): with Unicode ones the regex engine leaves its fast
 //! DFA on any non-ASCII text (an emoji, a "…"), which made redaction 15 times slower.
