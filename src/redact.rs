@@ -999,10 +999,15 @@ impl Redactor {
     /// match inside it, and scanning megabytes of it would only cost time).
     pub fn session(&self, s: &mut Session) -> Counts {
         use rayon::prelude::*;
-        // Messages are independent; large sessions spread over the cores.
+        // Messages are independent; large sessions spread over the cores. Each core's prefilter
+        // first builds the DFA states the text needs (a few milliseconds), so a small session
+        // is masked on one.
+        let text: usize = s.messages.iter().map(|m| m.content.len()).sum();
+        let min_len = if text < (4 << 20) { usize::MAX } else { 1 };
         let mut counts = s
             .messages
             .par_iter_mut()
+            .with_min_len(min_len)
             .fold(Counts::new, |mut counts, m| {
                 // An output its reader masked before cutting it (see `adapter::OutputMask`):
                 // masked again, what is left of it could only lose pieces next to the cut.
