@@ -25,6 +25,9 @@ fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, S
         let mut cmd = env.cmd();
         if full {
             cmd.env(session_relay::commands::FULL_READ_ENV, "1");
+        } else {
+            // These sessions are small: read in part all the same.
+            cmd.env(session_relay::adapter::PART_READ_ENV, "1");
         }
         let out = cmd.args(args).output().unwrap();
         assert!(
@@ -71,6 +74,7 @@ fn reading_in_part_changes_nothing_for_any_fixture() {
             for budget in ["1500", "4000", "20000"] {
                 let out = env
                     .cmd()
+                    .env(session_relay::adapter::PART_READ_ENV, "1")
                     .args([
                         "export",
                         file.to_str().unwrap(),
