@@ -176,6 +176,16 @@ impl Prefilter {
     }
 }
 
+/// The bytes of the strings in a JSON value: what masking it scans.
+fn strings_len(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len(),
+        Value::Array(a) => a.iter().map(strings_len).sum(),
+        Value::Object(o) => o.iter().map(|(k, x)| k.len() + strings_len(x)).sum(),
+        _ => 0,
+    }
+}
+
 /// Counts of what was masked, by kind.
 pub type Counts = BTreeMap<String, usize>;
 
@@ -1002,7 +1012,11 @@ impl Redactor {
         // Messages are independent; large sessions spread over the cores. Each core's prefilter
         // first builds the DFA states the text needs (a few milliseconds), so a small session
         // is masked on one.
-        let text: usize = s.messages.iter().map(|m| m.content.len()).sum();
+        let text: usize = s
+            .messages
+            .iter()
+            .map(|m| m.content.len() + m.tool_input.as_ref().map_or(0, strings_len))
+            .sum();
         let min_len = if text < (4 << 20) { usize::MAX } else { 1 };
         let mut counts = s
             .messages
