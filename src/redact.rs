@@ -1556,6 +1556,42 @@ mod tests {
         }
         // The comparison must have covered both answers.
         assert!((2_000..18_000).contains(&matched), "{matched}");
+        // And every string of every fixture, whole.
+        fn strings(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::String(s) => out.push(s.clone()),
+                Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+                Value::Object(o) => o.iter().for_each(|(k, x)| {
+                    out.push(k.clone());
+                    strings(x, out)
+                }),
+                _ => {}
+            }
+        }
+        let mut texts = Vec::new();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        for entry in walkdir::WalkDir::new(root) {
+            let path = entry.unwrap().into_path();
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            for line in text.lines() {
+                if let Ok(v) = serde_json::from_str::<Value>(line) {
+                    strings(&v, &mut texts);
+                }
+            }
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                strings(&v, &mut texts);
+            }
+        }
+        assert!(texts.len() > 5_000, "{}", texts.len());
+        let mut named = 0;
+        for text in &texts {
+            let want: Vec<usize> = reference.matches(text).into_iter().collect();
+            assert_eq!(redactor.set.get().matches(text), want, "{text:?}");
+            named += usize::from(!want.is_empty());
+        }
+        assert!(named > 10, "{named}");
     }
 
     /// An output its reader masked before cutting it is counted as the reader counted it and
