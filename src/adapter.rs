@@ -153,8 +153,17 @@ impl OutputCut<'_> {
 }
 
 /// Set to read a session in part whatever its size (see `ReadOptions::for_file`): the tests
-/// that compare reading in part with reading in full set it for their small sessions.
+/// that compare reading in part with reading in full set it for their small sessions. A read
+/// that then goes in part says so on standard error (`PART_READ_NOTE`), so that they can tell.
 pub const PART_READ_ENV: &str = "SESSION_RELAY_PART_READ";
+
+/// What a read in part says on standard error when `PART_READ_ENV` is set.
+pub const PART_READ_NOTE: &str = "session-relay: reading in part (SESSION_RELAY_PART_READ)";
+
+/// Whether `PART_READ_ENV` is set.
+pub fn part_read_asked() -> bool {
+    std::env::var_os(PART_READ_ENV).is_some_and(|v| !v.is_empty())
+}
 
 /// A session file up to this size is read in full at once even when the relay would read it
 /// in part: one pass over it costs less than reading it in part, masking its older outputs
@@ -170,8 +179,14 @@ impl ReadOptions {
     /// time; a full read gives the same relay). A compressed file's size says nothing of its
     /// text: it keeps the options.
     pub fn for_file(self, path: &Path) -> ReadOptions {
-        let part_asked = std::env::var_os(PART_READ_ENV).is_some_and(|v| !v.is_empty());
-        self.for_file_below(path, if part_asked { 0 } else { FULL_READ_BYTES })
+        self.for_file_below(
+            path,
+            if part_read_asked() {
+                0
+            } else {
+                FULL_READ_BYTES
+            },
+        )
     }
 
     /// `for_file`, reading in full at once a file of at most `full_below` bytes.

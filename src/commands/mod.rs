@@ -125,11 +125,13 @@ pub fn read_masked(
     warnings: &mut Vec<String>,
 ) -> Result<(Session, Option<Arc<Redactor>>)> {
     let redactor = redactor(cfg, no_redact, warnings)?;
-    let partial = opts
-        .clone()
-        .for_file(&located.path)
-        .full_tail_tokens
-        .is_some();
+    // Decided once: a session file still growing must not turn from a full read into one in
+    // part (which masks as it cuts) between here and the read.
+    let opts = opts.for_file(&located.path);
+    let partial = opts.full_tail_tokens.is_some();
+    if partial && crate::adapter::part_read_asked() {
+        eprintln!("{}", crate::adapter::PART_READ_NOTE);
+    }
     let mask = redactor.as_ref().filter(|_| partial).map(|r| {
         r.ready();
         Mask(r.clone())

@@ -9,8 +9,9 @@ use crate::common::{TestEnv, fixture_sessions};
 use serde_json::{Value, json};
 
 /// `export SESSION --to TARGET --budget N`: the fitted session as neutral JSONL (deterministic:
-/// no new ids) and the report (what was masked, how it fitted), read in part and read in full.
-fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, String) {
+/// no new ids) and the report (what was masked, how it fitted), read in part and read in full,
+/// and whether the first read did go in part (a session the tail holds whole is read in full).
+fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, String, bool) {
     let args = [
         "export",
         session,
@@ -35,13 +36,25 @@ fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, S
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        format!(
-            "{}\n--- report ---\n{}",
-            String::from_utf8(out.stdout).unwrap(),
-            String::from_utf8(out.stderr).unwrap()
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let in_part = stderr.contains(session_relay::adapter::PART_READ_NOTE);
+        let stderr: String = stderr
+            .lines()
+            .filter(|l| *l != session_relay::adapter::PART_READ_NOTE)
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(!(full && in_part), "a full read went in part");
+        (
+            format!(
+                "{}\n--- report ---\n{}",
+                String::from_utf8(out.stdout).unwrap(),
+                stderr
+            ),
+            in_part,
         )
     };
-    (run(false), run(true))
+    let ((lazy, in_part), (full, _)) = (run(false), run(true));
+    (lazy, full, in_part)
 }
 
 /// `both_ways` of each session to Claude Code and Codex at three budgets, each pair asserted
@@ -49,14 +62,18 @@ fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, S
 fn relays_both_ways(env: &TestEnv, sessions: &[std::path::PathBuf]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for path in sessions {
+        let mut in_part = 0;
         for to in ["claude", "codex"] {
             for budget in ["6000", "12000", "30000"] {
-                let (lazy, full) = both_ways(env, path.to_str().unwrap(), to, budget);
+                let (lazy, full, part) = both_ways(env, path.to_str().unwrap(), to, budget);
+                in_part += usize::from(part);
                 let what = format!("{} -> {to} at {budget}", path.display());
                 assert!(lazy == full, "{what}: reading in part changed the relay");
                 out.push((what, lazy));
             }
         }
+        eprintln!("{}: read in part {in_part} of 6 times", path.display());
+        assert!(in_part > 0, "{}: never read in part", path.display());
     }
     out
 }
@@ -64,14 +81,14 @@ fn relays_both_ways(env: &TestEnv, sessions: &[std::path::PathBuf]) -> Vec<(Stri
 #[test]
 fn reading_in_part_changes_nothing_for_any_fixture() {
     let env = TestEnv::with_fixtures();
-    let mut compared = 0;
+    let (mut compared, mut in_part) = (0, 0);
     for (agent, path) in fixture_sessions() {
         let rel = path
             .strip_prefix(crate::common::fixtures().join(agent))
             .unwrap();
         let file = env.home(agent).join(rel);
         for to in session_relay::adapters::names() {
-            for budget in ["1500", "4000", "20000"] {
+            for budget in ["900", "1500", "4000", "20000"] {
                 let out = env
                     .cmd()
                     .env(session_relay::adapter::PART_READ_ENV, "1")
@@ -111,17 +128,23 @@ fn reading_in_part_changes_nothing_for_any_fixture() {
                     );
                     continue;
                 }
-                let (lazy, full) = both_ways(&env, file.to_str().unwrap(), to, budget);
+                let (lazy, full, part) = both_ways(&env, file.to_str().unwrap(), to, budget);
                 assert!(
                     lazy == full,
                     "{} -> {to} at {budget}: reading in part changed the relay",
                     path.display()
                 );
                 compared += 1;
+                in_part += usize::from(part);
             }
         }
     }
+    eprintln!("{compared} comparisons, {in_part} read in part");
     assert!(compared > 40, "only {compared} comparisons");
+    assert!(
+        in_part > 40,
+        "only {in_part} fixture relays were read in part"
+    );
 }
 
 /// A Claude Code session of about `mb` MB: many turns, each with tool calls whose outputs are
@@ -212,11 +235,12 @@ fn reading_in_part_changes_nothing_for_a_long_session() {
     assert!(std::fs::metadata(&path).unwrap().len() > 8 << 20);
     for to in session_relay::adapters::names() {
         for budget in ["6000", "30000", "120000"] {
-            let (lazy, full) = both_ways(&env, path.to_str().unwrap(), to, budget);
+            let (lazy, full, part) = both_ways(&env, path.to_str().unwrap(), to, budget);
             assert!(
                 lazy == full,
                 "-> {to} at {budget}: reading in part changed the relay"
             );
+            assert!(part, "-> {to} at {budget}: read in full");
             assert!(lazy.lines().count() > 10);
         }
     }
@@ -317,11 +341,12 @@ fn reading_in_part_changes_nothing_for_a_long_codex_session() {
     assert!(std::fs::metadata(&path).unwrap().len() > 6 << 20);
     for to in session_relay::adapters::names() {
         for budget in ["6000", "30000", "120000"] {
-            let (lazy, full) = both_ways(&env, path.to_str().unwrap(), to, budget);
+            let (lazy, full, part) = both_ways(&env, path.to_str().unwrap(), to, budget);
             assert!(
                 lazy == full,
                 "-> {to} at {budget}: reading in part changed the relay"
             );
+            assert!(part, "-> {to} at {budget}: read in full");
             assert!(lazy.lines().count() > 10);
         }
     }
@@ -793,11 +818,13 @@ fn reading_in_part_sizes_the_summary_as_a_full_read_does() {
     // Where this session's rounds took a turn read in part whole in one round and not in the
     // next (the brief holds the file's path, so the budgets move by a few tokens).
     for budget in (5700..5900).step_by(5) {
-        let (lazy, full) = both_ways(&env, path.to_str().unwrap(), "codex", &budget.to_string());
+        let (lazy, full, part) =
+            both_ways(&env, path.to_str().unwrap(), "codex", &budget.to_string());
         assert!(
             lazy == full,
             "at {budget}: reading in part changed the relay"
         );
+        assert!(part, "at {budget}: read in full");
     }
 }
 
