@@ -97,10 +97,7 @@ struct RuleSet {
 type CacheFn = Box<dyn Fn() -> hybrid::dfa::Cache + Send + Sync + UnwindSafe + RefUnwindSafe>;
 
 impl RuleSet {
-    fn new(user: &[String], builtin: &[String]) -> RuleSet {
-        let user = (!user.is_empty()).then(|| {
-            RegexSet::new(user).expect("the user's patterns compiled one by one in Redactor::new")
-        });
+    fn new(user: Option<RegexSet>, builtin: &[String]) -> RuleSet {
         let nfa = thompson::Compiler::new()
             .configure(
                 thompson::Config::new()
@@ -148,8 +145,8 @@ impl RuleSet {
 }
 
 impl Prefilter {
-    fn build(user: Vec<String>, builtin: Vec<String>) -> Prefilter {
-        let compile = move || RuleSet::new(&user, &builtin);
+    fn build(user: Option<RegexSet>, builtin: Vec<String>) -> Prefilter {
+        let compile = move || RuleSet::new(user.clone(), &builtin);
         let (set, building) = match std::thread::Builder::new().spawn(compile.clone()) {
             Ok(handle) => (OnceLock::new(), Some(handle)),
             // No thread to spare: compiled here.
@@ -877,8 +874,18 @@ impl Redactor {
             );
         }
         let (user, builtin) = rules.split_at(extra.len());
+        // The user's rules together, here: a set can exceed the size limit its patterns each
+        // keep, and that is the config's error to report, not a panic later.
+        let user = if user.is_empty() {
+            None
+        } else {
+            Some(
+                RegexSet::new(user.iter().map(|r| &*r.pattern))
+                    .context("the redaction patterns together are too large to compile")?,
+            )
+        };
         let set = Prefilter::build(
-            user.iter().map(|r| r.pattern.to_string()).collect(),
+            user,
             builtin
                 .iter()
                 .map(|r| r.hint.unwrap_or(&r.pattern).to_string())
