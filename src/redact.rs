@@ -1542,13 +1542,8 @@ mod tests {
                 .map(|r| r.hint.unwrap_or(&r.pattern).to_string()),
         )
         .unwrap();
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut rng = crate::text::test_rng(0x2545_f491_4f6c_dd1du64);
+        let mut next = move |n: usize| rng(n as u64);
         let mut matched = 0;
         for i in 0..20_000 {
             let mut text: String = (0..1 + next(12))

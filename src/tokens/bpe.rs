@@ -441,13 +441,8 @@ mod tests {
             "\u{212a}", "²", "—", "\u{301}", "…", "‐", "‧", "‰", "⁞", "“", "’", "\u{200f}",
             "\u{2028}", "\u{202f}", "\u{205f}", "\u{2060}", "⁰",
         ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut rng = crate::text::test_rng(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = move |n: usize| rng(n as u64);
         let (mut fast, mut deferred) = (0, 0);
         for _ in 0..100_000 {
             let text: String = (0..1 + next(10)).map(|_| BITS[next(BITS.len())]).collect();
