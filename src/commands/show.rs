@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
+use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::json;
 
@@ -95,9 +96,11 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         None => {
             let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
             let size = std::fs::metadata(&located.path).map_or(0, |m| m.len());
+            // Built first: its rules compile on another core while the session is read.
+            let redactor = (!opts.no_redact).then(|| cfg.redactor()).transpose()?;
             let mut s = located.read_with(super::show_read_options(size))?;
-            if !opts.no_redact {
-                cfg.redactor()?.header(&mut s);
+            if let Some(r) = &redactor {
+                r.header(&mut s);
             }
             let report = session_report(&s);
             // Freeing a long session takes a while and nothing waits for it (see `relay`).
@@ -123,16 +126,20 @@ pub fn session_report(s: &Session) -> SessionReport {
         .into_iter()
         .map(|(r, n)| (r.as_str(), n))
         .collect();
-    let mut tool_calls: BTreeMap<String, usize> = BTreeMap::new();
+    let mut tool_calls: BTreeMap<&str, usize> = BTreeMap::new();
     let mut tool_kinds: BTreeMap<&'static str, usize> = BTreeMap::new();
     for m in s.messages.iter().filter(|m| m.role == Role::ToolCall) {
         *tool_calls
-            .entry(m.tool_name.clone().unwrap_or_else(|| "?".into()))
+            .entry(m.tool_name.as_deref().unwrap_or("?"))
             .or_default() += 1;
         *tool_kinds
             .entry(m.tool_kind.map_or("unknown", |k| k.as_str()))
             .or_default() += 1;
     }
+    let tool_calls = tool_calls
+        .into_iter()
+        .map(|(name, n)| (name.to_string(), n))
+        .collect();
     // An exact count of a huge session costs seconds and says little more than an estimate.
     let size: usize = s.messages.iter().map(|m| m.content.len()).sum();
     let cut = s
@@ -143,7 +150,8 @@ pub fn session_report(s: &Session) -> SessionReport {
         (tokens::session_tokens(s), "o200k_base")
     } else {
         // Outputs cut while reading count at their size in the source.
-        let n = s.messages.iter().map(plan::fit::source_tokens).sum();
+        // On every core: a tool input's size is that of its JSON text, written out to count.
+        let n = s.messages.par_iter().map(plan::fit::source_tokens).sum();
         (n, "estimate (characters / 4)")
     };
     let context_check = s.context_usage.as_ref().map(|u| {

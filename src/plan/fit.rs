@@ -126,10 +126,15 @@ pub fn source_tokens(m: &Message) -> usize {
         serde_json::Value::String(s) => s.len(),
         other => json_len(other),
     });
+    // An output cut while reading counts at its length before the cut (`Message::output_chars`)
+    // or its bytes, the larger; an output read whole at its bytes, never fewer than its
+    // characters, which are not counted then: `show` would count every output of a session.
     let content = match m.metadata.get_u64("source_chars") {
         Some(n) => n as usize,
-        None if m.role == Role::ToolResult => m.output_chars().max(m.content.len()),
-        None => m.content.len(),
+        None => match m.metadata.get_u64("original_chars") {
+            Some(n) if m.role == Role::ToolResult => (n as usize).max(m.content.len()),
+            _ => m.content.len(),
+        },
     };
     (content + input).div_ceil(4) + MESSAGE_OVERHEAD
 }
