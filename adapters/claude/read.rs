@@ -330,9 +330,10 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     debug_assert!(session.messages.is_empty());
     session.messages = staged;
     let mut seen = 0;
+    let mut usages = Usages::of(&session.messages);
     for (e, on) in entries.into_iter().zip(active) {
         if on {
-            apply(e.later, seen, &mut session, &mut todos);
+            apply(e.later, seen, &mut session, &mut todos, &mut usages);
             seen += e.count;
         }
     }
@@ -476,6 +477,7 @@ fn apply(
     seen: usize,
     session: &mut Session,
     todos: &mut Option<Vec<Todo>>,
+    usages: &mut Usages,
 ) {
     for (after, op) in later {
         match op {
@@ -487,19 +489,76 @@ fn apply(
                 message_id,
                 model,
             } => {
-                let same = |m: &Message| {
-                    message_id.is_some()
-                        && m.metadata.get_str("message_id") == message_id.as_deref()
-                };
                 let now = seen + after;
-                let mut at = now;
-                while at > 0 && same(&session.messages[at - 1]) {
-                    at -= 1;
-                }
-                session.record_context_usage_upto(tokens, at, now, model.as_deref());
+                let at = usages.start_of(&session.messages, message_id, now);
+                let compacted = session
+                    .context_usage
+                    .as_ref()
+                    .is_some_and(|u| usages.compacted(u.at_message, now));
+                session.record_context_usage_after(tokens, at, compacted, model.as_deref());
             }
             Later::Skipped(k) => *session.stats.skipped_types.entry(k).or_default() += 1,
         }
+    }
+}
+
+/// Where the API message of a usage record starts, and whether the agent compacted its
+/// context between two records, over the branch's messages. Claude Code writes an API
+/// message as a line per content block, each with the message's usage: found from scratch
+/// for each record, both went over the message's lines again for every line, in time that
+/// grows with the square of its blocks (a turn of a hundred parallel calls).
+struct Usages {
+    /// The compactions' places among the messages, in order.
+    compactions: Vec<usize>,
+    /// The record before: its API message id, where that message starts, and where the
+    /// record is.
+    last: Option<(String, usize, usize)>,
+}
+
+impl Usages {
+    fn of(messages: &[Message]) -> Usages {
+        Usages {
+            compactions: messages
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.metadata.get_str("kind") == Some("compaction"))
+                .map(|(i, _)| i)
+                .collect(),
+            last: None,
+        }
+    }
+
+    /// Where the run of messages of API message `id` that ends at `now` starts (`now` without
+    /// an id).
+    fn start_of(&mut self, messages: &[Message], id: Option<String>, now: usize) -> usize {
+        let Some(id) = id else {
+            self.last = None;
+            return now;
+        };
+        let same = |m: &Message| m.metadata.get_str("message_id") == Some(id.as_str());
+        let at = match &self.last {
+            // The run goes on from the record before: it starts where that one's did.
+            Some((last, at, upto))
+                if *last == id && *upto <= now && messages[*upto..now].iter().all(same) =>
+            {
+                *at
+            }
+            _ => {
+                let mut at = now;
+                while at > 0 && same(&messages[at - 1]) {
+                    at -= 1;
+                }
+                at
+            }
+        };
+        self.last = Some((id, at, now));
+        at
+    }
+
+    /// `Session::compacted_between(from, to)`.
+    fn compacted(&self, from: usize, to: usize) -> bool {
+        let i = self.compactions.partition_point(|&c| c < from);
+        self.compactions.get(i).is_some_and(|&c| c < to)
     }
 }
 
@@ -1233,4 +1292,61 @@ fn find_subagents(path: &Path) -> Vec<SubagentLink> {
         .collect();
     out.sort_by(|a, b| a.id.cmp(&b.id));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Role;
+
+    /// `Usages` finds what walking back from each record and scanning for compactions find,
+    /// over generated runs of API messages, messages without an id and compactions.
+    #[test]
+    fn usages_find_what_a_walk_from_each_record_finds() {
+        let mut next = crate::text::test_rng(0x05a9_e5c1_a0de_2026);
+        for _ in 0..300 {
+            let mut messages = Vec::new();
+            for _ in 0..next(40) {
+                let m = Message::new(Role::Assistant, "x");
+                messages.push(match next(6) {
+                    0 => m,
+                    1 => m.with_meta("kind", "compaction"),
+                    // Few ids, so that runs of one id meet and an id comes back later.
+                    n => m.with_meta("message_id", format!("msg_{}", n % 3)),
+                });
+            }
+            let mut usages = Usages::of(&messages);
+            let mut now = 0;
+            let mut last_at = None;
+            while now <= messages.len() && next(8) != 0 {
+                let id = match next(4) {
+                    0 => None,
+                    _ => now
+                        .checked_sub(1)
+                        .and_then(|i| messages[i].metadata.get_str("message_id"))
+                        .map(str::to_string)
+                        .or_else(|| Some(format!("msg_{}", next(3)))),
+                };
+                let mut walked = now;
+                while walked > 0
+                    && id.is_some()
+                    && messages[walked - 1].metadata.get_str("message_id") == id.as_deref()
+                {
+                    walked -= 1;
+                }
+                assert_eq!(usages.start_of(&messages, id, now), walked);
+                let mut s = Session::new("claude", "claude-jsonl", "t");
+                s.messages = messages.clone();
+                for from in [last_at.unwrap_or(0), walked, 0] {
+                    assert_eq!(
+                        usages.compacted(from, now),
+                        s.compacted_between(from, now),
+                        "{from}..{now}"
+                    );
+                }
+                last_at = Some(walked);
+                now += next(4);
+            }
+        }
+    }
 }

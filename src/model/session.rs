@@ -770,10 +770,25 @@ impl Session {
         seen: usize,
         model: Option<&str>,
     ) {
+        let compacted = self
+            .context_usage
+            .as_ref()
+            .is_some_and(|u| self.compacted_between(u.at_message, seen));
+        self.record_context_usage_after(tokens, at, compacted, model);
+    }
+
+    /// `record_context_usage_upto` for a reader that knows whether the agent compacted its
+    /// context since the request recorded before (`compacted_between` from that request's
+    /// `at_message` to this one's `seen`).
+    pub fn record_context_usage_after(
+        &mut self,
+        tokens: u64,
+        at: usize,
+        compacted: bool,
+        model: Option<&str>,
+    ) {
         let (first_tokens, first_at_message) = match &self.context_usage {
-            Some(u) if !self.compacted_between(u.at_message, seen) => {
-                (u.first_tokens, u.first_at_message)
-            }
+            Some(u) if !compacted => (u.first_tokens, u.first_at_message),
             _ => (tokens, at),
         };
         self.context_usage = Some(ContextUsage {
