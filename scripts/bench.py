@@ -31,7 +31,8 @@ highest peak RSS of those runs, from /usr/bin/time -f %M per child):
   * list --all over the store, cold (empty summary cache) and warm; the peer job: `casr list`;
   * for relays of 100 MB and more, the brief's size and the share of the budget it uses, from
     `relay --dry-run --json` (fit.brief_tokens, fit.total_tokens, fit.budget), and how far back
-    the kept turns reach (fit.verbatim and fit.shortened source tokens, in budgets);
+    much of the source the relay kept (fit.verbatim and fit.shortened: turns and source
+    tokens, in budgets);
   * the ratios session-relay / peer (time and peak RSS): below 1 means session-relay is faster
     or smaller.
 Each relay and peer conversion is checked after its runs: the session it wrote is found in the
@@ -1133,8 +1134,9 @@ def fit_of(stdout):
     keep = {k: fit.get(k) for k in ("brief_tokens", "total_tokens", "budget", "tokenizer") if k in fit}
     if fit.get("budget"):
         keep["share"] = fit["total_tokens"] / fit["budget"]
-        # How far back the kept turns reach, in budgets of the source's (estimated) tokens: what
-        # a reader must hold in full, the rest only as the summary's and the brief's facts.
+        # What the relay kept whole or shortened, in budgets of the source's (estimated) tokens:
+        # the newest turns, and the first request with any context before it (always kept). A
+        # reader needs these as messages; the rest only as the summary's and the brief's facts.
         kept = [fit.get(k) or {} for k in ("verbatim", "shortened")]
         keep["reach"] = sum(k.get("source_tokens", 0) for k in kept) / fit["budget"]
         keep["turns_kept"] = sum(k.get("turns", 0) for k in kept)
@@ -1293,7 +1295,7 @@ def markdown(res):
     if res["fit"]:
         L.append("Brief (relay --dry-run --json):")
         L.append("")
-        L.append("| shape | relay | size | brief tokens | total tokens | budget | share of budget | turns kept | reach |")
+        L.append("| shape | relay | size | brief tokens | total tokens | budget | share of budget | turns kept | kept source |")
         L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for f in res["fit"]:
             if "error" in f:
@@ -1303,8 +1305,9 @@ def markdown(res):
                      f"{f.get('budget', 0):,} | {100 * f.get('share', 0):.0f}% | {f.get('turns_kept', 0):,} of {f.get('turns', 0):,} | "
                      f"{f.get('reach', 0):.1f} budgets |")
         L.append("")
-        L.append("Reach: the source tokens (estimated) of the turns kept whole or shortened, in budgets: how far "
-                 "back from the end a relay needs the session's turns in full.")
+        L.append("Kept source: the source tokens (estimated, outputs at their full size) of the turns kept whole "
+                 "or shortened, in budgets; they are the newest turns and the first request with any context "
+                 "before it.")
         L.append("")
     wrote = [r for r in res["relay"] if r["mb"] == 100 and r.get("wrote")]
     if wrote:
