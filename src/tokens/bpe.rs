@@ -15,12 +15,46 @@ use regex::Regex;
 use super::layout::{RANK_BITS, head, token_hash};
 const ABSENT: u32 = u32::MAX;
 
+/// The longest piece a thread's `Pieces` remembers, in bytes.
+const PIECE_MAX: usize = 16;
+/// How many pieces it remembers (about 80 KB, which stays in a core's cache).
+const PIECE_SLOTS: usize = 4096;
+
+/// A short piece and its count (`tag`: its length and its encoding's id; 0 for an empty slot).
+#[derive(Clone, Copy)]
+struct Piece {
+    bytes: [u8; PIECE_MAX],
+    tag: u8,
+    count: u8,
+}
+
+/// The counts of the short pieces a thread met last, each in the slot its hash picks: a
+/// session's words repeat, and a slot of its own costs less than a lookup in the vocabulary's
+/// tables (megabytes, which miss the cache) and far less than merging a piece that is no token.
+struct Pieces(Box<[Piece]>);
+
+thread_local! {
+    static PIECES: std::cell::RefCell<Pieces> = std::cell::RefCell::new(Pieces(
+        vec![
+            Piece {
+                bytes: [0; PIECE_MAX],
+                tag: 0,
+                count: 0,
+            };
+            PIECE_SLOTS
+        ]
+        .into_boxed_slice(),
+    ));
+}
+
 /// Where the piece that starts at an ASCII character ends, when that can be told without the
 /// regex (`None`: ask the regex).
 type FastPath = fn(&[u8], usize) -> Option<usize>;
 
 /// One encoding: its pattern and its vocabulary tables.
 pub struct Encoding {
+    /// Tells the encodings' pieces apart in a thread's `Pieces`.
+    id: u8,
     pattern: &'static str,
     fast: Option<FastPath>,
     regex: OnceLock<Regex>,
@@ -43,11 +77,13 @@ macro_rules! tables {
 
 impl Encoding {
     const fn new(
+        id: u8,
         pattern: &'static str,
         fast: Option<FastPath>,
         (single, pair, slots, arena): (&'static [u8], &'static [u8], &'static [u8], &'static [u8]),
     ) -> Encoding {
         Encoding {
+            id,
             pattern,
             fast,
             regex: OnceLock::new(),
@@ -74,11 +110,12 @@ const O200K_PATTERN: &str = concat!(
 const CL100K_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+";
 
 pub static O200K: Encoding = Encoding::new(
+    0,
     O200K_PATTERN,
     Some(o200k_ascii_piece),
     tables!("o200k_base"),
 );
-pub static CL100K: Encoding = Encoding::new(CL100K_PATTERN, None, tables!("cl100k_base"));
+pub static CL100K: Encoding = Encoding::new(1, CL100K_PATTERN, None, tables!("cl100k_base"));
 
 #[inline]
 fn word(table: &[u8], i: usize) -> u32 {
@@ -133,21 +170,47 @@ impl Encoding {
 
     /// The number of tokens in a text, special-token text counting as the plain text it is.
     pub fn count(&self, text: &str) -> usize {
-        let bytes = text.as_bytes();
-        let (mut pos, mut n) = (0, 0);
-        while pos < text.len() {
-            if let Some(end) = self.fast.and_then(|f| f(bytes, pos)) {
-                n += self.piece_count(&bytes[pos..end]);
+        PIECES.with(|pieces| {
+            let mut pieces = pieces.borrow_mut();
+            let bytes = text.as_bytes();
+            let (mut pos, mut n) = (0, 0);
+            while pos < text.len() {
+                if let Some(end) = self.fast.and_then(|f| f(bytes, pos)) {
+                    n += self.piece_count_cached(&bytes[pos..end], &mut pieces);
+                    pos = end;
+                    continue;
+                }
+                let Some(m) = self.regex().find_at(text, pos) else {
+                    break;
+                };
+                let end = lookahead_end(text, m.start(), m.end());
+                n += self.piece_count_cached(&bytes[m.start()..end], &mut pieces);
                 pos = end;
-                continue;
             }
-            let Some(m) = self.regex().find_at(text, pos) else {
-                break;
-            };
-            let end = lookahead_end(text, m.start(), m.end());
-            n += self.piece_count(&bytes[m.start()..end]);
-            pos = end;
+            n
+        })
+    }
+
+    /// `piece_count`, remembered for short pieces: most pieces are words that come back.
+    #[inline]
+    fn piece_count_cached(&self, piece: &[u8], pieces: &mut Pieces) -> usize {
+        if piece.len() <= 1 || piece.len() > PIECE_MAX {
+            return self.piece_count(piece);
         }
+        let mut bytes = [0u8; PIECE_MAX];
+        bytes[..piece.len()].copy_from_slice(piece);
+        let tag = (piece.len() as u8) << 1 | self.id;
+        let slot = &mut pieces.0[token_hash(piece) as usize & (PIECE_SLOTS - 1)];
+        if slot.tag == tag && slot.bytes == bytes {
+            return slot.count as usize;
+        }
+        let n = self.piece_count(piece);
+        *slot = Piece {
+            bytes,
+            tag,
+            // A piece of at most `PIECE_MAX` bytes is at most that many tokens.
+            count: n as u8,
+        };
         n
     }
 
@@ -459,6 +522,39 @@ mod tests {
         // The comparison must have covered both ways.
         eprintln!("fast {fast} deferred {deferred}");
         assert!(fast > 100_000 && deferred > 10_000, "{fast} {deferred}");
+    }
+
+    /// A thread's remembered pieces give what counting each piece afresh gives, with both
+    /// encodings counting the same words in turn (a piece is a token in one and is merged in
+    /// the other) and more pieces than slots, so that slots are taken over.
+    #[test]
+    fn remembered_pieces_count_as_pieces_counted_afresh() {
+        #[rustfmt::skip]
+        const WORDS: &[&str] = &[
+            "hello", " world", "zqxjv", "Tokenizer", " relay", "0123", "   ", "\n", "日本語",
+            "'s", "session_relay", "QmFzZTY0", "abcdefghijklmnop", "abcdefghijklmnopq", "…",
+        ];
+        let mut next = crate::text::test_rng(0x0b1e_c7ed_ca5e_2026);
+        let afresh = |enc: &Encoding, text: &str| {
+            let mut pieces = Vec::new();
+            let mut i = 0;
+            while i < text.len() {
+                let end = by_regex(enc, text, i);
+                pieces.push(&text.as_bytes()[i..end]);
+                i = end;
+            }
+            pieces.iter().map(|p| enc.piece_count(p)).sum::<usize>()
+        };
+        for round in 0..3000 {
+            let mut text: String = (0..1 + next(12))
+                .map(|_| WORDS[next(WORDS.len() as u64)])
+                .collect();
+            // Words of every length up to past the longest remembered, new ones each round.
+            text.push_str(&format!(" w{round:x}{}", "q".repeat(next(20))));
+            for enc in [&O200K, &CL100K, &O200K] {
+                assert_eq!(enc.count(&text), afresh(enc, &text), "{text:?}");
+            }
+        }
     }
 
     #[test]
