@@ -758,28 +758,17 @@ impl Session {
     /// it). The session's first request stays the baseline of the newest one until a
     /// compaction; after it, the first request past the compaction is.
     pub fn record_context_usage(&mut self, tokens: u64, at: usize, model: Option<&str>) {
-        self.record_context_usage_upto(tokens, at, self.messages.len(), model);
-    }
-
-    /// `record_context_usage` for a request made when only the first `seen` messages were
-    /// there (a reader that knows every message before it applies their usage).
-    pub fn record_context_usage_upto(
-        &mut self,
-        tokens: u64,
-        at: usize,
-        seen: usize,
-        model: Option<&str>,
-    ) {
         let compacted = self
             .context_usage
             .as_ref()
-            .is_some_and(|u| self.compacted_between(u.at_message, seen));
+            .is_some_and(|u| self.compacted_between(u.at_message, self.messages.len()));
         self.record_context_usage_after(tokens, at, compacted, model);
     }
 
-    /// `record_context_usage_upto` for a reader that knows whether the agent compacted its
-    /// context since the request recorded before (`compacted_between` from that request's
-    /// `at_message` to this one's `seen`).
+    /// `record_context_usage` for a reader that knows every message of the session, the ones
+    /// after this request included, and whether the agent compacted its context since the
+    /// request recorded before (`compacted_between` from that request's `at_message` to this
+    /// one's place).
     pub fn record_context_usage_after(
         &mut self,
         tokens: u64,
