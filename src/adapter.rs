@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use crate::model::{Message, RecordedUsage, Session, Summary};
+use crate::model::{Message, RecordedUsage, Role, Session, Summary};
 
 /// How much of a session a reader keeps.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +32,161 @@ pub struct ReadOptions {
     /// `model` of each message, whether a thinking block was signed): a relay's read. `show`
     /// and `export` keep everything.
     pub lean: bool,
+    /// Hand the whole turns older than the newest `TurnFold::keep_tokens` to this fold instead
+    /// of keeping them (`Session::folded` says what was taken out); `None` keeps every turn. A
+    /// relay keeps no older turn in any form but its summary's points, so the plan folds them
+    /// into those as they are read, and a long session is never held whole. A reader that
+    /// cannot fold ignores it.
+    pub fold: Option<Fold>,
+}
+
+/// Where a relay's reader hands the turns it need not keep (see `ReadOptions::fold`).
+pub trait TurnFold: Send + Sync {
+    /// How much of the newest turns the reader keeps, in `reach_tokens`.
+    fn keep_tokens(&self) -> usize;
+    /// What a message costs the fit at least if it kept its turn (an estimate).
+    fn reach_tokens(&self, m: &Message) -> usize;
+    /// Takes the next whole turn, in order: a user message and what followed it until the
+    /// next, never the session's first turn or its last.
+    fn fold(&self, turn: Vec<Message>);
+}
+
+/// A shared `TurnFold`.
+#[derive(Clone)]
+pub struct Fold(pub Arc<dyn TurnFold>);
+
+impl std::fmt::Debug for Fold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Fold")
+    }
+}
+
+/// A reader's side of a fold: which turns of `Session::messages` it keeps, and when the oldest
+/// go to the fold. A reader calls `after_messages` whenever it has added messages.
+pub struct FoldWindow {
+    fold: Arc<dyn TurnFold>,
+    /// Messages of `Session::messages` looked at.
+    seen: usize,
+    /// The session's first user message was seen: its turn, and what came before, are kept.
+    first_user: bool,
+    /// The turns that may be folded, oldest first: where each starts in `Session::messages`,
+    /// and its tokens.
+    turns: std::collections::VecDeque<(usize, usize)>,
+    /// Tokens of all of them.
+    tokens: usize,
+    /// A turn that could not be folded was met: nothing after it is folded either.
+    stopped: bool,
+}
+
+impl FoldWindow {
+    pub fn new(fold: &Fold) -> FoldWindow {
+        FoldWindow {
+            fold: fold.0.clone(),
+            seen: 0,
+            first_user: false,
+            turns: Default::default(),
+            tokens: 0,
+            stopped: false,
+        }
+    }
+
+    /// Takes note of the messages added since the last call, and folds the oldest turns while
+    /// the newer ones hold more than the fold keeps (by a quarter more: the kept messages move
+    /// down once for many turns, not for each).
+    pub fn after_messages(&mut self, session: &mut Session) {
+        if self.stopped {
+            return;
+        }
+        for (i, m) in session.messages.iter().enumerate().skip(self.seen) {
+            if m.role == Role::User {
+                if self.first_user {
+                    self.turns.push_back((i, 0));
+                }
+                self.first_user = true;
+            }
+            if let Some(t) = self.turns.back_mut() {
+                let n = self.fold.reach_tokens(m);
+                t.1 += n;
+                self.tokens += n;
+            }
+        }
+        self.seen = session.messages.len();
+        let keep = self.fold.keep_tokens();
+        let newer = |w: &FoldWindow| w.tokens - w.turns.front().map_or(0, |t| t.1);
+        if self.turns.len() < 2 || newer(self) <= keep.saturating_add(keep / 4) {
+            return;
+        }
+        let mut count = 0;
+        let mut tokens = self.tokens;
+        while count + 1 < self.turns.len() && tokens - self.turns[count].1 > keep {
+            tokens -= self.turns[count].1;
+            count += 1;
+        }
+        let at = self.turns[0].0;
+        let folded = session.folded.get_or_insert_with(|| {
+            Box::new(crate::model::Folded {
+                at,
+                ..Default::default()
+            })
+        });
+        debug_assert_eq!(folded.at, at);
+        // Each turn must be shaped and paired as in the whole session: every call it makes is
+        // answered, and every result it gives was asked for, in it or before it.
+        let mut closed_end = at;
+        for k in 0..count {
+            let range = self.turns[k].0..self.turns[k + 1].0;
+            if !closed(&session.messages[range.clone()], folded) {
+                self.stopped = true;
+                break;
+            }
+            folded.add(&session.messages[range.clone()]);
+            closed_end = range.end;
+        }
+        let taken: Vec<Message> = session.messages.drain(at..closed_end).collect();
+        let mut taken = taken.into_iter();
+        let mut folded_turns = 0;
+        for k in 0..count {
+            let len = self.turns[k + 1].0 - self.turns[k].0;
+            if self.turns[k + 1].0 > closed_end {
+                break;
+            }
+            self.fold.fold(taken.by_ref().take(len).collect());
+            folded_turns += 1;
+        }
+        if self.stopped {
+            self.turns.clear();
+            return;
+        }
+        let moved = closed_end - at;
+        for _ in 0..folded_turns {
+            if let Some((_, n)) = self.turns.pop_front() {
+                self.tokens -= n;
+            }
+        }
+        for t in self.turns.iter_mut() {
+            t.0 -= moved;
+        }
+        self.seen -= moved;
+    }
+}
+
+/// Whether every call in `turn` is answered, and every result asked for, in it or in what was
+/// folded before it (a call or result without an id never is).
+fn closed(turn: &[Message], folded: &crate::model::Folded) -> bool {
+    let ids = |role: Role| -> foldhash::HashSet<&str> {
+        turn.iter()
+            .filter(|m| m.role == role)
+            .filter_map(|m| m.tool_call_id.as_deref())
+            .collect()
+    };
+    let (calls, results) = (ids(Role::ToolCall), ids(Role::ToolResult));
+    turn.iter()
+        .all(|m| match (m.role, m.tool_call_id.as_deref()) {
+            (Role::ToolCall, Some(id)) => results.contains(id) || folded.result_ids.contains(id),
+            (Role::ToolResult, Some(id)) => calls.contains(id) || folded.call_ids.contains(id),
+            (Role::ToolCall | Role::ToolResult, None) => false,
+            _ => true,
+        })
 }
 
 /// Masks the secrets in a text, as the relay's redaction masks a tool output.
@@ -199,6 +354,7 @@ impl ReadOptions {
         match self.full_tail_tokens {
             Some(tail) if small(tail) => ReadOptions {
                 full_tail_tokens: None,
+                fold: None,
                 ..self
             },
             _ => self,

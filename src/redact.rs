@@ -1011,6 +1011,42 @@ impl Redactor {
         }
     }
 
+    /// Masks one message of a session (see `session`), adding what it masked to `counts`.
+    pub fn message(&self, m: &mut crate::model::Message, counts: &mut Counts) {
+        // An output its reader masked before cutting it (see `adapter::OutputMask`):
+        // masked again, what is left of it could only lose pieces next to the cut.
+        match m.metadata.remove("masked") {
+            Some(Value::Object(masked)) => {
+                for (kind, n) in masked {
+                    *counts.entry(kind).or_default() += n.as_u64().unwrap_or(0) as usize;
+                }
+            }
+            _ => {
+                if let Cow::Owned(r) = self.text(&m.content, counts) {
+                    m.content = r;
+                }
+            }
+        }
+        let mut seen = Vec::new();
+        if let Some(input) = &mut m.tool_input {
+            self.value(input, counts, &mut seen);
+        }
+        // The key argument repeats part of the input: masked, but not counted twice.
+        if let Some(key) = &mut m.key_arg {
+            if let Cow::Owned(r) = self.text(key, &mut Counts::new()) {
+                *key = r;
+            }
+            mask_seen(key, &seen, &mut Counts::new());
+        }
+        // A call's free text may repeat what a sensitive key held.
+        mask_seen(&mut m.content, &seen, counts);
+        m.metadata.for_each_value_mut(|k, v| {
+            if k != "images" && k != "image" {
+                self.value(v, counts, &mut Vec::new());
+            }
+        });
+    }
+
     /// Masks every text of a session a writer could emit: messages, tool inputs, title, todos,
     /// and the free-form facts kept in `extra` (images' base64 data is left alone: no rule can
     /// match inside it, and scanning megabytes of it would only cost time).
@@ -1030,38 +1066,7 @@ impl Redactor {
             .par_iter_mut()
             .with_min_len(min_len)
             .fold(Counts::new, |mut counts, m| {
-                // An output its reader masked before cutting it (see `adapter::OutputMask`):
-                // masked again, what is left of it could only lose pieces next to the cut.
-                match m.metadata.remove("masked") {
-                    Some(Value::Object(masked)) => {
-                        for (kind, n) in masked {
-                            *counts.entry(kind).or_default() += n.as_u64().unwrap_or(0) as usize;
-                        }
-                    }
-                    _ => {
-                        if let Cow::Owned(r) = self.text(&m.content, &mut counts) {
-                            m.content = r;
-                        }
-                    }
-                }
-                let mut seen = Vec::new();
-                if let Some(input) = &mut m.tool_input {
-                    self.value(input, &mut counts, &mut seen);
-                }
-                // The key argument repeats part of the input: masked, but not counted twice.
-                if let Some(key) = &mut m.key_arg {
-                    if let Cow::Owned(r) = self.text(key, &mut Counts::new()) {
-                        *key = r;
-                    }
-                    mask_seen(key, &seen, &mut Counts::new());
-                }
-                // A call's free text may repeat what a sensitive key held.
-                mask_seen(&mut m.content, &seen, &mut counts);
-                m.metadata.for_each_value_mut(|k, v| {
-                    if k != "images" && k != "image" {
-                        self.value(v, &mut counts, &mut Vec::new());
-                    }
-                });
+                self.message(m, &mut counts);
                 counts
             })
             .reduce(Counts::new, |mut a, b| {

@@ -254,12 +254,20 @@ fn read_lines(
     // Set once response items carrying the conversation are applied: from then on the fast
     // path can read conversation events without a tree (see `fast::line`).
     let conversation_seen = AtomicBool::new(false);
+    // Older turns go to the fold once response items carry the conversation: the events'
+    // messages, which replace them otherwise (see `finish`), are never folded.
+    let mut window = opts.fold.as_ref().map(crate::adapter::FoldWindow::new);
     let pass = jsonl::for_each_line_fast(
         path,
         first_pass,
         |no, text| fast::line(no, text, cut, conversation_seen.load(Relaxed)),
         |no, v| mapped(no, v, cut),
         |no, line| {
+            if state.has_response_conversation
+                && let Some(w) = window.as_mut()
+            {
+                w.after_messages(&mut session);
+            }
             let Line::Json(mapped) = line else {
                 return Ok(());
             };

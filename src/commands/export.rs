@@ -67,7 +67,8 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
     };
     let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
     let mut warnings = Vec::new();
-    let (mut s, redactor) = super::read_masked(cfg, &located, read, opts.no_redact, &mut warnings)?;
+    let (mut s, redactor, folder) =
+        super::read_masked(cfg, &located, read, opts.no_redact, &mut warnings)?;
     let mut redactions = redact(redactor.as_deref(), &mut s);
     warnings.extend(super::reader_warnings(&s));
     let source = super::show::SourceRef {
@@ -94,6 +95,7 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
                 budget: opts.budget,
                 live_git: None,
             },
+            folder.as_deref(),
         )?;
         // Still the source session, seen as the target would receive it.
         let mut f = plan.session;

@@ -21,6 +21,7 @@ use serde::Serialize;
 use crate::adapter::{Mask, ReadOptions};
 use crate::config::Config;
 use crate::model::Session;
+use crate::plan::fold::Folder;
 use crate::redact::{Counts, Redactor};
 use crate::select::{Located, SelectScope};
 
@@ -67,10 +68,30 @@ pub fn plan_relay(
     redactions: &mut Redactions,
     redactor: Option<&Redactor>,
     target: &crate::plan::Target,
+    folder: Option<&Folder>,
 ) -> Result<crate::plan::Plan> {
     step("fitting the session to the budget");
-    let plan = crate::plan::plan(cfg, source, target)?;
+    let folded = folder.and_then(Folder::take);
+    let folded_counts = folded.as_ref().and_then(|f| f.redactions.clone());
+    let folded_turns = folded.as_ref().map_or(0, |f| f.turns.len());
+    let plan = crate::plan::plan(cfg, source, target, folded)?;
+    if folded_turns > 0 && crate::adapter::part_read_asked() {
+        eprintln!(
+            "{}: {folded_turns} turns{}",
+            crate::plan::fold::FOLD_NOTE,
+            if plan.fit.needs_full_read {
+                ", then read again in full"
+            } else {
+                ""
+            }
+        );
+    }
     if !plan.fit.needs_full_read {
+        if let (Some(counts), Some(folded)) = (redactions.0.as_mut(), folded_counts) {
+            for (kind, n) in folded {
+                *counts.entry(kind).or_default() += n;
+            }
+        }
         return Ok(plan);
     }
     let mut full = located.read_with(crate::adapter::ReadOptions {
@@ -79,7 +100,7 @@ pub fn plan_relay(
     })?;
     *redactions = redact(redactor, &mut full);
     *source = full;
-    crate::plan::plan(cfg, source, target)
+    crate::plan::plan(cfg, source, target, None)
 }
 
 /// Set to read every turn of a relayed session in full, and every tool output of a session
@@ -106,33 +127,62 @@ pub fn show_read_options(size: u64) -> ReadOptions {
     }
 }
 
+/// A session read by `read_masked`, what masks its secrets, and what it folded.
+pub type Masked = (Session, Option<Arc<Redactor>>, Option<Arc<Folder>>);
+
+/// How a relay reads its source: the options, and the target and budget its older turns are
+/// folded for (see `plan::fold`).
+#[derive(Default)]
+pub struct RelayRead {
+    pub opts: ReadOptions,
+    fold_to: Option<(&'static dyn crate::adapter::Adapter, usize)>,
+}
+
 /// How a relay to `target` reads its source (see `plan::read_options`).
 pub fn relay_read_options(
     cfg: &Config,
-    target: &dyn crate::adapter::Adapter,
+    target: &'static dyn crate::adapter::Adapter,
     budget: Option<usize>,
-) -> ReadOptions {
+) -> RelayRead {
     // Read as `show` reads it: the tests compare the two reads' relays.
     if full_read_asked() {
-        return crate::plan::read_options_full();
+        return RelayRead {
+            opts: crate::plan::read_options_full(),
+            fold_to: None,
+        };
     }
-    crate::plan::read_options(crate::plan::budget_for(cfg, target, budget).0)
+    let budget = crate::plan::budget_for(cfg, target, budget).0;
+    RelayRead {
+        opts: crate::plan::read_options(budget),
+        fold_to: Some((target, budget)),
+    }
 }
 
 /// Reads `located` with `opts`, and builds what masks its secrets (see `redactor`; its rules
 /// compile on another core meanwhile). A reader that reads in part masks what it cuts further
 /// (see `adapter::OutputMask`).
+///
+/// A relay's read in part folds the older turns (see `plan::fold`): the plan takes them from
+/// the `Folder` returned.
 pub fn read_masked(
     cfg: &Config,
     located: &Located,
-    opts: ReadOptions,
+    read: RelayRead,
     no_redact: bool,
     warnings: &mut Vec<String>,
-) -> Result<(Session, Option<Arc<Redactor>>)> {
+) -> Result<Masked> {
     let redactor = redactor(cfg, no_redact, warnings)?;
     // Decided once: a session file still growing must not turn from a full read into one in
     // part (which masks as it cuts) between here and the read.
-    let opts = opts.for_file(&located.path);
+    let mut opts = read.opts.for_file(&located.path);
+    let folder = match (read.fold_to, located.adapter) {
+        (Some((target, budget)), Some(source)) if opts.full_tail_tokens.is_some() => {
+            let folder = Arc::new(Folder::new(source.name(), target, budget, redactor.clone()));
+            opts.fold = Some(folder.fold());
+            Some(folder)
+        }
+        _ => None,
+    };
     let partial = opts.full_tail_tokens.is_some();
     if partial && crate::adapter::part_read_asked() {
         eprintln!("{}", crate::adapter::PART_READ_NOTE);
@@ -142,7 +192,7 @@ pub fn read_masked(
         Mask(r.clone())
     });
     let opts = ReadOptions { mask, ..opts };
-    Ok((located.read_with(opts)?, redactor))
+    Ok((located.read_with(opts)?, redactor, folder))
 }
 
 /// The directory a relayed (or fitted) session belongs to: `--cwd`, else the session's own.

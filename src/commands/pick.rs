@@ -116,6 +116,7 @@ pub fn preview(cfg: &Config, summary: &Summary) -> Result<Preview> {
         full_tail_tokens: Some(0),
         mask: None,
         lean: true,
+        fold: None,
     })?;
     Ok(preview_of(&session))
 }

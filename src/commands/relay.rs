@@ -93,7 +93,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         std::thread::spawn(move || ledger::sha256_file(&path))
     };
     let mut warnings = Vec::new();
-    let (mut source, redactor) =
+    let (mut source, redactor, folder) =
         super::read_masked(cfg, &located, read, opts.no_redact, &mut warnings)?;
     let mut redactions = redact(redactor.as_deref(), &mut source);
     if opts.dry_run {
@@ -246,6 +246,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
                 .and_then(|h| h.join().ok().flatten())
                 .and_then(|(git, dir)| (dir == cwd).then_some(git)),
         },
+        folder.as_deref(),
     )?;
     if let Some(counts) = redactions.0.as_mut() {
         for (kind, n) in title_counts {

@@ -203,7 +203,7 @@ fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
     let read = super::relay_read_options(cfg, target, opts.budget);
     let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
     let mut warnings = Vec::new();
-    let (mut s, redactor) = super::read_masked(cfg, &located, read, false, &mut warnings)?;
+    let (mut s, redactor, folder) = super::read_masked(cfg, &located, read, false, &mut warnings)?;
     let mut redactions = redact(redactor.as_deref(), &mut s);
     let cwd = resume_dir(opts.scope.cwd.as_deref(), &s)?;
     let title = s.title.clone().unwrap_or_default();
@@ -221,6 +221,7 @@ fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
             budget: opts.budget,
             live_git: None,
         },
+        folder.as_deref(),
     )?;
     warnings.extend(super::reader_warnings(&s));
     Ok(FitPreview {

@@ -6,6 +6,7 @@
 //! - `neutral`: the session as neutral JSONL (export and read back);
 //! - `markdown`: the session as a Markdown handoff document.
 
+mod ids;
 pub mod markdown;
 mod meta;
 pub mod neutral;
@@ -13,6 +14,7 @@ mod session;
 mod summary;
 mod tools;
 
+pub use ids::IdSet;
 pub use meta::Meta;
 pub use session::*;
 pub use summary::{RecordedUsage, RelaySource, Summary, named_for};

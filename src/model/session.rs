@@ -10,7 +10,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Meta, ToolKind};
+use super::{IdSet, Meta, ToolKind};
 
 /// Bumped whenever a field changes meaning or a required field is added.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -578,10 +578,82 @@ pub struct Session {
     pub warnings: Vec<Warning>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Value>,
+    /// What a relay's reader folded of the older turns (see `adapter::ReadOptions::fold`):
+    /// `messages` then holds only the rest. A relay's own; never written.
+    #[serde(skip)]
+    pub folded: Option<Box<Folded>>,
     /// Kept last so that the neutral JSONL export can stream it one message per line (its
     /// header is the session without messages).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub messages: Vec<Message>,
+}
+
+/// What the passes over a whole session (`Session::pair_tool_calls`,
+/// `Session::fill_times_from_messages`, the places facts are recorded at) need of the messages
+/// a reader handed to a fold instead of keeping them: whole turns, one after the other, taken
+/// out of `Session::messages` at `at`. Places stay those of the whole session (see
+/// `Session::end`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Folded {
+    /// Where the folded messages were, in the whole session, and how many.
+    pub at: usize,
+    pub messages: usize,
+    /// The ids of the tool calls and of the results among them.
+    pub call_ids: IdSet,
+    pub result_ids: IdSet,
+    /// Their earliest and latest times, as `fill_times_from_messages` finds them.
+    pub first_time: Option<Timestamp>,
+    pub last_time: Option<Timestamp>,
+    /// The place of the last compaction among them.
+    pub last_compaction: Option<usize>,
+}
+
+impl Folded {
+    /// Takes note of messages folded at the end of what was folded before.
+    pub fn add(&mut self, messages: &[Message]) {
+        for m in messages {
+            if let Some(id) = &m.tool_call_id {
+                match m.role {
+                    Role::ToolCall => {
+                        self.call_ids.insert(id);
+                    }
+                    Role::ToolResult => {
+                        self.result_ids.insert(id);
+                    }
+                    _ => {}
+                }
+            }
+            if m.metadata.get_str("kind") == Some("compaction") {
+                self.last_compaction = Some(self.at + self.messages);
+            }
+            self.messages += 1;
+            see_time(
+                &mut self.first_time,
+                &mut self.last_time,
+                m.timestamp.as_ref(),
+            );
+        }
+    }
+}
+
+/// `first` and `last` as `fill_times_from_messages` moves them on seeing `ts`.
+fn see_time(first: &mut Option<Timestamp>, last: &mut Option<Timestamp>, ts: Option<&Timestamp>) {
+    let Some(ts) = ts else { return };
+    let Some(t) = ts.time() else { return };
+    if first
+        .as_ref()
+        .and_then(Timestamp::time)
+        .is_none_or(|f| t < f)
+    {
+        *first = Some(ts.clone());
+    }
+    if last
+        .as_ref()
+        .and_then(Timestamp::time)
+        .is_none_or(|l| t >= l)
+    {
+        *last = Some(ts.clone());
+    }
 }
 
 impl Session {
@@ -608,8 +680,14 @@ impl Session {
             stats: ReadStats::default(),
             warnings: Vec::new(),
             extra: BTreeMap::new(),
+            folded: None,
             messages: Vec::new(),
         }
+    }
+
+    /// The place after the last message, in the whole session (folded messages included).
+    pub fn end(&self) -> usize {
+        self.messages.len() + self.folded.as_ref().map_or(0, |f| f.messages)
     }
 
     /// Everything but the messages: the header of an export or a report, without a second copy
@@ -637,6 +715,7 @@ impl Session {
             stats: self.stats.clone(),
             warnings: self.warnings.clone(),
             extra: self.extra.clone(),
+            folded: None,
             messages: Vec::new(),
         }
     }
@@ -699,7 +778,7 @@ impl Session {
 
     /// Records a change to a file, at the current end of the conversation.
     pub fn touch_file(&mut self, path: &str) {
-        self.touch_file_at(path, self.messages.len());
+        self.touch_file_at(path, self.end());
     }
 
     /// Records a change to a file made when the conversation had `at` messages.
@@ -746,7 +825,21 @@ impl Session {
     /// Whether the agent compacted its context at or after message `from` and before message
     /// `to`: a request before it and one after carried different conversations, so their
     /// recorded sizes do not compare.
+    /// Places are the whole session's; with folded messages, `to` is past them.
     pub fn compacted_between(&self, from: usize, to: usize) -> bool {
+        let (from, to) = match self.folded.as_deref() {
+            Some(f) => {
+                if f.last_compaction.is_some_and(|c| c >= from && c < to) {
+                    return true;
+                }
+                let kept = |p: usize| match p.checked_sub(f.at) {
+                    Some(past) => f.at + past.saturating_sub(f.messages),
+                    None => p,
+                };
+                (kept(from), kept(to))
+            }
+            None => (from, to),
+        };
         self.messages
             .get(from..to)
             .unwrap_or_default()
@@ -761,7 +854,7 @@ impl Session {
         let compacted = self
             .context_usage
             .as_ref()
-            .is_some_and(|u| self.compacted_between(u.at_message, self.messages.len()));
+            .is_some_and(|u| self.compacted_between(u.at_message, self.end()));
         self.record_context_usage_after(tokens, at, compacted, model);
     }
 
@@ -809,21 +902,22 @@ impl Session {
 
     /// Sets `created` / `updated` from the messages when the source gave no better values.
     pub fn fill_times_from_messages(&mut self) {
-        let mut first: Option<&Timestamp> = None;
-        let mut last: Option<&Timestamp> = None;
-        for ts in self.messages.iter().filter_map(|m| m.timestamp.as_ref()) {
-            let Some(t) = ts.time() else { continue };
-            if first.and_then(Timestamp::time).is_none_or(|f| t < f) {
-                first = Some(ts);
-            }
-            if last.and_then(Timestamp::time).is_none_or(|l| t >= l) {
-                last = Some(ts);
-            }
+        // Folded messages came between the kept ones: those before the fold are seen first.
+        let (mut first, mut last) = (None, None);
+        let at = self.folded.as_ref().map_or(self.messages.len(), |f| f.at);
+        for m in &self.messages[..at.min(self.messages.len())] {
+            see_time(&mut first, &mut last, m.timestamp.as_ref());
+        }
+        if let Some(f) = self.folded.as_deref() {
+            see_time(&mut first, &mut last, f.first_time.as_ref());
+            see_time(&mut first, &mut last, f.last_time.as_ref());
+        }
+        for m in self.messages.iter().skip(at) {
+            see_time(&mut first, &mut last, m.timestamp.as_ref());
         }
         if self.created.is_none() {
-            self.created = first.cloned();
+            self.created = first;
         }
-        let last = last.cloned();
         if let Some(last) = last
             && self
                 .updated
@@ -842,7 +936,8 @@ impl Session {
     pub fn pair_tool_calls(&mut self) {
         use foldhash::HashSet;
         // Which calls and results are unpaired, found with the ids borrowed (a long session has
-        // tens of thousands), then marked.
+        // tens of thousands), then marked. Those of folded messages pair too.
+        let folded = self.folded.as_deref();
         let orphans: Vec<usize> = {
             let mut calls: HashSet<&str> = HashSet::default();
             let mut results: HashSet<&str> = HashSet::default();
@@ -859,8 +954,12 @@ impl Session {
                 .iter()
                 .enumerate()
                 .filter(|(_, m)| match (m.role, m.tool_call_id.as_deref()) {
-                    (Role::ToolCall, Some(id)) => !results.contains(id),
-                    (Role::ToolResult, Some(id)) => !calls.contains(id),
+                    (Role::ToolCall, Some(id)) => {
+                        !results.contains(id) && !folded.is_some_and(|f| f.result_ids.contains(id))
+                    }
+                    (Role::ToolResult, Some(id)) => {
+                        !calls.contains(id) && !folded.is_some_and(|f| f.call_ids.contains(id))
+                    }
                     (Role::ToolCall | Role::ToolResult, None) => true,
                     _ => false,
                 })

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::cues;
-use crate::model::{GitInfo, Role, Session, TodoStatus};
+use crate::model::{GitInfo, Message, Role, Session, TodoStatus};
 use crate::text::{one_line, one_line_cut, truncate_chars};
 use crate::tokens;
 
@@ -122,22 +122,31 @@ impl Caps {
 /// The rules the user stated, deduplicated, the latest last; at most `max`, keeping the
 /// strongest ("never", "must") over the weaker ("prefer") when there are more.
 pub fn constraints(s: &Session, max: usize) -> Vec<String> {
-    keep_strongest_latest(constraints_found(s), max)
+    keep_strongest_latest(constraints_found(s, None), max)
 }
 
-/// Every rule the user stated, deduplicated: (order, strength, text).
-fn constraints_found(s: &Session) -> Vec<(usize, usize, String)> {
+/// The rules a message states: (text, strength).
+pub fn rules_in(m: &Message) -> Vec<(String, usize)> {
+    cues::constraints_in(m)
+        .map(|sentence| {
+            let strength = cues::constraint_strength(sentence).unwrap_or(usize::MAX);
+            (one_line(sentence), strength)
+        })
+        .collect()
+}
+
+/// The decisions a message announces.
+pub fn decisions_of(m: &Message) -> Vec<String> {
+    cues::decisions_in(m).map(one_line).collect()
+}
+
+/// Every rule the user stated, deduplicated: (order, strength, text). The folded messages'
+/// came where they were taken out (`Session::folded`).
+fn constraints_found(s: &Session, folded: Option<&BriefFound>) -> Vec<(usize, usize, String)> {
     let mut seen = HashSet::new();
     let mut found: Vec<(usize, usize, String)> = Vec::new();
-    let per_message = in_each_message(s, |m| {
-        cues::constraints_in(m)
-            .map(|sentence| {
-                let strength = cues::constraint_strength(sentence).unwrap_or(usize::MAX);
-                (one_line(sentence), strength)
-            })
-            .collect()
-    });
-    for (text, strength) in per_message.into_iter().flatten() {
+    let per_message = in_each_message(s, rules_in);
+    for (text, strength) in in_order(s, per_message, folded.map(|f| f.rules.clone())) {
         if seen.insert(text.to_lowercase()) {
             found.push((found.len(), strength, text));
         }
@@ -147,18 +156,61 @@ fn constraints_found(s: &Session) -> Vec<(usize, usize, String)> {
 
 /// The decisions the assistant announced, deduplicated, the latest `max`.
 pub fn decisions(s: &Session, max: usize) -> Vec<String> {
-    latest(decisions_found(s), max)
+    latest(decisions_found(s, None), max)
 }
 
 /// Every decision the assistant announced, deduplicated, in order.
-fn decisions_found(s: &Session) -> Vec<String> {
+fn decisions_found(s: &Session, folded: Option<&BriefFound>) -> Vec<String> {
     let mut seen = HashSet::new();
-    let per_message = in_each_message(s, |m| cues::decisions_in(m).map(one_line).collect());
+    let per_message = in_each_message(s, decisions_of);
+    in_order(s, per_message, folded.map(|f| f.decisions.clone()))
+        .filter(|text| seen.insert(text.to_lowercase()))
+        .collect()
+}
+
+/// What was found in each kept message and in the folded ones, in the session's order.
+fn in_order<T>(
+    s: &Session,
+    mut per_message: Vec<Vec<T>>,
+    folded: Option<Vec<T>>,
+) -> impl Iterator<Item = T> {
+    let at = s.folded.as_ref().map_or(per_message.len(), |f| f.at);
+    let after = per_message.split_off(at.min(per_message.len()));
     per_message
         .into_iter()
         .flatten()
-        .filter(|text| seen.insert(text.to_lowercase()))
-        .collect()
+        .chain(folded.unwrap_or_default())
+        .chain(after.into_iter().flatten())
+}
+
+/// What the brief finds in messages folded while they were read (see `fold`): its rules and
+/// decisions, each the first time it was said, and the user messages.
+#[derive(Debug, Default)]
+pub struct BriefFound {
+    pub user_messages: usize,
+    pub rules: Vec<(String, usize)>,
+    pub decisions: Vec<String>,
+    seen_rules: HashSet<String>,
+    seen_decisions: HashSet<String>,
+}
+
+impl BriefFound {
+    /// Takes note of the next folded message.
+    pub fn add(&mut self, m: &Message) {
+        if m.role == Role::User {
+            self.user_messages += 1;
+        }
+        for (text, strength) in rules_in(m) {
+            if self.seen_rules.insert(text.to_lowercase()) {
+                self.rules.push((text, strength));
+            }
+        }
+        for text in decisions_of(m) {
+            if self.seen_decisions.insert(text.to_lowercase()) {
+                self.decisions.push(text);
+            }
+        }
+    }
 }
 
 /// What `find` finds in each message, in order, found on every core: the brief's scans read
@@ -229,6 +281,8 @@ pub struct BriefInput<'a> {
     pub title: &'a str,
     pub cwd: &'a str,
     pub git: &'a GitState,
+    /// What was found in the messages folded while reading, if any.
+    pub folded: Option<&'a BriefFound>,
 }
 
 /// The brief: provenance, goal, current step and open todos, completed steps, files changed,
@@ -237,10 +291,11 @@ pub fn brief(b: &BriefInput) -> String {
     let s = b.session;
     // What the brief finds in the whole session, found once for every size it tries.
     let found = Found {
-        turns: s.messages.iter().filter(|m| m.role == Role::User).count(),
+        turns: s.messages.iter().filter(|m| m.role == Role::User).count()
+            + b.folded.map_or(0, |f| f.user_messages),
         files: ranked_files(s),
-        rules: constraints_found(s),
-        decisions: decisions_found(s),
+        rules: constraints_found(s, b.folded),
+        decisions: decisions_found(s, b.folded),
     };
     let mut caps = Caps::FULL;
     loop {
@@ -439,6 +494,7 @@ mod tests {
             title: "t",
             cwd: "/project",
             git: &git,
+            folded: None,
         });
         assert!(tokens::estimate(&text) <= BRIEF_MAX_TOKENS, "{text}");
         assert!(

@@ -24,7 +24,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::calls::one_line;
-use super::summary::{self, Candidates, LeftOut};
+use super::summary::{self, Candidates, FoldedTurn, LeftOut};
 use crate::model::{Message, Role, Session};
 use crate::text::trim_output;
 use crate::tokens::{MESSAGE_OVERHEAD, Tokenizer};
@@ -535,11 +535,25 @@ fn has_reduced(msgs: &[Message]) -> bool {
 struct Selection {
     forms: Vec<Option<usize>>,
     used: usize,
+    /// Every turn it considered was kept: an older one might have been too.
+    reached_oldest: bool,
 }
 
 /// Fits `shaped` (whose first message is the relay preamble) to the budget, putting `brief_text`
 /// first. Errors when even the always-kept layer cannot fit.
-pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Session, FitReport)> {
+pub fn fit(shaped: Session, brief_text: String, p: &FitParams) -> Result<(Session, FitReport)> {
+    fit_folded(shaped, brief_text, p, &[])
+}
+
+/// `fit`, with the turns a relay's reader folded (see `fold`), which came right after the
+/// first user turn: the fit never keeps them, and when it would, it says the session must be
+/// read again in full (`FitReport::needs_full_read`).
+pub fn fit_folded(
+    mut shaped: Session,
+    brief_text: String,
+    p: &FitParams,
+    folded: &[FoldedTurn],
+) -> Result<(Session, FitReport)> {
     let mut report = FitReport {
         tokenizer: p.tokenizer.name().into(),
         budget: p.budget,
@@ -567,12 +581,16 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     // The middle: user turns after the first and before the last, plus the rest of the first
     // turn (after its request) when it is not also the last.
     let mut middle: Vec<Range<usize>> = Vec::new();
+    // Middle turns older than this one were folded, or are older than those (the rest of the
+    // first turn).
+    let mut fold_at = 0;
     if let Some(f) = first_user
         && Some(f) != last
     {
         let r = turns[f].range.clone();
         if r.len() > 1 {
             middle.push(r.start + 1..r.end);
+            fold_at = 1;
         }
         for t in turns.iter().take(last.unwrap_or(n)).skip(f + 1) {
             middle.push(t.range.clone());
@@ -616,13 +634,14 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
         source: &source,
     };
     costs.count_newest(&middle, room);
-    let estimate: usize = middle.iter().map(source_of).sum();
+    let estimate: usize = middle.iter().map(source_of).sum::<usize>()
+        + folded.iter().map(|t| t.source_tokens).sum::<usize>();
     let mut reserve = if estimate <= room {
         0
     } else {
         p.summary_max_tokens.min(room / 4)
     };
-    let numbers = turn_numbers(&turns, &middle, first_user);
+    let numbers = turn_numbers(&turns, &middle, first_user, folded.len());
     let mut sel;
     let mut summary: Option<(Message, usize, usize, Vec<usize>)>;
     let mut round = 0;
@@ -630,29 +649,46 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     // A turn read in part chosen whole in any round: the rounds that follow depend on it (the
     // summary's reserve), so the whole fit must be made again from a full read.
     let mut chose_reduced_whole = false;
+    // The fit would keep a folded turn in some form, in any round.
+    let mut reached_fold = false;
+    let oldest = if folded.is_empty() { 0 } else { fold_at };
     loop {
-        sel = choose(&middle, &mut costs, room.saturating_sub(reserve), p);
+        sel = choose(&middle, oldest, &mut costs, room.saturating_sub(reserve), p);
+        reached_fold |= !folded.is_empty() && sel.reached_oldest;
         chose_reduced_whole |= middle
             .iter()
             .zip(&sel.forms)
             .any(|(r, f)| is_whole(*f) && has_reduced(&msgs[r.clone()]));
-        let dropped: Vec<usize> = (0..middle.len())
-            .filter(|&i| sel.forms[i].is_none())
-            .collect();
-        if dropped.is_empty() {
+        // Left out, in order (keyed for `Candidates`): the kept turns not chosen, with the
+        // folded turns in their place.
+        let mut left: Vec<(usize, LeftOut)> = Vec::new();
+        for i in 0..middle.len() {
+            if i == fold_at {
+                left.extend(
+                    folded
+                        .iter()
+                        .enumerate()
+                        .map(|(j, t)| (middle.len() + j, LeftOut::folded(fold_number(j), t))),
+                );
+            }
+            if sel.forms[i].is_none() {
+                left.push((i, LeftOut::of(numbers[i], &msgs[middle[i].clone()])));
+            }
+        }
+        if middle.len() <= fold_at {
+            left.extend(
+                folded
+                    .iter()
+                    .enumerate()
+                    .map(|(j, t)| (middle.len() + j, LeftOut::folded(fold_number(j), t))),
+            );
+        }
+        if left.is_empty() {
             summary = None;
             break;
         }
         let cap = p.summary_max_tokens.min(room - sel.used);
-        summary = summarize(
-            msgs,
-            &middle,
-            &dropped,
-            &numbers,
-            cap,
-            p.tokenizer,
-            &mut candidates,
-        );
+        summary = summarize(&left, cap, p.tokenizer, &mut candidates);
         let s = summary.as_ref().map_or(0, |x| x.1);
         round += 1;
         // A summary smaller than its reserve leaves room: choose again with that room.
@@ -717,7 +753,8 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
         || middle
             .iter()
             .zip(&sel.forms)
-            .any(|(r, f)| is_whole(*f) && has_reduced(&msgs[r.clone()]));
+            .any(|(r, f)| is_whole(*f) && has_reduced(&msgs[r.clone()]))
+        || reached_fold;
     for (i, r) in middle.iter().enumerate() {
         let Some(at) = sel.forms[i] else { continue };
         let (rendered, stats) = render(&msgs[r.clone()], LADDER[at]);
@@ -752,6 +789,19 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
         }
         let part = source_part(r, usize::from(msgs[r.start].role == Role::User));
         if with_point.contains(&numbers[i]) {
+            summarized.add(part);
+        } else {
+            left_out.add(part);
+        }
+    }
+    for (j, t) in folded.iter().enumerate() {
+        let part = Part {
+            turns: 1,
+            messages: t.messages,
+            source_tokens: t.source_tokens,
+            written_tokens: 0,
+        };
+        if with_point.contains(&fold_number(j)) {
             summarized.add(part);
         } else {
             left_out.add(part);
@@ -795,14 +845,20 @@ pub fn fit(mut shaped: Session, brief_text: String, p: &FitParams) -> Result<(Se
     Ok((out, report))
 }
 
-/// The number of each middle turn among the session's user turns (1 = the first request).
-fn turn_numbers(turns: &[Turn], middle: &[Range<usize>], first_user: Option<usize>) -> Vec<usize> {
+/// The number of each middle turn among the session's user turns (1 = the first request),
+/// `folded` turns having come after the first.
+fn turn_numbers(
+    turns: &[Turn],
+    middle: &[Range<usize>],
+    first_user: Option<usize>,
+    folded: usize,
+) -> Vec<usize> {
     let mut number_of: HashMap<usize, usize> = HashMap::default();
     let mut n = 0;
     for t in turns {
         if t.user {
             n += 1;
-            number_of.insert(t.range.start, n);
+            number_of.insert(t.range.start, if n > 1 { n + folded } else { n });
         }
     }
     let first_start = first_user.map(|f| turns[f].range.start);
@@ -817,14 +873,27 @@ fn turn_numbers(turns: &[Turn], middle: &[Range<usize>], first_user: Option<usiz
         .collect()
 }
 
-/// Layer 2: each middle turn, newest first, in the most faithful form its age allows that fits
-/// `room`; the first turn that fits in no form ends it.
-fn choose(middle: &[Range<usize>], costs: &mut Costs, room: usize, p: &FitParams) -> Selection {
+/// The number of the `j`th folded turn: the first request is turn 1, and the first folded turn
+/// is the session's second user turn.
+fn fold_number(j: usize) -> usize {
+    j + 2
+}
+
+/// Layer 2: each middle turn from `oldest` on, newest first, in the most faithful form its age
+/// allows that fits `room`; the first turn that fits in no form ends it.
+fn choose(
+    middle: &[Range<usize>],
+    oldest: usize,
+    costs: &mut Costs,
+    room: usize,
+    p: &FitParams,
+) -> Selection {
     let mut forms = vec![None; middle.len()];
     let mut used = 0;
     let mut whole_turns = 0;
     let mut whole_calls = 0;
-    for i in (0..middle.len()).rev() {
+    let mut reached_oldest = true;
+    for i in (oldest..middle.len()).rev() {
         let r = &middle[i];
         let calls = costs.msgs[r.clone()].iter().filter(|m| is_call(m)).count();
         let recent = whole_turns + 1 < p.recent_turns
@@ -847,40 +916,35 @@ fn choose(middle: &[Range<usize>], costs: &mut Costs, room: usize, p: &FitParams
                     whole_calls += calls;
                 }
             }
-            None => break,
+            None => {
+                reached_oldest = false;
+                break;
+            }
         }
     }
-    Selection { forms, used }
+    Selection {
+        forms,
+        used,
+        reached_oldest,
+    }
 }
 
 /// Layer 3: the summary of the turns left out, within `cap` tokens: (message, tokens, candidate
 /// points, turn numbers with a point). `known` keeps each turn's candidate points for the next
 /// summary of the same relay.
 fn summarize(
-    msgs: &[Message],
-    middle: &[Range<usize>],
-    dropped: &[usize],
-    numbers: &[usize],
+    keyed: &[(usize, LeftOut)],
     cap: usize,
     tok: Tokenizer,
     known: &mut Candidates,
 ) -> Option<(Message, usize, usize, Vec<usize>)> {
-    let keyed: Vec<(usize, LeftOut)> = dropped
-        .iter()
-        .map(|&i| {
-            let turn = LeftOut {
-                number: numbers[i],
-                messages: &msgs[middle[i].clone()],
-            };
-            (i, turn)
-        })
-        .collect();
-    let (points, costs) = known.points(&keyed, tok);
+    let (points, costs) = known.points(keyed, tok);
     let left: Vec<LeftOut> = keyed.iter().map(|(_, t)| *t).collect();
     let time = left
         .iter()
-        .find_map(|t| t.messages.first())
-        .and_then(|m| m.timestamp.clone());
+        .find_map(LeftOut::first_message_time)
+        .flatten()
+        .cloned();
     let mut chosen = summary::select(&points, &costs, cap, tok);
     loop {
         if chosen.is_empty() {

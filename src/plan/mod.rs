@@ -13,6 +13,7 @@ pub mod brief;
 pub mod calls;
 pub mod cues;
 pub mod fit;
+pub mod fold;
 pub mod shape;
 pub mod summary;
 
@@ -35,6 +36,7 @@ pub fn read_options(budget: usize) -> ReadOptions {
         full_tail_tokens: Some(budget.saturating_mul(TAIL_FACTOR)),
         mask: None,
         lean: true,
+        fold: None,
     }
 }
 
@@ -46,6 +48,7 @@ pub fn read_options_full() -> ReadOptions {
         full_tail_tokens: None,
         mask: None,
         lean: false,
+        fold: None,
     }
 }
 
@@ -131,8 +134,13 @@ pub struct Target<'a> {
 
 /// Shapes a source session for the target and fits it to the budget: what a relay writes.
 /// The plan takes the source's messages (a long session is not held twice); the rest of
-/// `source` stays as it was.
-pub fn plan(cfg: &Config, source: &mut Session, t: &Target) -> Result<Plan> {
+/// `source` stays as it was. `folded`: what the reader folded of it (see `fold`).
+pub fn plan(
+    cfg: &Config,
+    source: &mut Session,
+    t: &Target,
+    folded: Option<fold::FoldedPart>,
+) -> Result<Plan> {
     let git = t
         .live_git
         .clone()
@@ -144,9 +152,15 @@ pub fn plan(cfg: &Config, source: &mut Session, t: &Target) -> Result<Plan> {
         title: t.title,
         cwd: t.cwd,
         git: &git,
+        folded: folded.as_ref().map(|f| &f.brief),
     });
     let messages = std::mem::take(&mut source.messages);
-    let (shaped, shape_stats) = shape::shape(source, messages, t.adapter, t.id, brief_text.clone());
+    let (shaper, folded_turns) = match folded {
+        Some(f) => (f.shaper, f.turns),
+        None => (shape::Shaper::new(&source.agent, t.adapter), Vec::new()),
+    };
+    let (shaped, shape_stats) =
+        shape::shape_after(source, messages, shaper, t.id, brief_text.clone());
     let (budget, budget_from) = budget_for(cfg, t.adapter, t.budget);
     let params = fit::FitParams {
         budget,
@@ -155,7 +169,7 @@ pub fn plan(cfg: &Config, source: &mut Session, t: &Target) -> Result<Plan> {
         summary_max_tokens: cfg.relay.summary_max_tokens,
         tool_call_keep_recent: cfg.relay.tool_call_keep_recent,
     };
-    let (mut fitted, report) = fit::fit(shaped, brief_text, &params)?;
+    let (mut fitted, report) = fit::fit_folded(shaped, brief_text, &params, &folded_turns)?;
     // The relayed session lives where it will be resumed.
     fitted.cwd = Some(t.cwd.to_string());
     if let Some(g) = fitted.git.as_mut() {

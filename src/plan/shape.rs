@@ -5,11 +5,11 @@
 //! The result is still a neutral `Session`; the target adapter only serialises it. The same
 //! shaped session is what the written file is verified against after it is read back.
 
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use foldhash::{HashMap, HashMapExt};
 
 use super::calls;
 use crate::adapter::Adapter;
-use crate::model::{Message, Meta, Role, Session};
+use crate::model::{IdSet, Message, Meta, Role, Session};
 
 /// What `shape` did, for the report.
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -31,7 +31,20 @@ pub fn shape(
     new_id: &str,
     preamble: String,
 ) -> (Session, ShapeStats) {
-    let mut shaped = Session::new(target.name(), "relay", new_id);
+    let shaper = Shaper::new(&source.agent, target);
+    shape_after(source, messages, shaper, new_id, preamble)
+}
+
+/// `shape`, by a `shaper` that has shaped the session's older turns already (they were
+/// folded: see `fold`).
+pub fn shape_after(
+    source: &Session,
+    messages: Vec<Message>,
+    mut shaper: Shaper,
+    new_id: &str,
+    preamble: String,
+) -> (Session, ShapeStats) {
+    let mut shaped = Session::new(shaper.target.name(), "relay", new_id);
     shaped.cwd = source.cwd.clone();
     shaped.git = source.git.clone();
     shaped.title = source.title.clone();
@@ -39,145 +52,197 @@ pub fn shape(
     shaped.files_touched = source.files_touched.clone();
     shaped.created = source.created.clone();
     shaped.updated = source.updated.clone();
-    let mut stats = ShapeStats::default();
 
     let preamble = Message::new(Role::System, preamble)
         .with_time(source.created.clone())
         .with_meta("kind", "relay_preamble");
+    shaped.messages = shaper.part(messages, Some(preamble));
+    (shaped, shaper.stats)
+}
 
-    // Pair calls and results by id first: parallel calls complete out of order.
-    let mut result_of: HashMap<String, usize> = HashMap::new();
-    for (i, m) in messages.iter().enumerate() {
-        if m.role == Role::ToolResult
-            && let Some(id) = m.tool_call_id.as_deref()
-            && !result_of.contains_key(id)
-        {
-            result_of.insert(id.to_string(), i);
+/// Shapes a session part by part, in order: what one part says of the next (which results
+/// were seen, which calls travel structured and under what id) is carried over. A part that
+/// answers every call it makes, and makes every call it answers, within itself or the parts
+/// before it (`fold::closed`), is shaped as it would be in the whole session.
+pub struct Shaper<'a> {
+    target: &'a dyn Adapter,
+    same_agent: bool,
+    pub stats: ShapeStats,
+    /// The ids of the results seen before this part: only a call's first result answers it.
+    results: IdSet,
+    /// The ids of the calls that travel structured.
+    structured: IdSet,
+    /// Calls that travel as text, waiting for their result to be rendered with it.
+    text_calls: HashMap<String, Message>,
+    /// The target's id for each structured call's, while its result is still to come.
+    id_map: HashMap<String, String>,
+}
+
+impl<'a> Shaper<'a> {
+    pub fn new(source_agent: &str, target: &'a dyn Adapter) -> Shaper<'a> {
+        Shaper {
+            target,
+            same_agent: source_agent == target.name(),
+            stats: ShapeStats::default(),
+            results: IdSet::default(),
+            structured: IdSet::default(),
+            text_calls: HashMap::new(),
+            id_map: HashMap::new(),
         }
     }
-    let same_agent = source.agent == target.name();
-    let mut structured: HashSet<String> = HashSet::new();
-    // Calls that travel as text, waiting for their result to be rendered with it.
-    let mut text_calls: HashMap<String, Message> = HashMap::new();
-    let mut id_map: HashMap<String, String> = HashMap::new();
 
-    // The shaped messages are written over the source's, in the same list: a long session's
-    // list was otherwise held twice, the source's and the shaped one, at the peak of a relay.
-    let mut out_messages = InPlace::new(messages, preamble);
-    for i in 0..out_messages.len() {
-        let m = out_messages.take(i);
-        let out = &mut out_messages;
-        match m.role {
-            Role::User => out.push(carry(m, Role::User)),
-            Role::Assistant => {
-                if !m.content.trim().is_empty() {
-                    out.push(carry(m, Role::Assistant));
-                }
+    pub fn target(&self) -> &'a dyn Adapter {
+        self.target
+    }
+
+    /// The next part of the session, shaped, after `first` when given.
+    pub fn part(&mut self, messages: Vec<Message>, first: Option<Message>) -> Vec<Message> {
+        let stats = &mut self.stats;
+        let target = self.target;
+        // Pair calls and results by id first: parallel calls complete out of order.
+        let mut result_of: HashMap<String, usize> = HashMap::new();
+        for (i, m) in messages.iter().enumerate() {
+            if m.role == Role::ToolResult
+                && let Some(id) = m.tool_call_id.as_deref()
+                && !self.results.contains(id)
+                && !result_of.contains_key(id)
+            {
+                result_of.insert(id.to_string(), i);
             }
-            Role::Reasoning => {
-                if !m.content.trim().is_empty() {
-                    stats.reasoning += 1;
-                    out.push(carry(m, Role::Reasoning));
-                }
-            }
-            Role::System => match m.kind() {
-                // The summary a compaction left is the only record of what came before it.
-                Some("compact_summary") => {
-                    out.push(carry(m, Role::System).with_meta("kind", "carried_summary"))
-                }
-                Some("compaction") if m.content.len() > 40 => {
-                    out.push(carry(m, Role::System).with_meta("kind", "carried_summary"))
-                }
-                // Injected environment, instructions and UI lines describe the source agent's
-                // own setup; the target injects its own.
-                _ => stats.dropped_context += 1,
-            },
-            Role::ToolCall => {
-                let id = m.tool_call_id.clone().unwrap_or_default();
-                let result = result_of.get(id.as_str()).copied();
-                let native = result.and_then(|_| target.native_tool(&m, same_agent));
-                match native {
-                    Some((native_name, native_input)) => {
-                        stats.structured_tool_calls += 1;
-                        let new_id = sanitize_call_id(&id, id_map.len());
-                        id_map.insert(id.clone(), new_id.clone());
-                        structured.insert(id);
-                        let custom = m.metadata.get("custom");
-                        let (kind, key_arg) = (m.tool_kind, m.key_arg.clone());
-                        let mut c = carry(m, Role::ToolCall);
-                        c.tool_call_id = Some(new_id);
-                        c.tool_name = Some(native_name);
-                        c.tool_input = Some(native_input);
-                        c.tool_kind = kind;
-                        c.key_arg = key_arg;
-                        if let Some(custom) = custom {
-                            c.metadata.insert("custom", custom);
-                        }
-                        out.push(c);
+        }
+        let answered = |id: &str| result_of.contains_key(id) || self.results.contains(id);
+
+        // The shaped messages are written over the source's, in the same list: a long
+        // session's list was otherwise held twice, the source's and the shaped one, at the
+        // peak of a relay.
+        let mut out_messages = InPlace::new(messages, first);
+        for i in 0..out_messages.len() {
+            let m = out_messages.take(i);
+            let out = &mut out_messages;
+            match m.role {
+                Role::User => out.push(carry(m, Role::User)),
+                Role::Assistant => {
+                    if !m.content.trim().is_empty() {
+                        out.push(carry(m, Role::Assistant));
                     }
-                    None => {
-                        stats.text_tool_calls += 1;
-                        match result {
-                            // Rendered where the result arrives, with it.
-                            Some(_) => {
-                                text_calls.insert(id, m);
+                }
+                Role::Reasoning => {
+                    if !m.content.trim().is_empty() {
+                        stats.reasoning += 1;
+                        out.push(carry(m, Role::Reasoning));
+                    }
+                }
+                Role::System => match m.kind() {
+                    // The summary a compaction left is the only record of what came before it.
+                    Some("compact_summary") => {
+                        out.push(carry(m, Role::System).with_meta("kind", "carried_summary"))
+                    }
+                    Some("compaction") if m.content.len() > 40 => {
+                        out.push(carry(m, Role::System).with_meta("kind", "carried_summary"))
+                    }
+                    // Injected environment, instructions and UI lines describe the source
+                    // agent's own setup; the target injects its own.
+                    _ => stats.dropped_context += 1,
+                },
+                Role::ToolCall => {
+                    let id = m.tool_call_id.clone().unwrap_or_default();
+                    let has_result = answered(&id);
+                    let native = if has_result {
+                        target.native_tool(&m, self.same_agent)
+                    } else {
+                        None
+                    };
+                    match native {
+                        Some((native_name, native_input)) => {
+                            stats.structured_tool_calls += 1;
+                            let new_id = sanitize_call_id(&id, self.structured.len());
+                            self.id_map.insert(id.clone(), new_id.clone());
+                            self.structured.insert(&id);
+                            let custom = m.metadata.get("custom");
+                            let (kind, key_arg) = (m.tool_kind, m.key_arg.clone());
+                            let mut c = carry(m, Role::ToolCall);
+                            c.tool_call_id = Some(new_id);
+                            c.tool_name = Some(native_name);
+                            c.tool_input = Some(native_input);
+                            c.tool_kind = kind;
+                            c.key_arg = key_arg;
+                            if let Some(custom) = custom {
+                                c.metadata.insert("custom", custom);
                             }
-                            None => out.push(
-                                Message::new(Role::Assistant, calls::transcript(&m, None))
-                                    .with_time(m.timestamp.clone())
-                                    .with_meta("kind", "tool_transcript")
-                                    .with_meta("oneline", calls::one_line(&m, None)),
-                            ),
+                            out.push(c);
+                        }
+                        None => {
+                            stats.text_tool_calls += 1;
+                            if has_result {
+                                // Rendered where the result arrives, with it.
+                                self.text_calls.insert(id, m);
+                            } else {
+                                out.push(
+                                    Message::new(Role::Assistant, calls::transcript(&m, None))
+                                        .with_time(m.timestamp.clone())
+                                        .with_meta("kind", "tool_transcript")
+                                        .with_meta("oneline", calls::one_line(&m, None)),
+                                )
+                            }
                         }
                     }
                 }
-            }
-            Role::ToolResult => {
-                let id = m.tool_call_id.clone().unwrap_or_default();
-                // Only a call's first result answers it; any other is an orphan.
-                if result_of.get(id.as_str()) != Some(&i) {
-                    stats.dropped_orphan_results += 1;
-                    continue;
-                }
-                if structured.contains(&id) {
-                    let mut kept = Meta::new();
-                    // The exit code travels; the output's full length, its size as the source
-                    // held it and whether the reader took it only in part stay for the fit.
-                    for key in ["exit_code", "original_chars", "reduced", "source_chars"] {
-                        if let Some(v) = m.metadata.get(key) {
-                            kept.insert(key, v);
+                Role::ToolResult => {
+                    let id = m.tool_call_id.clone().unwrap_or_default();
+                    // Only a call's first result answers it; any other is an orphan.
+                    if result_of.get(id.as_str()) != Some(&i) {
+                        stats.dropped_orphan_results += 1;
+                        continue;
+                    }
+                    if self.structured.contains(&id) {
+                        let mut kept = Meta::new();
+                        // The exit code travels; the output's full length, its size as the
+                        // source held it and whether the reader took it only in part stay for
+                        // the fit.
+                        for key in ["exit_code", "original_chars", "reduced", "source_chars"] {
+                            if let Some(v) = m.metadata.get(key) {
+                                kept.insert(key, v);
+                            }
                         }
+                        let is_error = m.is_error;
+                        let mut r = carry(m, Role::ToolResult);
+                        r.tool_call_id = self.id_map.get(&id).cloned();
+                        r.is_error = is_error;
+                        r.metadata = kept;
+                        out.push(r);
+                    } else if let Some(call) = self.text_calls.remove(&id) {
+                        let mut t =
+                            Message::new(Role::Assistant, calls::transcript(&call, Some(&m)))
+                                .with_time(m.timestamp.clone())
+                                .with_meta("kind", "tool_transcript")
+                                .with_meta("oneline", calls::one_line(&call, Some(&m)))
+                                // What the source held, for the report: the call's output in
+                                // full.
+                                .with_meta("source_chars", m.output_chars());
+                        if let Some(v) = m.metadata.get("reduced") {
+                            t.metadata.insert("reduced", v);
+                        }
+                        // Said here, not read back from the text: an output may hold the words.
+                        if m.is_error {
+                            t.metadata.insert("failed", true.into());
+                        }
+                        out.push(t);
+                    } else {
+                        // A result whose call never appeared: nothing can be paired with it.
+                        stats.dropped_orphan_results += 1;
                     }
-                    let is_error = m.is_error;
-                    let mut r = carry(m, Role::ToolResult);
-                    r.tool_call_id = id_map.get(&id).cloned();
-                    r.is_error = is_error;
-                    r.metadata = kept;
-                    out.push(r);
-                } else if let Some(call) = text_calls.remove(&id) {
-                    let mut t = Message::new(Role::Assistant, calls::transcript(&call, Some(&m)))
-                        .with_time(m.timestamp.clone())
-                        .with_meta("kind", "tool_transcript")
-                        .with_meta("oneline", calls::one_line(&call, Some(&m)))
-                        // What the source held, for the report: the call's output in full.
-                        .with_meta("source_chars", m.output_chars());
-                    if let Some(v) = m.metadata.get("reduced") {
-                        t.metadata.insert("reduced", v);
-                    }
-                    // Said here, not read back from the text: an output may hold the words.
-                    if m.is_error {
-                        t.metadata.insert("failed", true.into());
-                    }
-                    out.push(t);
-                } else {
-                    // A result whose call never appeared: nothing can be paired with it.
-                    stats.dropped_orphan_results += 1;
                 }
             }
         }
+        for id in result_of.keys() {
+            self.results.insert(id);
+        }
+        // A call whose first result came is never answered again: what waited for it goes.
+        let results = &self.results;
+        self.id_map.retain(|id, _| !results.contains(id));
+        self.text_calls.retain(|id, _| !results.contains(id));
+        out_messages.finish()
     }
-    shaped.messages = out_messages.finish();
-    (shaped, stats)
 }
 
 /// A list whose messages are taken one by one, in order, and replaced by what they become:
@@ -193,11 +258,11 @@ struct InPlace {
 }
 
 impl InPlace {
-    fn new(messages: Vec<Message>, first: Message) -> InPlace {
+    fn new(messages: Vec<Message>, first: Option<Message>) -> InPlace {
         InPlace {
             messages,
             written: 0,
-            waiting: Some(first),
+            waiting: first,
             taken: 0,
         }
     }
@@ -271,7 +336,7 @@ mod tests {
                 .map(|i| Message::new(Role::User, format!("m{i}")))
                 .collect();
             let mut want = vec![Message::new(Role::System, "first")];
-            let mut place = InPlace::new(source.clone(), Message::new(Role::System, "first"));
+            let mut place = InPlace::new(source.clone(), Some(Message::new(Role::System, "first")));
             let mut held: Vec<Message> = Vec::new();
             for (i, s) in source.iter().enumerate() {
                 let m = place.take(i);

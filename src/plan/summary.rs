@@ -13,12 +13,74 @@ use crate::model::{Message, Role, Timestamp};
 use crate::text::one_line_cut;
 use crate::tokens::Tokenizer;
 
+/// What the fit and the summary need of one turn folded while it was read (see `fold`).
+#[derive(Debug, Clone)]
+pub struct FoldedTurn {
+    /// Its messages, as shaped for the target.
+    pub messages: usize,
+    /// Their `fit::source_tokens`.
+    pub source_tokens: usize,
+    /// Its first message has a time (then `first_time`).
+    pub first_message_timed: bool,
+    /// Its first and last times.
+    pub first_time: Option<Timestamp>,
+    pub last_time: Option<Timestamp>,
+    /// Its candidate points for the summary (`summary::turn_points`).
+    pub points: FoldedPoints,
+}
+
 /// One left-out turn: its number among the session's turns (1 = the first request) and its
-/// messages as shaped for the target.
+/// messages as shaped for the target, or what the fold kept of them.
 #[derive(Clone, Copy)]
 pub struct LeftOut<'a> {
     pub number: usize,
     pub messages: &'a [Message],
+    pub folded: Option<&'a FoldedTurn>,
+}
+
+impl<'a> LeftOut<'a> {
+    pub fn of(number: usize, messages: &'a [Message]) -> LeftOut<'a> {
+        LeftOut {
+            number,
+            messages,
+            folded: None,
+        }
+    }
+
+    pub fn folded(number: usize, turn: &'a FoldedTurn) -> LeftOut<'a> {
+        LeftOut {
+            number,
+            messages: &[],
+            folded: Some(turn),
+        }
+    }
+
+    /// The time of its first message: `None` without messages, `Some(None)` when that message
+    /// has no time.
+    pub fn first_message_time(&self) -> Option<Option<&'a Timestamp>> {
+        match self.folded {
+            Some(f) => Some(f.first_time.as_ref().filter(|_| f.first_message_timed)),
+            None => self.messages.first().map(|m| m.timestamp.as_ref()),
+        }
+    }
+
+    fn first_time(&self) -> Option<&'a Timestamp> {
+        match self.folded {
+            Some(f) => f.first_time.as_ref(),
+            None => self.messages.iter().find_map(|m| m.timestamp.as_ref()),
+        }
+    }
+
+    fn last_time(&self) -> Option<&'a Timestamp> {
+        match self.folded {
+            Some(f) => f.last_time.as_ref(),
+            None => self
+                .messages
+                .iter()
+                .rev()
+                .find_map(|m| m.timestamp.as_ref()),
+        }
+    }
 }
 
 /// What a point is, in the order points are chosen.
@@ -40,16 +102,72 @@ pub struct Point {
 }
 
 impl Point {
+    pub fn view(&self) -> PointRef<'_> {
+        PointRef {
+            turn: self.turn,
+            kind: self.kind,
+            text: &self.text,
+        }
+    }
+}
+
+/// A point as the summary reads it, wherever it is kept.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PointRef<'a> {
+    pub turn: usize,
+    pub kind: Kind,
+    pub text: &'a str,
+}
+
+impl PointRef<'_> {
     fn line(&self) -> String {
         format!("- [turn {}] {}", self.turn, self.text)
     }
 }
 
+/// The points of a folded turn, held in one piece: a long session has hundreds of thousands
+/// of points, and a string each costs more than its text.
+#[derive(Debug, Clone, Default)]
+pub struct FoldedPoints {
+    text: Box<str>,
+    /// Each point's kind and where its text ends.
+    ends: Box<[(Kind, usize)]>,
+}
+
+impl FoldedPoints {
+    pub fn new(points: &[Point]) -> FoldedPoints {
+        let mut text = String::with_capacity(points.iter().map(|p| p.text.len()).sum());
+        let mut ends = Vec::with_capacity(points.len());
+        for p in points {
+            text.push_str(&p.text);
+            ends.push((p.kind, text.len()));
+        }
+        FoldedPoints {
+            text: text.into_boxed_str(),
+            ends: ends.into_boxed_slice(),
+        }
+    }
+
+    /// The points, of turn number `turn`.
+    pub fn iter(&self, turn: usize) -> impl Iterator<Item = PointRef<'_>> {
+        let mut start = 0;
+        self.ends.iter().map(move |&(kind, end)| {
+            let text = &self.text[start..end];
+            start = end;
+            PointRef { turn, kind, text }
+        })
+    }
+}
+
 /// Every left-out turn's candidate points with their costs (see `point_cost`), kept for the
 /// relay: the fit makes the summary again when the first one leaves room, nearly always of the
-/// same turns, and finds each turn's points once.
+/// same turns, and finds each turn's points once. A folded turn's points stay in its record:
+/// only their costs are kept here.
 #[derive(Default)]
-pub struct Candidates(HashMap<usize, Vec<(Point, usize)>>);
+pub struct Candidates(HashMap<usize, TurnCandidates>);
+
+/// One turn's candidate points (none kept here for a folded turn) and their costs.
+type TurnCandidates = (Vec<Point>, Vec<usize>);
 
 impl Candidates {
     /// The candidate points of `turns` (each with a key that names it across calls), in time
@@ -57,42 +175,55 @@ impl Candidates {
     /// core (a long session's left-out turns are most of it); the repeats are taken out after,
     /// in time order: a point repeats an earlier one of its kind whose text differs only in
     /// case.
-    pub fn points(
-        &mut self,
-        turns: &[(usize, LeftOut)],
+    pub fn points<'a>(
+        &'a mut self,
+        turns: &[(usize, LeftOut<'a>)],
         tok: Tokenizer,
-    ) -> (Vec<Point>, Vec<usize>) {
+    ) -> (Vec<PointRef<'a>>, Vec<usize>) {
         use rayon::prelude::*;
-        let new: Vec<(usize, Vec<(Point, usize)>)> = turns
+        let new: Vec<(usize, TurnCandidates)> = turns
             .par_iter()
             .filter(|(key, _)| !self.0.contains_key(key))
-            .map(|(key, t)| {
-                let found = turn_points(t);
-                (
-                    *key,
-                    found
-                        .into_iter()
-                        .map(|p| {
-                            let c = point_cost(&p, tok);
-                            (p, c)
-                        })
-                        .collect(),
-                )
+            .map(|(key, t)| match t.folded {
+                Some(f) => {
+                    let costs = f.points.iter(t.number).map(|p| point_cost(&p, tok));
+                    (*key, (Vec::new(), costs.collect()))
+                }
+                None => {
+                    let found = turn_points(t);
+                    let costs = found.iter().map(|p| point_cost(&p.view(), tok)).collect();
+                    (*key, (found, costs))
+                }
             })
             .collect();
         self.0.extend(new);
+        let known = &self.0;
+        // Repeats are found by a keyed hash of the lowercase text: a long session has tens of
+        // thousands of points, and a lowercase copy of each would be held at once.
+        let key = std::collections::hash_map::RandomState::new();
         let mut seen = HashSet::new();
         turns
             .iter()
-            .flat_map(|(key, _)| &self.0[key])
-            .filter(|(p, _)| seen.insert((p.kind, p.text.to_lowercase())))
-            .cloned()
+            .flat_map(|(k, t)| {
+                let (points, costs) = &known[k];
+                let points: Box<dyn Iterator<Item = PointRef<'a>>> = match t.folded {
+                    Some(f) => Box::new(f.points.iter(t.number)),
+                    None => Box::new(points.iter().map(Point::view)),
+                };
+                points.zip(costs.iter().copied())
+            })
+            .filter(|(p, _)| seen.insert((p.kind, lowercase_hash(&key, p.text))))
             .unzip()
     }
 }
 
+/// A hash of `text` in lowercase.
+fn lowercase_hash(key: &impl std::hash::BuildHasher, text: &str) -> u64 {
+    key.hash_one(text.to_lowercase())
+}
+
 /// What a point costs as a line of the summary.
-fn point_cost(p: &Point, tok: Tokenizer) -> usize {
+fn point_cost(p: &PointRef, tok: Tokenizer) -> usize {
     tok.count(&p.line()) + 1
 }
 
@@ -100,11 +231,20 @@ fn point_cost(p: &Point, tok: Tokenizer) -> usize {
 #[cfg(test)]
 fn points(turns: &[LeftOut]) -> Vec<Point> {
     let keyed: Vec<(usize, LeftOut)> = turns.iter().copied().enumerate().collect();
-    Candidates::default().points(&keyed, Tokenizer::Estimate).0
+    let mut known = Candidates::default();
+    let found = known.points(&keyed, Tokenizer::Estimate).0;
+    found
+        .into_iter()
+        .map(|p| Point {
+            turn: p.turn,
+            kind: p.kind,
+            text: p.text.to_string(),
+        })
+        .collect()
 }
 
-/// The candidate points of one turn, in order, repeats included.
-fn turn_points(t: &LeftOut) -> Vec<Point> {
+/// The candidate points of one turn of messages, in order, repeats included.
+pub fn turn_points(t: &LeftOut) -> Vec<Point> {
     let mut out = Vec::new();
     let mut push = |kind: Kind, text: String| {
         if !text.trim().is_empty() {
@@ -209,7 +349,7 @@ const SHARES: &[(Kind, f64)] = &[
 /// The points to keep within `cap` tokens, each kind sampled evenly across the range when it
 /// does not fit whole (`costs` are the points' `point_cost`s). Returns indexes into `points`,
 /// in time order.
-pub fn select(points: &[Point], costs: &[usize], cap: usize, tok: Tokenizer) -> Vec<usize> {
+pub fn select(points: &[PointRef], costs: &[usize], cap: usize, tok: Tokenizer) -> Vec<usize> {
     let header = tok.count(&header_text(1, 1, 2, None, None, 1, 1)) + 8;
     let room = cap.saturating_sub(header);
     let of_kind: Vec<Vec<usize>> = SHARES
@@ -290,15 +430,11 @@ fn header_text(
 }
 
 /// The summary message's text for the chosen points.
-pub fn summary_text(turns: &[LeftOut], points: &[Point], chosen: &[usize]) -> String {
+pub fn summary_text(turns: &[LeftOut], points: &[PointRef], chosen: &[usize]) -> String {
     let first = turns.first().map_or(0, |t| t.number);
     let last = turns.last().map_or(0, |t| t.number);
-    let from = turns
-        .first()
-        .and_then(|t| t.messages.iter().find_map(|m| m.timestamp.as_ref()));
-    let to = turns
-        .last()
-        .and_then(|t| t.messages.iter().rev().find_map(|m| m.timestamp.as_ref()));
+    let from = turns.first().and_then(LeftOut::first_time);
+    let to = turns.last().and_then(LeftOut::last_time);
     let with_points: HashSet<usize> = chosen.iter().map(|&i| points[i].turn).collect();
     let mut text = header_text(
         first,
@@ -346,18 +482,16 @@ mod tests {
         let left: Vec<LeftOut> = turns
             .iter()
             .enumerate()
-            .map(|(i, m)| LeftOut {
-                number: i + 2,
-                messages: m,
-            })
+            .map(|(i, m)| LeftOut::of(i + 2, m))
             .collect();
         let pts = points(&left);
-        let costs: Vec<usize> = pts
+        let refs: Vec<PointRef> = pts.iter().map(Point::view).collect();
+        let costs: Vec<usize> = refs
             .iter()
             .map(|p| point_cost(p, Tokenizer::Estimate))
             .collect();
-        let chosen = select(&pts, &costs, 1500, Tokenizer::Estimate);
-        let text = summary_text(&left, &pts, &chosen);
+        let chosen = select(&refs, &costs, 1500, Tokenizer::Estimate);
+        let text = summary_text(&left, &refs, &chosen);
         assert!(Tokenizer::Estimate.count(&text) <= 1500, "{}", text.len());
         let turns_seen: Vec<usize> = chosen.iter().map(|&i| pts[i].turn).collect();
         assert!(turns_seen.first() < Some(&40), "{turns_seen:?}");
@@ -375,10 +509,7 @@ mod tests {
         bad.is_error = true;
         let good = Message::new(Role::ToolResult, "test result: ok");
         let msgs = vec![Message::new(Role::User, "build it"), bad, good];
-        let pts = points(&[LeftOut {
-            number: 3,
-            messages: &msgs,
-        }]);
+        let pts = points(&[LeftOut::of(3, &msgs)]);
         assert!(
             pts.iter().any(|p| p.kind == Kind::Error
                 && p.text.contains("cannot find crate")
@@ -413,10 +544,7 @@ mod tests {
             transcript("done", false),
             transcript("error: cannot find crate", true),
         ];
-        let pts = points(&[LeftOut {
-            number: 3,
-            messages: &msgs,
-        }]);
+        let pts = points(&[LeftOut::of(3, &msgs)]);
         let errors: Vec<&str> = pts
             .iter()
             .filter(|p| p.kind == Kind::Error)

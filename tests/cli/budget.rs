@@ -202,6 +202,7 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
             title: "a title",
             cwd: source.cwd.as_deref().unwrap(),
             git: &git,
+            folded: None,
         });
         let (shaped, _) = shape(
             &source,
@@ -514,6 +515,7 @@ fn a_rule_stated_halfway_through_a_long_session_survives_a_60k_relay() {
         title: "long",
         cwd: "/nonexistent/long",
         git: &git,
+        folded: None,
     });
     let (shaped, _) = shape(
         &source,

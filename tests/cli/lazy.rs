@@ -12,6 +12,30 @@ use serde_json::{Value, json};
 /// no new ids) and the report (what was masked, how it fitted), read in part and read in full,
 /// and whether the first read did go in part (a session the tail holds whole is read in full).
 fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, String, bool) {
+    let (lazy, full, in_part, _) = both_ways_folding(env, session, to, budget, None);
+    (lazy, full, in_part)
+}
+
+/// How a read in part went with the older turns (see `plan::fold`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Folding {
+    /// None were folded.
+    None,
+    /// Some were, and the relay was planned with them folded.
+    Kept,
+    /// Some were, but the fit wanted one of them: the session was read again in full.
+    ReadAgain,
+}
+
+/// `both_ways`, keeping `fold_budgets` budgets of the newest turns when reading in part (the
+/// default when `None`), and how the read in part folded.
+fn both_ways_folding(
+    env: &TestEnv,
+    session: &str,
+    to: &str,
+    budget: &str,
+    fold_budgets: Option<&str>,
+) -> (String, String, bool, Folding) {
     let args = [
         "export",
         session,
@@ -29,6 +53,9 @@ fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, S
         } else {
             // These sessions are small: read in part all the same.
             cmd.env(session_relay::adapter::PART_READ_ENV, "1");
+            if let Some(b) = fold_budgets {
+                cmd.env(session_relay::plan::fold::KEEP_ENV, b);
+            }
         }
         let out = cmd.args(args).output().unwrap();
         assert!(
@@ -38,12 +65,24 @@ fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, S
         );
         let stderr = String::from_utf8(out.stderr).unwrap();
         let in_part = stderr.contains(session_relay::adapter::PART_READ_NOTE);
+        let folding = match stderr
+            .lines()
+            .find(|l| l.starts_with(session_relay::plan::fold::FOLD_NOTE))
+        {
+            None => Folding::None,
+            Some(l) if l.ends_with("read again in full") => Folding::ReadAgain,
+            Some(_) => Folding::Kept,
+        };
         let stderr: String = stderr
             .lines()
-            .filter(|l| *l != session_relay::adapter::PART_READ_NOTE)
+            .filter(|l| {
+                *l != session_relay::adapter::PART_READ_NOTE
+                    && !l.starts_with(session_relay::plan::fold::FOLD_NOTE)
+            })
             .map(|l| format!("{l}\n"))
             .collect();
         assert!(!(full && in_part), "a full read went in part");
+        assert!(in_part || folding == Folding::None, "a read in full folded");
         (
             format!(
                 "{}\n--- report ---\n{}",
@@ -51,10 +90,11 @@ fn both_ways(env: &TestEnv, session: &str, to: &str, budget: &str) -> (String, S
                 stderr
             ),
             in_part,
+            folding,
         )
     };
-    let ((lazy, in_part), (full, _)) = (run(false), run(true));
-    (lazy, full, in_part)
+    let ((lazy, in_part, folding), (full, _, _)) = (run(false), run(true));
+    (lazy, full, in_part, folding)
 }
 
 /// `both_ways` of each session to Claude Code and Codex at three budgets, each pair asserted
@@ -878,4 +918,212 @@ fn file_changes_and_context_usage_are_where_they_happened() {
     let usage = &session["context_usage"];
     assert_eq!(usage["tokens"], 1000 + turns - 1, "{usage}");
     assert_eq!(usage["at_message"], 4 * (turns - 1) + 1, "{usage}");
+}
+
+/// A Codex session of `turns` turns drawn from `seed`, with what makes folding its older
+/// turns hard: calls answered in a later turn, before they were made, twice or never, results
+/// of no call, calls without ids, secrets, rules and decisions said again in other cases,
+/// compactions, reasoning, patches, lines without a time, and outputs long and short.
+fn write_awkward_codex_session(env: &TestEnv, seed: u64, turns: usize) -> std::path::PathBuf {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n.max(1)
+    };
+    let id = format!("0199f0f0-0000-7000-8000-{seed:012x}");
+    let dir = env.codex_home().join("sessions/2026/11/03");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("rollout-2026-11-03T08-00-00-{id}.jsonl"));
+    let mut lines: Vec<Value> = Vec::new();
+    let mut sec = 0u64;
+    let mut line = |next: &mut dyn FnMut(u64) -> u64, kind: &str, payload: Value| {
+        sec += 1 + next(30);
+        let mut v = json!({"type": kind, "payload": payload});
+        if next(9) != 0 {
+            v["timestamp"] = json!(format!(
+                "2026-11-03T{:02}:{:02}:{:02}.{:03}Z",
+                8 + sec / 3600 % 12,
+                sec / 60 % 60,
+                sec % 60,
+                next(1000)
+            ));
+        }
+        lines.push(v);
+    };
+    line(
+        &mut next,
+        "session_meta",
+        json!({"id": id, "timestamp": "2026-11-03T08:00:00.000Z", "cwd": "/tmp/lazy", "cli_version": "0.171.0", "source": "cli"}),
+    );
+    line(
+        &mut next,
+        "response_item",
+        json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions instructions>sandboxed</permissions instructions>"}]}),
+    );
+    let token = |next: &mut dyn FnMut(u64) -> u64| -> String {
+        (0..36)
+            .map(|_| char::from(b"abcdefghijkLMNOP0123456789"[next(26) as usize]))
+            .collect()
+    };
+    // Calls made and not yet answered, which a later turn may answer.
+    let mut open: Vec<String> = Vec::new();
+    for t in 0..turns {
+        let mut prompt = format!("Turn {t}: look at module m{} and fix it", next(40));
+        match next(6) {
+            0 => prompt.push_str(&format!(". Never touch the file f{}.rs", next(5))),
+            1 => prompt.push_str(&format!(". NEVER TOUCH THE FILE F{}.RS", next(5))),
+            2 => prompt.push_str(&format!(". The key is ghp_{} for now", token(&mut next))),
+            _ => {}
+        }
+        line(
+            &mut next,
+            "response_item",
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
+        );
+        if next(8) == 0 {
+            let m = next(9);
+            line(
+                &mut next,
+                "compacted",
+                json!({"message": format!("Summary so far: {t} turns of fixing modules, the tests pass except m{m}")}),
+            );
+        }
+        if next(3) == 0 {
+            line(
+                &mut next,
+                "response_item",
+                json!({"type": "reasoning", "summary": [{"type": "summary_text", "text": format!("Thinking about turn {t}")}], "encrypted_content": null}),
+            );
+        }
+        for c in 0..next(5) {
+            let call = format!("call_{t}_{c}");
+            let shape = next(14);
+            // An answer that comes before its call.
+            if shape == 0 {
+                line(
+                    &mut next,
+                    "response_item",
+                    json!({"type": "function_call_output", "call_id": call, "output": "early"}),
+                );
+            }
+            let mut item = json!({"type": "function_call", "name": if next(3) == 0 { "shell" } else { "exec_command" }, "arguments": json!({"cmd": format!("cargo test -p m{t} -- {c}")}).to_string(), "call_id": call});
+            if shape == 1 {
+                item.as_object_mut().unwrap().remove("call_id");
+            }
+            if shape == 2 {
+                item = json!({"type": "custom_tool_call", "name": "apply_patch", "call_id": call, "input": format!("*** Begin Patch\n*** Update File: src/m{}.rs\n@@\n-old\n+new\n*** End Patch\n", next(6))});
+            }
+            line(&mut next, "response_item", item);
+            let len = [0, 40, 900, 3000, 12_000][next(5) as usize];
+            let mut body: String = (0..len / 20)
+                .map(|i| format!("line {i:04} of out\n"))
+                .collect();
+            if next(7) == 0 {
+                body.push_str(&format!("token ghp_{}\n", token(&mut next)));
+            }
+            match shape {
+                // Answered in a later turn, or never.
+                3 | 4 => open.push(call.clone()),
+                // Answered twice.
+                5 => {
+                    for _ in 0..2 {
+                        line(
+                            &mut next,
+                            "response_item",
+                            json!({"type": "function_call_output", "call_id": call, "output": body}),
+                        );
+                    }
+                }
+                _ if shape != 0 => {
+                    let code = next(3) / 2;
+                    line(
+                        &mut next,
+                        "response_item",
+                        json!({"type": "function_call_output", "call_id": call, "output": format!("Process exited with code {code}\nOutput:\n{body}")}),
+                    )
+                }
+                _ => {}
+            }
+        }
+        if !open.is_empty() && next(3) == 0 {
+            let call = open.remove(next(open.len() as u64) as usize);
+            line(
+                &mut next,
+                "response_item",
+                json!({"type": "function_call_output", "call_id": call, "output": "late"}),
+            );
+        }
+        if next(20) == 0 {
+            line(
+                &mut next,
+                "response_item",
+                json!({"type": "function_call_output", "call_id": format!("call_none_{t}"), "output": "of no call"}),
+            );
+        }
+        let answer = match next(4) {
+            0 => format!(
+                "Module fixed. I decided to keep the old API for m{}.",
+                next(4)
+            ),
+            1 => format!(
+                "Module fixed. I DECIDED TO KEEP THE OLD API FOR M{}.",
+                next(4)
+            ),
+            _ => format!("Turn {t} is done and the tests pass for every crate I touched."),
+        };
+        line(
+            &mut next,
+            "response_item",
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}),
+        );
+    }
+    let text: String = lines.iter().map(|v| format!("{v}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A relay that folds the older turns of a Codex session while reading it (see `plan::fold`)
+/// writes what a full read writes, however the turns pair their calls: the fold takes only
+/// turns it can shape and pair as the whole session would, and when the fit wants a folded
+/// turn, the session is read again. Both must happen here, or the test proves nothing.
+#[test]
+fn folding_older_turns_changes_nothing() {
+    let env = TestEnv::empty();
+    let (mut kept, mut read_again) = (0, 0);
+    for seed in 1..=6u64 {
+        let path = write_awkward_codex_session(&env, seed, 120 + 40 * seed as usize);
+        for to in session_relay::adapters::names() {
+            for (budget, keep) in [
+                ("3000", "0.3"),
+                ("8000", "0.05"),
+                ("20000", "1"),
+                ("60000", "0.2"),
+            ] {
+                let (lazy, full, _, folding) =
+                    both_ways_folding(&env, path.to_str().unwrap(), to, budget, Some(keep));
+                if lazy != full {
+                    let diff: Vec<(&str, &str)> = lazy
+                        .lines()
+                        .zip(full.lines())
+                        .filter(|(a, b)| a != b)
+                        .take(3)
+                        .collect();
+                    panic!(
+                        "seed {seed} -> {to} at {budget}, keeping {keep} budgets ({folding:?}): \
+                         folding changed the relay: {diff:#?}"
+                    );
+                }
+                match folding {
+                    Folding::Kept => kept += 1,
+                    Folding::ReadAgain => read_again += 1,
+                    Folding::None => {}
+                }
+            }
+        }
+    }
+    eprintln!("folded and kept {kept} times, read again {read_again} times");
+    assert!(kept >= 20, "folded and kept only {kept} times");
+    assert!(read_again > 0, "never read again after folding");
 }

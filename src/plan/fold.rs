@@ -1,0 +1,150 @@
+//! Folding a long session's older turns while it is read: a relay keeps no turn older than
+//! some tens of budgets in any form but its summary's points, so the reader hands such turns
+//! here (see `adapter::ReadOptions::fold`) and they are masked, shaped and reduced at once to
+//! what the plan needs of them: the summary's candidate points, the brief's findings, and the
+//! counts the report gives. A relay then holds the newest turns and a record per older one,
+//! whatever the session's size.
+//!
+//! Nothing changes in what a relay writes: each folded turn is masked, shaped and summarized
+//! as it would have been in the whole session (`adapter::FoldWindow` folds only turns whose
+//! calls and results pair within what was folded), and when the fit would keep a folded turn
+//! in any form, the relay reads the session again in full (`FitReport::needs_full_read`).
+
+use std::sync::{Arc, Mutex};
+
+use super::brief::BriefFound;
+use super::fit;
+use super::shape::Shaper;
+use super::summary::{self, FoldedPoints, FoldedTurn, LeftOut};
+use crate::adapter::{Adapter, Fold, TurnFold};
+use crate::model::{Message, Role};
+use crate::redact::{Counts, Redactor};
+
+/// How many budgets of the newest turns a relay's reader keeps as messages, in `reach_tokens`:
+/// more than twice as far back as any fit measured reached. The bench's sessions, relayed at
+/// budgets from 2,000 tokens to 400,000, kept turns of at most 0.82 budgets by that estimate
+/// (402 turns of a 100 MB Claude Code session shortened to a line per call, worth 27 budgets of
+/// source). A fit that reaches further reads the session again.
+pub const KEEP_BUDGETS: f64 = 2.0;
+
+/// Set to a number of budgets to keep instead of `KEEP_BUDGETS` (the tests fold small
+/// sessions with it).
+pub const KEEP_ENV: &str = "SESSION_RELAY_FOLD_BUDGETS";
+
+/// What a relay says on standard error when it folded turns and `adapter::PART_READ_ENV` is
+/// set (the tests that compare reading in part with reading in full tell by it that a fold
+/// was made, and whether its plan was kept).
+pub const FOLD_NOTE: &str = "session-relay: folded older turns while reading";
+
+/// What the plan keeps of the folded turns.
+pub struct FoldedPart {
+    /// The shaper that shaped them, to shape the rest of the session after them.
+    pub shaper: Shaper<'static>,
+    /// The folded turns, in order: the session's second user turn and on.
+    pub turns: Vec<FoldedTurn>,
+    pub brief: BriefFound,
+    /// The secrets masked in them by kind; `None` when the relay does not mask.
+    pub redactions: Option<Counts>,
+}
+
+/// A cheap estimate of what a message costs at least in the shortest form the fit keeps an
+/// older turn in but its digest (`OneLine { text: 250 }`): a text cut to 250 characters, a
+/// call as one line, no output and no reasoning.
+pub fn reach_tokens(m: &Message) -> usize {
+    crate::tokens::MESSAGE_OVERHEAD
+        + match m.role {
+            Role::User | Role::Assistant => m.content.len().min(250) / 4,
+            Role::ToolCall => 12 + m.key_arg.as_ref().map_or(0, |k| k.len().min(160) / 4),
+            Role::ToolResult | Role::Reasoning | Role::System => return 0,
+        }
+}
+
+/// A relay's `TurnFold`.
+pub struct Folder {
+    keep: usize,
+    redactor: Option<Arc<Redactor>>,
+    part: Mutex<FoldedPart>,
+}
+
+impl Folder {
+    /// A fold for a relay from `source_agent` to `target` with `budget`, masking with
+    /// `redactor`.
+    pub fn new(
+        source_agent: &str,
+        target: &'static dyn Adapter,
+        budget: usize,
+        redactor: Option<Arc<Redactor>>,
+    ) -> Folder {
+        let budgets = std::env::var(KEEP_ENV)
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|b| *b >= 0.0)
+            .unwrap_or(KEEP_BUDGETS);
+        Folder {
+            keep: (budget as f64 * budgets) as usize,
+            part: Mutex::new(FoldedPart {
+                shaper: Shaper::new(source_agent, target),
+                turns: Vec::new(),
+                brief: BriefFound::default(),
+                redactions: redactor.as_ref().map(|_| Counts::new()),
+            }),
+            redactor,
+        }
+    }
+
+    /// For a reader.
+    pub fn fold(self: &Arc<Folder>) -> Fold {
+        Fold(self.clone())
+    }
+
+    /// What was folded; `None` when nothing was.
+    pub fn take(&self) -> Option<FoldedPart> {
+        let mut part = self.part.lock().unwrap_or_else(|e| e.into_inner());
+        if part.turns.is_empty() {
+            return None;
+        }
+        let target = part.shaper.target();
+        let fresh = FoldedPart {
+            shaper: Shaper::new("", target),
+            turns: Vec::new(),
+            brief: BriefFound::default(),
+            redactions: None,
+        };
+        Some(std::mem::replace(&mut *part, fresh))
+    }
+}
+
+impl TurnFold for Folder {
+    fn keep_tokens(&self) -> usize {
+        self.keep
+    }
+
+    fn reach_tokens(&self, m: &Message) -> usize {
+        reach_tokens(m)
+    }
+
+    fn fold(&self, mut turn: Vec<Message>) {
+        let mut part = self.part.lock().unwrap_or_else(|e| e.into_inner());
+        let part = &mut *part;
+        if let (Some(r), Some(counts)) = (&self.redactor, part.redactions.as_mut()) {
+            for m in turn.iter_mut() {
+                r.message(m, counts);
+            }
+        }
+        for m in &turn {
+            part.brief.add(m);
+        }
+        let shaped = part.shaper.part(turn, None);
+        // The session's first user turn is never folded: the first folded one is its second.
+        let number = part.turns.len() + 2;
+        let points = FoldedPoints::new(&summary::turn_points(&LeftOut::of(number, &shaped)));
+        part.turns.push(FoldedTurn {
+            messages: shaped.len(),
+            source_tokens: shaped.iter().map(fit::source_tokens).sum(),
+            first_message_timed: shaped.first().is_some_and(|m| m.timestamp.is_some()),
+            first_time: shaped.iter().find_map(|m| m.timestamp.clone()),
+            last_time: shaped.iter().rev().find_map(|m| m.timestamp.clone()),
+            points,
+        });
+    }
+}
