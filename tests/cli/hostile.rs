@@ -219,8 +219,15 @@ fn escape_sequences_from_a_session_are_printed_escaped_and_json_stays_exact() {
     assert_eq!(v["session"]["cwd"], evil_cwd);
     let rows = env.list_json(&["list", "--all", "--json"]);
     // (A title is the first prompt on one line: whitespace collapsed, nothing else changed.)
+    // The source's row: the relay above wrote one with the same time, and ties go by id.
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap();
     assert_eq!(
-        rows[0]["title"].as_str().unwrap(),
+        row["title"].as_str().unwrap(),
         evil_prompt.split_whitespace().collect::<Vec<_>>().join(" ")
     );
 }
