@@ -130,17 +130,18 @@ impl FoldWindow {
             })
         });
         debug_assert_eq!(folded.at, at);
-        // Each turn must be shaped and paired as in the whole session: every call it makes is
-        // answered, and every result it gives was asked for, in it or before it.
+        // A turn that pairs with a later one (a call answered after it, a result given before
+        // its call) is shaped here as the whole session would not shape it: the later one
+        // finds out (`Folded::broken`), and the relay reads the session again.
         let mut closed_end = at;
         for k in 0..count {
             let range = self.turns[k].0..self.turns[k + 1].0;
-            if !closed(&session.messages[range.clone()], folded) {
+            folded.add(&session.messages[range.clone()]);
+            closed_end = range.end;
+            if folded.broken {
                 self.stopped = true;
                 break;
             }
-            folded.add(&session.messages[range.clone()]);
-            closed_end = range.end;
         }
         let taken: Vec<Message> = session.messages.drain(at..closed_end).collect();
         let mut taken = taken.into_iter();
@@ -168,25 +169,6 @@ impl FoldWindow {
         }
         self.seen -= moved;
     }
-}
-
-/// Whether every call in `turn` is answered, and every result asked for, in it or in what was
-/// folded before it (a call or result without an id never is).
-fn closed(turn: &[Message], folded: &crate::model::Folded) -> bool {
-    let ids = |role: Role| -> foldhash::HashSet<&str> {
-        turn.iter()
-            .filter(|m| m.role == role)
-            .filter_map(|m| m.tool_call_id.as_deref())
-            .collect()
-    };
-    let (calls, results) = (ids(Role::ToolCall), ids(Role::ToolResult));
-    turn.iter()
-        .all(|m| match (m.role, m.tool_call_id.as_deref()) {
-            (Role::ToolCall, Some(id)) => results.contains(id) || folded.result_ids.contains(id),
-            (Role::ToolResult, Some(id)) => calls.contains(id) || folded.call_ids.contains(id),
-            (Role::ToolCall | Role::ToolResult, None) => false,
-            _ => true,
-        })
 }
 
 /// Masks the secrets in a text, as the relay's redaction masks a tool output.

@@ -75,16 +75,8 @@ pub fn plan_relay(
     let folded_counts = folded.as_ref().and_then(|f| f.redactions.clone());
     let folded_turns = folded.as_ref().map_or(0, |f| f.turns.len());
     let plan = crate::plan::plan(cfg, source, target, folded)?;
-    if folded_turns > 0 && crate::adapter::part_read_asked() {
-        eprintln!(
-            "{}: {folded_turns} turns{}",
-            crate::plan::fold::FOLD_NOTE,
-            if plan.fit.needs_full_read {
-                ", then read again in full"
-            } else {
-                ""
-            }
-        );
+    if folded_turns > 0 {
+        fold_note(folded_turns, plan.fit.needs_full_read);
     }
     if !plan.fit.needs_full_read {
         if let (Some(counts), Some(folded)) = (redactions.0.as_mut(), folded_counts) {
@@ -192,7 +184,35 @@ pub fn read_masked(
         Mask(r.clone())
     });
     let opts = ReadOptions { mask, ..opts };
-    Ok((located.read_with(opts)?, redactor, folder))
+    let session = located.read_with(opts.clone())?;
+    if let Some(f) = session.folded.as_ref().filter(|f| f.broken) {
+        // A folded turn paired with a later one (a call answered or made after it): it was
+        // not shaped as the whole session shapes it. Read again, keeping every turn.
+        let turns = folder
+            .as_ref()
+            .and_then(|f| f.take())
+            .map_or(0, |p| p.turns.len());
+        fold_note(turns.max(usize::from(f.messages > 0)), true);
+        let opts = ReadOptions { fold: None, ..opts };
+        return Ok((located.read_with(opts)?, redactor, None));
+    }
+    Ok((session, redactor, folder))
+}
+
+/// Says on standard error, when the tests ask (`adapter::PART_READ_ENV`), that a read folded
+/// `turns` turns, and whether the session was then read again.
+fn fold_note(turns: usize, read_again: bool) {
+    if crate::adapter::part_read_asked() {
+        eprintln!(
+            "{}: {turns} turns{}",
+            crate::plan::fold::FOLD_NOTE,
+            if read_again {
+                ", then read again in full"
+            } else {
+                ""
+            }
+        );
+    }
 }
 
 /// The directory a relayed (or fitted) session belongs to: `--cwd`, else the session's own.

@@ -606,11 +606,58 @@ pub struct Folded {
     pub last_time: Option<Timestamp>,
     /// The place of the last compaction among them.
     pub last_compaction: Option<usize>,
+    /// The calls among them that nothing folded answered, and the results whose call nothing
+    /// folded made: as `pair_tool_calls` warns of them, and their ids.
+    pub unanswered: Vec<(Option<usize>, String)>,
+    pub unanswered_ids: IdSet,
+    pub uncalled: Vec<(Option<usize>, String)>,
+    pub uncalled_ids: IdSet,
+    /// A later message paired with one of those: the folded turns were not shaped as the whole
+    /// session shapes them, and the session must be read again without folding.
+    pub broken: bool,
 }
 
 impl Folded {
-    /// Takes note of messages folded at the end of what was folded before.
+    /// Takes note of a turn folded after what was folded before.
     pub fn add(&mut self, messages: &[Message]) {
+        let ids = |role: Role| -> foldhash::HashSet<&str> {
+            messages
+                .iter()
+                .filter(|m| m.role == role)
+                .filter_map(|m| m.tool_call_id.as_deref())
+                .collect()
+        };
+        let (calls, results) = (ids(Role::ToolCall), ids(Role::ToolResult));
+        for m in messages {
+            let id = m.tool_call_id.as_deref();
+            match m.role {
+                Role::ToolCall => {
+                    self.broken |= id.is_some_and(|id| self.uncalled_ids.contains(id));
+                    let answered =
+                        id.is_some_and(|id| results.contains(id) || self.result_ids.contains(id));
+                    if !answered {
+                        self.unanswered
+                            .push((source_line(m), unanswered_call_warning(m)));
+                        if let Some(id) = id {
+                            self.unanswered_ids.insert(id);
+                        }
+                    }
+                }
+                Role::ToolResult => {
+                    self.broken |= id.is_some_and(|id| self.unanswered_ids.contains(id));
+                    let called =
+                        id.is_some_and(|id| calls.contains(id) || self.call_ids.contains(id));
+                    if !called {
+                        self.uncalled
+                            .push((source_line(m), uncalled_result_warning(m)));
+                        if let Some(id) = id {
+                            self.uncalled_ids.insert(id);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
         for m in messages {
             if let Some(id) = &m.tool_call_id {
                 match m.role {
@@ -966,6 +1013,16 @@ impl Session {
                 .map(|(i, _)| i)
                 .collect()
         };
+        if let Some(f) = self.folded.as_deref_mut() {
+            f.broken |= self
+                .messages
+                .iter()
+                .any(|m| match (m.role, &m.tool_call_id) {
+                    (Role::ToolCall, Some(id)) => f.uncalled_ids.contains(id),
+                    (Role::ToolResult, Some(id)) => f.unanswered_ids.contains(id),
+                    _ => false,
+                });
+        }
         let mut orphan_calls = Vec::new();
         let mut orphan_results = Vec::new();
         for i in orphans {
@@ -977,28 +1034,54 @@ impl Session {
                 orphan_results.push(i);
             }
         }
-        self.stats.orphan_tool_calls = orphan_calls.len();
-        self.stats.orphan_tool_results = orphan_results.len();
-        for i in orphan_calls {
-            let m = &self.messages[i];
-            let msg = format!(
-                "tool call {} ({}) has no result",
-                m.tool_call_id.as_deref().unwrap_or("<no id>"),
-                m.tool_name.as_deref().unwrap_or("?")
-            );
-            let line = source_line(m);
-            self.warn(line, msg);
-        }
-        for i in orphan_results {
-            let m = &self.messages[i];
-            let msg = format!(
-                "tool result {} has no matching call",
-                m.tool_call_id.as_deref().unwrap_or("<no id>")
-            );
-            let line = source_line(m);
+        // Warned of in the session's order: the folded ones came where they were taken out.
+        let (at, folded_calls, folded_results) = match self.folded.as_deref_mut() {
+            Some(f) => (
+                f.at,
+                std::mem::take(&mut f.unanswered),
+                std::mem::take(&mut f.uncalled),
+            ),
+            None => (self.messages.len(), Vec::new(), Vec::new()),
+        };
+        self.stats.orphan_tool_calls = orphan_calls.len() + folded_calls.len();
+        self.stats.orphan_tool_results = orphan_results.len() + folded_results.len();
+        let in_order = |kept: Vec<usize>,
+                        folded: Vec<(Option<usize>, String)>,
+                        warning: fn(&Message) -> String| {
+            let (before, after): (Vec<usize>, Vec<usize>) = kept.into_iter().partition(|&i| i < at);
+            let kept = |ix: Vec<usize>| {
+                ix.into_iter()
+                    .map(|i| (source_line(&self.messages[i]), warning(&self.messages[i])))
+                    .collect::<Vec<_>>()
+            };
+            let mut all = kept(before);
+            all.extend(folded);
+            all.extend(kept(after));
+            all
+        };
+        let calls = in_order(orphan_calls, folded_calls, unanswered_call_warning);
+        let results = in_order(orphan_results, folded_results, uncalled_result_warning);
+        for (line, msg) in calls.into_iter().chain(results) {
             self.warn(line, msg);
         }
     }
+}
+
+/// What `Session::pair_tool_calls` says of a call without a result.
+fn unanswered_call_warning(m: &Message) -> String {
+    format!(
+        "tool call {} ({}) has no result",
+        m.tool_call_id.as_deref().unwrap_or("<no id>"),
+        m.tool_name.as_deref().unwrap_or("?")
+    )
+}
+
+/// What `Session::pair_tool_calls` says of a result without a call.
+fn uncalled_result_warning(m: &Message) -> String {
+    format!(
+        "tool result {} has no matching call",
+        m.tool_call_id.as_deref().unwrap_or("<no id>")
+    )
 }
 
 /// The source line a message came from, when the reader recorded it.
