@@ -348,7 +348,14 @@ fn read_tail_in_full(
     max: usize,
 ) -> Result<()> {
     let mut tokens = 0usize;
-    let mut from = 0;
+    // With turns folded, the tail reaches back at most to the first turn after them: the
+    // first turn's outputs stay as the first pass left them, as any older turn's do.
+    let mut from = session
+        .folded
+        .as_ref()
+        .and_then(|f| session.messages.get(f.at))
+        .and_then(crate::model::source_line)
+        .unwrap_or(0);
     for m in session.messages.iter().rev() {
         tokens += (m.output_chars().min(max) + 200) / 4;
         if m.role == Role::User && tokens >= tail {

@@ -448,22 +448,11 @@ impl Costs<'_> {
         if let Some(&c) = self.cache.get(&key) {
             return c;
         }
-        let (rendered, _) = render_parts(&self.msgs[r.clone()], form);
-        let mut c = 0;
-        for m in &rendered {
-            c += match m {
-                Rendered::Same(i) => {
-                    let i = r.start + i;
-                    *self.same[i].get_or_insert_with(|| cost(self.tok, &self.msgs[i]))
-                }
-                Rendered::New(m) => cost(self.tok, m),
-            };
-        }
-        if matches!(form, Form::Whole { .. }) {
-            // A turn read in part costs whole at most this much less than read in full (see
-            // `text::reduced_output`): choosing it whole then reads it in full.
-            c = c.saturating_sub(reduced_outputs(&self.msgs[r.clone()]) * REDUCED_SLACK);
-        }
+        let (tok, msgs, same) = (self.tok, self.msgs, &mut self.same);
+        let c = form_cost(tok, &msgs[r.clone()], form, |i| {
+            let i = r.start + i;
+            *same[i].get_or_insert_with(|| cost(tok, &msgs[i]))
+        });
         self.cache.insert(key, c);
         c
     }
@@ -507,6 +496,30 @@ impl Costs<'_> {
     }
 }
 
+/// What the turn of `msgs` costs in `form`; `same(i)` is the cost of its message `i`, which
+/// the form keeps as it is.
+fn form_cost(
+    tok: Tokenizer,
+    msgs: &[Message],
+    form: Form,
+    mut same: impl FnMut(usize) -> usize,
+) -> usize {
+    let (rendered, _) = render_parts(msgs, form);
+    let mut c = 0;
+    for m in &rendered {
+        c += match m {
+            Rendered::Same(i) => same(*i),
+            Rendered::New(m) => cost(tok, m),
+        };
+    }
+    if matches!(form, Form::Whole { .. }) {
+        // A turn read in part costs whole at most this much less than read in full (see
+        // `text::reduced_output`): choosing it whole then reads it in full.
+        c = c.saturating_sub(reduced_outputs(msgs) * REDUCED_SLACK);
+    }
+    c
+}
+
 /// How many tokens an output read in part may cost, in a whole form of its turn, more than
 /// the same output read in full: the reduced cut is a head and tail of the fit's own cuts (or
 /// of the whole), so it adds at most its marker (8 or 9 tokens with o200k) and a token or two
@@ -542,17 +555,19 @@ struct Selection {
 /// Fits `shaped` (whose first message is the relay preamble) to the budget, putting `brief_text`
 /// first. Errors when even the always-kept layer cannot fit.
 pub fn fit(shaped: Session, brief_text: String, p: &FitParams) -> Result<(Session, FitReport)> {
-    fit_folded(shaped, brief_text, p, &[])
+    fit_folded(shaped, brief_text, p, &[], &[])
 }
 
 /// `fit`, with the turns a relay's reader folded (see `fold`), which came right after the
-/// first user turn: the fit never keeps them, and when it would, it says the session must be
-/// read again in full (`FitReport::needs_full_read`).
+/// first user turn, the newest of them also as its shaped messages: the fit never keeps them,
+/// and when it would keep the newest, it says the session must be read again in full
+/// (`FitReport::needs_full_read`).
 pub fn fit_folded(
     mut shaped: Session,
     brief_text: String,
     p: &FitParams,
     folded: &[FoldedTurn],
+    newest_folded: &[Message],
 ) -> Result<(Session, FitReport)> {
     let mut report = FitReport {
         tokenizer: p.tokenizer.name().into(),
@@ -653,7 +668,14 @@ pub fn fit_folded(
     let mut reached_fold = false;
     let oldest = if folded.is_empty() { 0 } else { fold_at };
     loop {
-        sel = choose(&middle, oldest, &mut costs, room.saturating_sub(reserve), p);
+        sel = choose(
+            &middle,
+            oldest,
+            Some(newest_folded).filter(|_| !folded.is_empty()),
+            &mut costs,
+            room.saturating_sub(reserve),
+            p,
+        );
         reached_fold |= !folded.is_empty() && sel.reached_oldest;
         chose_reduced_whole |= middle
             .iter()
@@ -881,9 +903,12 @@ fn fold_number(j: usize) -> usize {
 
 /// Layer 2: each middle turn from `oldest` on, newest first, in the most faithful form its age
 /// allows that fits `room`; the first turn that fits in no form ends it.
+/// `beyond`: the turn before `oldest`, when it was folded (its messages as shaped): whether
+/// the fit would keep it in some form is `Selection::reached_oldest`.
 fn choose(
     middle: &[Range<usize>],
     oldest: usize,
+    beyond: Option<&[Message]>,
     costs: &mut Costs,
     room: usize,
     p: &FitParams,
@@ -893,19 +918,23 @@ fn choose(
     let mut whole_turns = 0;
     let mut whole_calls = 0;
     let mut reached_oldest = true;
-    for i in (oldest..middle.len()).rev() {
-        let r = &middle[i];
-        let calls = costs.msgs[r.clone()].iter().filter(|m| is_call(m)).count();
+    // The first form a turn may take, by how much is used and how many were kept whole.
+    let first_form = |calls: usize, used: usize, whole_turns: usize, whole_calls: usize| {
         let recent = whole_turns + 1 < p.recent_turns
             || whole_calls + calls <= p.tool_call_keep_recent
             || (used as f64) < WHOLE_SHARE * room as f64;
-        let start = if recent {
+        if recent {
             0
         } else if (used as f64) < ONE_LINE_SHARE * room as f64 {
             ONE_LINE_START
         } else {
             TRIMMED_START
-        };
+        }
+    };
+    for i in (oldest..middle.len()).rev() {
+        let r = &middle[i];
+        let calls = costs.msgs[r.clone()].iter().filter(|m| is_call(m)).count();
+        let start = first_form(calls, used, whole_turns, whole_calls);
         let fits = (start..LADDER.len()).find(|&j| used + costs.of(r, LADDER[j]) <= room);
         match fits {
             Some(j) => {
@@ -921,6 +950,13 @@ fn choose(
                 break;
             }
         }
+    }
+    if reached_oldest && let Some(msgs) = beyond {
+        let calls = msgs.iter().filter(|m| is_call(m)).count();
+        let start = first_form(calls, used, whole_turns, whole_calls);
+        let tok = costs.tok;
+        reached_oldest = (start..LADDER.len())
+            .any(|j| used + form_cost(tok, msgs, LADDER[j], |i| cost(tok, &msgs[i])) <= room);
     }
     Selection {
         forms,

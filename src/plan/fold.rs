@@ -20,12 +20,13 @@ use crate::adapter::{Adapter, Fold, TurnFold};
 use crate::model::{Message, Role};
 use crate::redact::{Counts, Redactor};
 
-/// How many budgets of the newest turns a relay's reader keeps as messages, in `reach_tokens`:
-/// more than twice as far back as any fit measured reached. The bench's sessions, relayed at
-/// budgets from 2,000 tokens to 400,000, kept turns of at most 0.82 budgets by that estimate
-/// (402 turns of a 100 MB Claude Code session shortened to a line per call, worth 27 budgets of
-/// source). A fit that reaches further reads the session again.
-pub const KEEP_BUDGETS: f64 = 2.0;
+/// How many budgets of the newest turns a relay's reader keeps as messages, in `reach_tokens`.
+/// The bench's sessions, relayed at budgets from 2,000 tokens to 400,000, kept turns of at most
+/// 0.82 budgets by that estimate (402 turns of a 100 MB Claude Code session shortened to a
+/// line per call, worth 27 budgets of source), Codex sessions at most 0.28. Keeping more
+/// costs memory; keeping less, a second read whenever the fit wants the newest folded turn
+/// (`FitReport::needs_full_read`), which at 1 budget no bench relay did.
+pub const KEEP_BUDGETS: f64 = 1.0;
 
 /// Set to a number of budgets to keep instead of `KEEP_BUDGETS` (the tests fold small
 /// sessions with it).
@@ -42,6 +43,8 @@ pub struct FoldedPart {
     pub shaper: Shaper<'static>,
     /// The folded turns, in order: the session's second user turn and on.
     pub turns: Vec<FoldedTurn>,
+    /// The newest of them as shaped: the fit tells by it whether it would have kept more.
+    pub newest: Vec<Message>,
     pub brief: BriefFound,
     /// The secrets masked in them by kind; `None` when the relay does not mask.
     pub redactions: Option<Counts>,
@@ -85,6 +88,7 @@ impl Folder {
             part: Mutex::new(FoldedPart {
                 shaper: Shaper::new(source_agent, target),
                 turns: Vec::new(),
+                newest: Vec::new(),
                 brief: BriefFound::default(),
                 redactions: redactor.as_ref().map(|_| Counts::new()),
             }),
@@ -107,6 +111,7 @@ impl Folder {
         let fresh = FoldedPart {
             shaper: Shaper::new("", target),
             turns: Vec::new(),
+            newest: Vec::new(),
             brief: BriefFound::default(),
             redactions: None,
         };
@@ -146,5 +151,6 @@ impl TurnFold for Folder {
             last_time: shaped.iter().rev().find_map(|m| m.timestamp.clone()),
             points,
         });
+        part.newest = shaped;
     }
 }

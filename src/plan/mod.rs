@@ -155,9 +155,13 @@ pub fn plan(
         folded: folded.as_ref().map(|f| &f.brief),
     });
     let messages = std::mem::take(&mut source.messages);
-    let (shaper, folded_turns) = match folded {
-        Some(f) => (f.shaper, f.turns),
-        None => (shape::Shaper::new(&source.agent, t.adapter), Vec::new()),
+    let (shaper, folded_turns, newest_folded) = match folded {
+        Some(f) => (f.shaper, f.turns, f.newest),
+        None => (
+            shape::Shaper::new(&source.agent, t.adapter),
+            Vec::new(),
+            Vec::new(),
+        ),
     };
     let (shaped, shape_stats) =
         shape::shape_after(source, messages, shaper, t.id, brief_text.clone());
@@ -169,7 +173,8 @@ pub fn plan(
         summary_max_tokens: cfg.relay.summary_max_tokens,
         tool_call_keep_recent: cfg.relay.tool_call_keep_recent,
     };
-    let (mut fitted, report) = fit::fit_folded(shaped, brief_text, &params, &folded_turns)?;
+    let (mut fitted, report) =
+        fit::fit_folded(shaped, brief_text, &params, &folded_turns, &newest_folded)?;
     // The relayed session lives where it will be resumed.
     fitted.cwd = Some(t.cwd.to_string());
     if let Some(g) = fitted.git.as_mut() {
