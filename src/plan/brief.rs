@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::cues;
-use crate::model::{GitInfo, Message, Role, Session, TodoStatus};
+use crate::model::{GitInfo, IdSet, Message, Role, Session, TodoStatus};
 use crate::text::{one_line, one_line_cut, truncate_chars};
 use crate::tokens;
 
@@ -190,8 +190,9 @@ pub struct BriefFound {
     pub user_messages: usize,
     pub rules: Vec<(String, usize)>,
     pub decisions: Vec<String>,
-    seen_rules: HashSet<String>,
-    seen_decisions: HashSet<String>,
+    /// What was found already, by their lowercase text (see `IdSet`).
+    seen_rules: IdSet,
+    seen_decisions: IdSet,
 }
 
 impl BriefFound {
@@ -201,12 +202,12 @@ impl BriefFound {
             self.user_messages += 1;
         }
         for (text, strength) in rules_in(m) {
-            if self.seen_rules.insert(text.to_lowercase()) {
+            if self.seen_rules.insert(&text.to_lowercase()) {
                 self.rules.push((text, strength));
             }
         }
         for text in decisions_of(m) {
-            if self.seen_decisions.insert(text.to_lowercase()) {
+            if self.seen_decisions.insert(&text.to_lowercase()) {
                 self.decisions.push(text);
             }
         }

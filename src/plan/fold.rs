@@ -143,6 +143,11 @@ impl TurnFold for Folder {
         // The session's first user turn is never folded: the first folded one is its second.
         let number = part.turns.len() + 2;
         let points = FoldedPoints::new(&summary::turn_points(&LeftOut::of(number, &shaped)));
+        // Grown by a quarter, not doubled: a long session's records are most of what a relay
+        // holds of its older turns.
+        if part.turns.len() == part.turns.capacity() {
+            part.turns.reserve_exact(64.max(part.turns.len() / 4));
+        }
         part.turns.push(FoldedTurn {
             messages: shaped.len(),
             source_tokens: shaped.iter().map(fit::source_tokens).sum(),
