@@ -47,7 +47,8 @@ pub trait TurnFold: Send + Sync {
     /// What a message costs the fit at least if it kept its turn (an estimate).
     fn reach_tokens(&self, m: &Message) -> usize;
     /// Takes the next whole turn, in order: a user message and what followed it until the
-    /// next, never the session's first turn or its last.
+    /// next (the first is the rest of the first turn, after its request, when it has one),
+    /// never the session's first request or its last turn.
     fn fold(&self, turn: Vec<Message>);
 }
 
@@ -67,10 +68,12 @@ pub struct FoldWindow {
     fold: Arc<dyn TurnFold>,
     /// Messages of `Session::messages` looked at.
     seen: usize,
-    /// The session's first user message was seen: its turn, and what came before, are kept.
+    /// The session's first user message was seen: it, and what came before, are kept.
     first_user: bool,
     /// The turns that may be folded, oldest first: where each starts in `Session::messages`,
-    /// and its tokens.
+    /// and its tokens. The first is the rest of the first turn, after its request, when it has
+    /// one: folded turns are shaped in the session's order, so only what comes before them
+    /// (the context and the first request, which hold no tool call) is kept.
     turns: std::collections::VecDeque<(usize, usize)>,
     /// Tokens of all of them.
     tokens: usize,
@@ -98,11 +101,20 @@ impl FoldWindow {
             return;
         }
         for (i, m) in session.messages.iter().enumerate().skip(self.seen) {
-            if m.role == Role::User {
-                if self.first_user {
-                    self.turns.push_back((i, 0));
-                }
+            if m.role == Role::User && !self.first_user {
                 self.first_user = true;
+                // The first request is the session's goal and title (`first_user_prompt`),
+                // and what comes before it is kept: it must be this message, and hold no call
+                // that a folded turn could pair with.
+                let pairs = |m: &Message| matches!(m.role, Role::ToolCall | Role::ToolResult);
+                if m.content.trim().is_empty() || session.messages[..i].iter().any(pairs) {
+                    self.stopped = true;
+                    return;
+                }
+                continue;
+            }
+            if self.first_user && (m.role == Role::User || self.turns.is_empty()) {
+                self.turns.push_back((i, 0));
             }
             if let Some(t) = self.turns.back_mut() {
                 let n = self.fold.reach_tokens(m);

@@ -607,7 +607,8 @@ pub struct Folded {
     /// The place of the last compaction among them.
     pub last_compaction: Option<usize>,
     /// The calls among them that nothing folded answered, and the results whose call nothing
-    /// folded made: as `pair_tool_calls` warns of them, and their ids.
+    /// folded made: as `pair_tool_calls` warns of them, and their ids as the plan pairs them
+    /// (a call without one by the empty id: see `plan::shape`).
     pub unanswered: Vec<(Option<usize>, String)>,
     pub unanswered_ids: IdSet,
     pub uncalled: Vec<(Option<usize>, String)>,
@@ -632,15 +633,16 @@ impl Folded {
             let id = m.tool_call_id.as_deref();
             match m.role {
                 Role::ToolCall => {
-                    self.broken |= id.is_some_and(|id| self.uncalled_ids.contains(id));
-                    let answered =
-                        id.is_some_and(|id| results.contains(id) || self.result_ids.contains(id));
-                    if !answered {
+                    // The plan pairs a call without an id by the empty one.
+                    let key = id.unwrap_or_default();
+                    self.broken |= self.uncalled_ids.contains(key);
+                    let answered = |id: &str| results.contains(id) || self.result_ids.contains(id);
+                    if !id.is_some_and(answered) {
                         self.unanswered
                             .push((source_line(m), unanswered_call_warning(m)));
-                        if let Some(id) = id {
-                            self.unanswered_ids.insert(id);
-                        }
+                    }
+                    if !answered(key) {
+                        self.unanswered_ids.insert(key);
                     }
                 }
                 Role::ToolResult => {
@@ -1018,7 +1020,9 @@ impl Session {
                 .messages
                 .iter()
                 .any(|m| match (m.role, &m.tool_call_id) {
-                    (Role::ToolCall, Some(id)) => f.uncalled_ids.contains(id),
+                    (Role::ToolCall, id) => {
+                        f.uncalled_ids.contains(id.as_deref().unwrap_or_default())
+                    }
                     (Role::ToolResult, Some(id)) => f.unanswered_ids.contains(id),
                     _ => false,
                 });

@@ -656,7 +656,12 @@ pub fn fit_folded(
     } else {
         p.summary_max_tokens.min(room / 4)
     };
-    let numbers = turn_numbers(&turns, &middle, first_user, folded.len());
+    let numbers = turn_numbers(
+        &turns,
+        &middle,
+        first_user,
+        folded.iter().filter(|t| t.user).count(),
+    );
     let mut sel;
     let mut summary: Option<(Message, usize, usize, Vec<usize>)>;
     let mut round = 0;
@@ -690,7 +695,7 @@ pub fn fit_folded(
                     folded
                         .iter()
                         .enumerate()
-                        .map(|(j, t)| (middle.len() + j, LeftOut::folded(fold_number(j), t))),
+                        .map(|(j, t)| (middle.len() + j, LeftOut::folded(t.number, t))),
                 );
             }
             if sel.forms[i].is_none() {
@@ -702,7 +707,7 @@ pub fn fit_folded(
                 folded
                     .iter()
                     .enumerate()
-                    .map(|(j, t)| (middle.len() + j, LeftOut::folded(fold_number(j), t))),
+                    .map(|(j, t)| (middle.len() + j, LeftOut::folded(t.number, t))),
             );
         }
         if left.is_empty() {
@@ -816,14 +821,14 @@ pub fn fit_folded(
             left_out.add(part);
         }
     }
-    for (j, t) in folded.iter().enumerate() {
+    for t in folded {
         let part = Part {
-            turns: 1,
+            turns: usize::from(t.user),
             messages: t.messages,
             source_tokens: t.source_tokens,
             written_tokens: 0,
         };
-        if with_point.contains(&fold_number(j)) {
+        if with_point.contains(&t.number) {
             summarized.add(part);
         } else {
             left_out.add(part);
@@ -893,12 +898,6 @@ fn turn_numbers(
             None => 0,
         })
         .collect()
-}
-
-/// The number of the `j`th folded turn: the first request is turn 1, and the first folded turn
-/// is the session's second user turn.
-fn fold_number(j: usize) -> usize {
-    j + 2
 }
 
 /// Layer 2: each middle turn from `oldest` on, newest first, in the most faithful form its age

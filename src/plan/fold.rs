@@ -45,6 +45,8 @@ pub struct FoldedPart {
     pub turns: Vec<FoldedTurn>,
     /// The newest of them as shaped: the fit tells by it whether it would have kept more.
     pub newest: Vec<Message>,
+    /// How many of them start with a user message.
+    pub user_turns: usize,
     pub brief: BriefFound,
     /// The secrets masked in them by kind; `None` when the relay does not mask.
     pub redactions: Option<Counts>,
@@ -89,6 +91,7 @@ impl Folder {
                 shaper: Shaper::new(source_agent, target),
                 turns: Vec::new(),
                 newest: Vec::new(),
+                user_turns: 0,
                 brief: BriefFound::default(),
                 redactions: redactor.as_ref().map(|_| Counts::new()),
             }),
@@ -112,6 +115,7 @@ impl Folder {
             shaper: Shaper::new("", target),
             turns: Vec::new(),
             newest: Vec::new(),
+            user_turns: 0,
             brief: BriefFound::default(),
             redactions: None,
         };
@@ -140,8 +144,11 @@ impl TurnFold for Folder {
             part.brief.add(m);
         }
         let shaped = part.shaper.part(turn, None);
-        // The session's first user turn is never folded: the first folded one is its second.
-        let number = part.turns.len() + 2;
+        // The first request is never folded: a turn without a user message is the rest of
+        // the first turn, and the first that has one is the session's second.
+        let user = shaped.first().is_some_and(|m| m.role == Role::User);
+        part.user_turns += usize::from(user);
+        let number = 1 + part.user_turns;
         let points = FoldedPoints::new(&summary::turn_points(&LeftOut::of(number, &shaped)));
         // Grown by a quarter, not doubled: a long session's records are most of what a relay
         // holds of its older turns.
@@ -149,6 +156,8 @@ impl TurnFold for Folder {
             part.turns.reserve_exact(64.max(part.turns.len() / 4));
         }
         part.turns.push(FoldedTurn {
+            number,
+            user,
             messages: shaped.len(),
             source_tokens: shaped.iter().map(fit::source_tokens).sum(),
             first_message_timed: shaped.first().is_some_and(|m| m.timestamp.is_some()),

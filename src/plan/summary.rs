@@ -16,6 +16,10 @@ use crate::tokens::Tokenizer;
 /// What the fit and the summary need of one turn folded while it was read (see `fold`).
 #[derive(Debug, Clone)]
 pub struct FoldedTurn {
+    /// Its number among the session's user turns (1: the rest of the first turn).
+    pub number: usize,
+    /// It starts with a user message (else it is the rest of the first turn).
+    pub user: bool,
     /// Its messages, as shaped for the target.
     pub messages: usize,
     /// Their `fit::source_tokens`.

@@ -921,10 +921,12 @@ fn file_changes_and_context_usage_are_where_they_happened() {
 }
 
 /// A Codex session of `turns` turns drawn from `seed`, with what makes folding its older
-/// turns hard: calls answered before they were made, twice or never (and with an even seed,
-/// in a later turn), results of no call, calls without ids, secrets, rules and decisions said
-/// again in other cases, compactions, reasoning, patches, lines without a time, and outputs
-/// long and short.
+/// turns hard: calls answered before they were made, twice or never, results of no call, calls
+/// without ids, ids the Anthropic API refuses, ids of the first turn made again later; a call
+/// before the first request (seeds 2, 6, ...), a blank first request (seeds 3, 7, ...), or
+/// calls answered in a later turn and results with the empty id (seeds 4, 8, ...); secrets,
+/// rules and decisions said again in other cases, compactions, reasoning, patches, lines
+/// without a time, and outputs long and short.
 fn write_awkward_codex_session(env: &TestEnv, seed: u64, turns: usize) -> std::path::PathBuf {
     let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut next = move |n: u64| {
@@ -968,6 +970,25 @@ fn write_awkward_codex_session(env: &TestEnv, seed: u64, turns: usize) -> std::p
             .map(|_| char::from(b"abcdefghijkLMNOP0123456789"[next(26) as usize]))
             .collect()
     };
+    if seed % 4 == 2 {
+        line(
+            &mut next,
+            "response_item",
+            json!({"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "call_id": "call.ctx.1"}),
+        );
+        line(
+            &mut next,
+            "response_item",
+            json!({"type": "function_call_output", "call_id": "call.ctx.1", "output": "Cargo.toml"}),
+        );
+    }
+    if seed % 4 == 3 {
+        line(
+            &mut next,
+            "response_item",
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "  "}]}),
+        );
+    }
     // Calls made and not yet answered, which a later turn may answer.
     let mut open: Vec<String> = Vec::new();
     for t in 0..turns {
@@ -999,8 +1020,18 @@ fn write_awkward_codex_session(env: &TestEnv, seed: u64, turns: usize) -> std::p
             );
         }
         for c in 0..next(5) {
-            let call = format!("call_{t}_{c}");
-            let shape = next(14);
+            // The first turn answers every call it makes, and a later turn that makes one of
+            // its calls again answers it at once: a call answered after its turn (or given
+            // the id of one never answered) folds nothing.
+            let shape = match next(14) {
+                1 | 3 | 4 if t == 0 => 6,
+                n => n,
+            };
+            let call = match next(12) {
+                0 if shape > 5 => format!("call_0_{c}"),
+                1 => format!("call.{t}.{c}"),
+                _ => format!("call_{t}_{c}"),
+            };
             // An answer that comes before its call.
             if shape == 0 {
                 line(
@@ -1048,7 +1079,7 @@ fn write_awkward_codex_session(env: &TestEnv, seed: u64, turns: usize) -> std::p
                 _ => {}
             }
         }
-        if seed.is_multiple_of(2) && !open.is_empty() && next(3) == 0 {
+        if seed.is_multiple_of(4) && !open.is_empty() && next(3) == 0 {
             let call = open.remove(next(open.len() as u64) as usize);
             line(
                 &mut next,
@@ -1057,10 +1088,15 @@ fn write_awkward_codex_session(env: &TestEnv, seed: u64, turns: usize) -> std::p
             );
         }
         if next(20) == 0 {
+            let id = if !seed.is_multiple_of(4) || next(2) == 0 {
+                format!("call_none_{t}")
+            } else {
+                String::new()
+            };
             line(
                 &mut next,
                 "response_item",
-                json!({"type": "function_call_output", "call_id": format!("call_none_{t}"), "output": "of no call"}),
+                json!({"type": "function_call_output", "call_id": id, "output": "of no call"}),
             );
         }
         let answer = match next(4) {
@@ -1093,8 +1129,8 @@ fn write_awkward_codex_session(env: &TestEnv, seed: u64, turns: usize) -> std::p
 fn folding_older_turns_changes_nothing() {
     let env = TestEnv::empty();
     let (mut kept, mut read_again) = (0, 0);
-    for seed in 1..=6u64 {
-        let path = write_awkward_codex_session(&env, seed, 200 + 60 * seed as usize);
+    for seed in 1..=8u64 {
+        let path = write_awkward_codex_session(&env, seed, 200 + 50 * seed as usize);
         for to in session_relay::adapters::names() {
             for (budget, keep) in [
                 ("3000", "0.3"),
@@ -1127,4 +1163,110 @@ fn folding_older_turns_changes_nothing() {
     eprintln!("folded and kept {kept} times, read again {read_again} times");
     assert!(kept >= 10, "folded and kept only {kept} times");
     assert!(read_again > 0, "never read again after folding");
+}
+
+/// Sessions a review of the fold found it got wrong, each written as it was found: a call id of
+/// the first turn made again in a folded one, a call before the first request whose id the
+/// Anthropic API refuses, a blank first request, and a call without an id answered by a
+/// result with the empty id many turns later. Each relay equals a full read's; the first folds
+/// and keeps its fold, or the test proves nothing.
+#[test]
+fn folding_shapes_and_pairs_in_the_sessions_order() {
+    let env = TestEnv::empty();
+    let dir = env.codex_home().join("sessions/2026/11/04");
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |n: u64, lines: &mut dyn FnMut(&mut Vec<Value>)| {
+        let id = format!("0199f0f0-0000-7000-8000-0000000001{n:02}");
+        let mut v = vec![
+            json!({"type": "session_meta", "payload": {"id": id, "timestamp": "2026-11-04T08:00:00.000Z", "cwd": "/tmp/lazy", "cli_version": "0.171.0", "source": "cli"}}),
+        ];
+        lines(&mut v);
+        for (i, l) in v.iter_mut().enumerate() {
+            l["timestamp"] = json!(format!("2026-11-04T08:{:02}:{:02}.000Z", i / 60, i % 60));
+        }
+        let path = dir.join(format!("rollout-2026-11-04T08-00-00-{id}.jsonl"));
+        let text: String = v.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let item = |payload: Value| json!({"type": "response_item", "payload": payload});
+    let user = |text: &str| {
+        item(
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}),
+        )
+    };
+    let call = |id: Option<&str>, cmd: &str| {
+        let mut c = json!({"type": "function_call", "name": "exec_command", "arguments": json!({"cmd": cmd}).to_string()});
+        if let Some(id) = id {
+            c["call_id"] = json!(id);
+        }
+        item(c)
+    };
+    let output = |id: &str, code: u8, text: &str| {
+        item(
+            json!({"type": "function_call_output", "call_id": id, "output": format!("Process exited with code {code}\nOutput:\n{text}")}),
+        )
+    };
+    let filler = |v: &mut Vec<Value>, from: usize, to: usize| {
+        for t in from..to {
+            v.push(user(&format!("Turn {t}: look at module m{t} and fix it")));
+            v.push(call(Some(&format!("c{t}")), &format!("cat m{t}.rs")));
+            let body: String = (0..200)
+                .map(|i| format!("line {i:04} of t{t} out\n"))
+                .collect();
+            v.push(output(&format!("c{t}"), 0, &body));
+            v.push(item(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": format!("Turn {t} is done and the tests pass for every crate I touched.")}]})));
+        }
+    };
+    let sessions = [
+        write(1, &mut |v| {
+            v.push(user("Turn 0: set up the project"));
+            v.push(call(Some("call_X"), "cargo build"));
+            v.push(output("call_X", 0, "first-turn build output ok"));
+            v.push(user("Turn 1: run the tests"));
+            v.push(call(Some("call_X"), "cargo test"));
+            v.push(output("call_X", 1, "error[E0433]: failed to resolve"));
+            v.push(call(Some("call_Y"), "cargo test --fix"));
+            v.push(output("call_Y", 0, "test result: ok"));
+            filler(v, 2, 12);
+        }),
+        write(2, &mut |v| {
+            v.push(call(Some("call.ctx.1"), "ls"));
+            v.push(output("call.ctx.1", 0, "Cargo.toml"));
+            v.push(user("Turn 0: set up the project"));
+            for k in 0..8 {
+                v.push(call(Some(&format!("c.{k}")), "cargo build"));
+                v.push(output(&format!("c.{k}"), 0, "ok"));
+            }
+            filler(v, 1, 12);
+        }),
+        write(3, &mut |v| {
+            v.push(user(""));
+            filler(v, 0, 12);
+        }),
+        write(4, &mut |v| {
+            v.push(user("Turn 0: set up the project"));
+            filler(v, 1, 2);
+            v.push(call(None, "cargo build"));
+            filler(v, 2, 9);
+            v.push(output("", 1, "late answer of a call without an id"));
+            filler(v, 9, 12);
+        }),
+    ];
+    let mut first_kept = false;
+    for (n, path) in sessions.iter().enumerate() {
+        for to in ["claude", "codex"] {
+            for budget in ["2000", "3000"] {
+                let (lazy, full, _, folding) =
+                    both_ways_folding(&env, path.to_str().unwrap(), to, budget, Some("0.05"));
+                assert!(
+                    lazy == full,
+                    "session {} -> {to} at {budget} ({folding:?}): folding changed the relay",
+                    n + 1
+                );
+                first_kept |= n == 0 && folding == Folding::Kept;
+            }
+        }
+    }
+    assert!(first_kept, "the first session never kept its fold");
 }
