@@ -144,34 +144,25 @@ impl FoldWindow {
         debug_assert_eq!(folded.at, at);
         // A turn that pairs with a later one (a call answered after it, a result given before
         // its call) is shaped here as the whole session would not shape it: the later one
-        // finds out (`Folded::broken`), and the relay reads the session again.
-        let mut closed_end = at;
+        // finds out (`Folded::broken`), and the relay reads the session again, so nothing
+        // more is folded.
+        let end = self.turns[count].0;
         for k in 0..count {
-            let range = self.turns[k].0..self.turns[k + 1].0;
-            folded.add(&session.messages[range.clone()]);
-            closed_end = range.end;
+            folded.add(&session.messages[self.turns[k].0..self.turns[k + 1].0]);
             if folded.broken {
                 self.stopped = true;
-                break;
+                self.turns.clear();
+                return;
             }
         }
-        let taken: Vec<Message> = session.messages.drain(at..closed_end).collect();
-        let mut taken = taken.into_iter();
-        let mut folded_turns = 0;
+        let mut taken = session.messages.drain(at..end);
         for k in 0..count {
             let len = self.turns[k + 1].0 - self.turns[k].0;
-            if self.turns[k + 1].0 > closed_end {
-                break;
-            }
             self.fold.fold(taken.by_ref().take(len).collect());
-            folded_turns += 1;
         }
-        if self.stopped {
-            self.turns.clear();
-            return;
-        }
-        let moved = closed_end - at;
-        for _ in 0..folded_turns {
+        drop(taken);
+        let moved = end - at;
+        for _ in 0..count {
             if let Some((_, n)) = self.turns.pop_front() {
                 self.tokens -= n;
             }

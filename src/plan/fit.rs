@@ -688,28 +688,18 @@ pub fn fit_folded(
             .any(|(r, f)| is_whole(*f) && has_reduced(&msgs[r.clone()]));
         // Left out, in order (keyed for `Candidates`): the kept turns not chosen, with the
         // folded turns in their place.
-        let mut left: Vec<(usize, LeftOut)> = Vec::new();
-        for i in 0..middle.len() {
-            if i == fold_at {
-                left.extend(
-                    folded
-                        .iter()
-                        .enumerate()
-                        .map(|(j, t)| (middle.len() + j, LeftOut::folded(t.number, t))),
-                );
-            }
-            if sel.forms[i].is_none() {
-                left.push((i, LeftOut::of(numbers[i], &msgs[middle[i].clone()])));
-            }
-        }
-        if middle.len() <= fold_at {
-            left.extend(
-                folded
-                    .iter()
-                    .enumerate()
-                    .map(|(j, t)| (middle.len() + j, LeftOut::folded(t.number, t))),
-            );
-        }
+        let mut left: Vec<(usize, LeftOut)> = (0..middle.len())
+            .filter(|&i| sel.forms[i].is_none())
+            .map(|i| (i, LeftOut::of(numbers[i], &msgs[middle[i].clone()])))
+            .collect();
+        let folded_at = left.partition_point(|(i, _)| *i < fold_at);
+        left.splice(
+            folded_at..folded_at,
+            folded
+                .iter()
+                .enumerate()
+                .map(|(j, t)| (middle.len() + j, LeftOut::folded(t.number, t))),
+        );
         if left.is_empty() {
             summary = None;
             break;
