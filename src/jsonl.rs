@@ -10,6 +10,7 @@ use serde_json::Value;
 
 pub mod fields;
 pub mod pruned;
+pub mod skim;
 #[cfg(test)]
 pub mod variants;
 

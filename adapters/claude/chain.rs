@@ -66,7 +66,7 @@ fn uuid_bytes(s: &str) -> Option<[u8; 16]> {
 }
 
 /// What the branch choice needs of one chain line.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Hash)]
 pub(super) struct Link {
     /// `type` is `user`.
     pub user: bool,
@@ -84,6 +84,16 @@ pub(super) struct Link {
     pub tool_uses: Vec<String>,
     /// `tool_use_id`s of the `tool_result` blocks in `message.content`.
     pub tool_results: Vec<String>,
+}
+
+/// Line `no`'s link as a number: a read that chose the branch ahead from the listing's parse
+/// checks by it that its own parse of each line agrees (see `read::Ahead`). SipHash with fixed
+/// keys: the same in both passes, and two links that differ collide about 1 in 2^64.
+pub(super) fn fingerprint(no: usize, link: &Link) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    (no, link).hash(&mut h);
+    h.finish()
 }
 
 /// The links of a transcript's chain lines in file order, as the branch choice keeps them:

@@ -149,15 +149,24 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     );
     session.source_path = Some(path.display().to_string());
 
+    let subagent = subagent_of.is_some();
+    // A relay's read folds older turns as it reads them: the branch is chosen ahead.
+    let mut folding = opts.fold.as_ref().and_then(|fold| {
+        let ahead = super::scan::branch_ahead(path, subagent).ok()?;
+        Some(Folding::new(fold, ahead))
+    });
     let mut entries: Vec<Kept> = Vec::new();
-    // Room for a message per KB of the file, more than a long session holds (the bench's
-    // transcripts take 3 KB a message): grown by doubling from empty, the list was copied a
-    // dozen times, and pages reserved but never written take no memory. A system that will
-    // not reserve that much (a huge file, a limit on address space) gets a list that grows.
-    let mut staged: Vec<Message> = Vec::new();
-    let _ = staged.try_reserve_exact(
-        std::fs::metadata(path).map_or(0, |m| usize::try_from(m.len() >> 10).unwrap_or(0)),
-    );
+    // Chain lines are staged in `session.messages`, every one in file order until the branch
+    // is known, or only the branch's when it was chosen ahead. Room for a message per KB of
+    // the file, more than a long session holds (the bench's transcripts take 3 KB a message):
+    // grown by doubling from empty, the list was copied a dozen times, and pages reserved but
+    // never written take no memory. A system that will not reserve that much (a huge file, a
+    // limit on address space) gets a list that grows.
+    if folding.is_none() {
+        let _ = session.messages.try_reserve_exact(
+            std::fs::metadata(path).map_or(0, |m| usize::try_from(m.len() >> 10).unwrap_or(0)),
+        );
+    }
     let mut custom_title: Option<String> = None;
     let mut ai_title: Option<String> = None;
     let mut summaries: Vec<Value> = Vec::new();
@@ -205,8 +214,15 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
                     return Ok(());
                 }
                 Body::Chain(entry, link) => {
-                    entries.push(entry.keep(&mut staged));
-                    links.push(link);
+                    match folding.as_mut() {
+                        Some(fold) => {
+                            fold.chain_line(entry, &link, &mut session, &mut entries, subagent)
+                        }
+                        None => {
+                            entries.push(entry.keep(&mut session.messages));
+                            links.push(link);
+                        }
+                    }
                     None
                 }
                 Body::Other(kind, v) => Some((kind, v)),
@@ -295,7 +311,16 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         session.extra.insert("ai_title".into(), json!(t));
     }
 
-    if entries.is_empty() {
+    if let Some(fold) = &folding
+        && (fold.differs || fold.next != fold.ahead.lines.len())
+    {
+        // This parse of a line is not the one the branch was chosen by (a line that is not
+        // JSON to one parser, a key written twice): what was folded may not be the branch's.
+        session.folded.get_or_insert_default().broken = true;
+        return Ok(session);
+    }
+    let chain_lines = folding.as_ref().map_or(entries.len(), |f| f.next);
+    if chain_lines == 0 {
         if pass.lines > 0 && not_an_object == pass.lines {
             session.warn(
                 None,
@@ -309,7 +334,17 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         }
     }
 
-    let active = active_lines(&entries, &links, subagent_of.is_some(), &mut session);
+    let active = match &folding {
+        Some(fold) => {
+            warn_branch(
+                &mut session,
+                fold.ahead.cycle_line,
+                fold.ahead.missing_parent.clone(),
+            );
+            vec![true; entries.len()]
+        }
+        None => active_lines(&entries, &links, subagent, &mut session),
+    };
     drop(links);
     if let (Some(max), Some(tail)) = (max, opts.full_tail_tokens) {
         let tail = Tail {
@@ -317,26 +352,46 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
             max,
             lean,
         };
-        read_tail_in_full(path, &pass, &mut entries, &mut staged, &active, tail)?;
+        // The tail reaches back at most to the first line after the folded turns.
+        let floor = session
+            .folded
+            .as_ref()
+            .map_or(0, |f| entries.partition_point(|e| e.first < f.at));
+        let messages = &mut session.messages;
+        read_tail_in_full(path, &pass, &mut entries, messages, &active, floor, tail)?;
     }
-    let mut todos: Option<Vec<Todo>> = None;
-    // The branch's messages, in place; then what else its lines do, in file order.
-    let mut on_branch = entries
-        .iter()
-        .zip(&active)
-        .flat_map(|(e, &on)| std::iter::repeat_n(on, e.count));
-    staged.retain(|_| on_branch.next().unwrap_or(false));
-    staged.shrink_to_fit();
-    debug_assert!(session.messages.is_empty());
-    session.messages = staged;
-    let mut seen = 0;
-    let mut usages = Usages::of(&session.messages);
-    for (e, on) in entries.into_iter().zip(active) {
-        if on {
-            apply(e.later, seen, &mut session, &mut todos, &mut usages);
-            seen += e.count;
+    let todos = match folding {
+        // What the lines do besides adding messages was done as they were read.
+        Some(fold) => {
+            for (line, w) in fold.warnings {
+                session.warn(Some(line), w);
+            }
+            fold.todos
         }
-    }
+        None => {
+            // The branch's messages, in place; then what else its lines do, in file order.
+            let mut on_branch = entries
+                .iter()
+                .zip(&active)
+                .flat_map(|(e, &on)| std::iter::repeat_n(on, e.count));
+            session
+                .messages
+                .retain(|_| on_branch.next().unwrap_or(false));
+            session.messages.shrink_to_fit();
+            let mut todos = None;
+            let mut seen = 0;
+            let mut usages = Usages::of(&session.messages);
+            for (e, on) in entries.into_iter().zip(active) {
+                if on {
+                    for (after, op) in e.later {
+                        apply(op, seen + after, &mut session, &mut todos, &mut usages);
+                    }
+                    seen += e.count;
+                }
+            }
+            todos
+        }
+    };
     if let Some(t) = todos {
         session.todos = t;
     }
@@ -470,34 +525,131 @@ fn text_bytes(v: &Value) -> usize {
     }
 }
 
-/// Applies a line's operations other than its messages to the session, whose messages are
-/// already the branch's: `seen` of them come before the line's own.
+/// Applies one of a line's operations other than its messages to the session, whose messages
+/// are the branch's up to the line's: `now` of them, in the whole session, come before it.
 fn apply(
-    later: Vec<(usize, Later)>,
-    seen: usize,
+    op: Later,
+    now: usize,
     session: &mut Session,
     todos: &mut Option<Vec<Todo>>,
     usages: &mut Usages,
 ) {
-    for (after, op) in later {
-        match op {
-            Later::Warn(line, w) => session.warn(Some(line), w),
-            Later::Touch(p) => session.touch_file_at(&p, seen + after),
-            Later::Todos(t) => *todos = Some(t),
-            Later::Usage {
-                tokens,
-                message_id,
-                model,
-            } => {
-                let now = seen + after;
-                let at = usages.start_of(&session.messages, message_id, now);
-                let compacted = session
-                    .context_usage
-                    .as_ref()
-                    .is_some_and(|u| usages.compacted(u.at_message, now));
-                session.record_context_usage_after(tokens, at, compacted, model.as_deref());
+    match op {
+        Later::Warn(line, w) => session.warn(Some(line), w),
+        Later::Touch(p) => session.touch_file_at(&p, now),
+        Later::Todos(t) => *todos = Some(t),
+        Later::Usage {
+            tokens,
+            message_id,
+            model,
+        } => {
+            let at = usages.start_of(session, message_id, now);
+            let compacted = session
+                .context_usage
+                .as_ref()
+                .is_some_and(|u| usages.compacted(u.at_message, now));
+            session.record_context_usage_after(tokens, at, compacted, model.as_deref());
+        }
+        Later::Skipped(k) => *session.stats.skipped_types.entry(k).or_default() += 1,
+    }
+}
+
+/// A relay's read that folds older turns as it reads them (`ReadOptions::fold`). The branch was
+/// chosen ahead (`scan::branch_ahead`), so each chain line is kept or dropped as it comes, and
+/// what a kept line does besides adding messages is done there and then, at its place in the
+/// whole session, before its turn may be folded.
+struct Folding {
+    window: crate::adapter::FoldWindow,
+    ahead: super::scan::Ahead,
+    /// Chain lines met.
+    next: usize,
+    /// This read's parse of a chain line is not the one the branch was chosen by: the fold is
+    /// given up, and the session read again.
+    differs: bool,
+    usages: Usages,
+    todos: Option<Vec<Todo>>,
+    /// The lines' own warnings, given after the branch's, as a full read gives them.
+    warnings: Vec<(usize, String)>,
+}
+
+impl Folding {
+    fn new(fold: &crate::adapter::Fold, ahead: super::scan::Ahead) -> Folding {
+        Folding {
+            window: crate::adapter::FoldWindow::new(fold),
+            ahead,
+            next: 0,
+            differs: false,
+            usages: Usages {
+                compactions: Vec::new(),
+                last: None,
+            },
+            todos: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Keeps or drops the next chain line, and folds what the window lets go. `entries` are
+    /// the kept lines not folded, their messages' places in `session.messages`.
+    fn chain_line(
+        &mut self,
+        entry: Entry,
+        link: &Link,
+        session: &mut Session,
+        entries: &mut Vec<Kept>,
+        subagent: bool,
+    ) {
+        if self.differs {
+            return;
+        }
+        let on = match self.ahead.lines.get(self.next) {
+            Some(&(print, on)) if print == chain::fingerprint(entry.line, link) => on,
+            _ => {
+                self.differs = true;
+                return;
             }
-            Later::Skipped(k) => *session.stats.skipped_types.entry(k).or_default() += 1,
+        };
+        self.next += 1;
+        if !on {
+            let kind = (link.user, link.assistant);
+            count_off_branch(session, kind, entry.sidechain, subagent);
+            return;
+        }
+        let mut kept = entry.keep(&mut session.messages);
+        let first = session.end() - kept.count;
+        for (i, m) in session.messages[kept.first..].iter().enumerate() {
+            if m.metadata.get_str("kind") == Some("compaction") {
+                self.usages.compactions.push(first + i);
+            }
+        }
+        for (after, op) in std::mem::take(&mut kept.later) {
+            match op {
+                Later::Warn(line, w) => self.warnings.push((line, w)),
+                op => apply(
+                    op,
+                    first + after,
+                    session,
+                    &mut self.todos,
+                    &mut self.usages,
+                ),
+            }
+        }
+        entries.push(kept);
+        let folded = |s: &Session| s.folded.as_ref().map_or(0, |f| f.messages);
+        let before = folded(session);
+        self.window.after_messages(session);
+        let moved = folded(session) - before;
+        if let Some(at) = session.folded.as_ref().map(|f| f.at)
+            && moved > 0
+        {
+            // The folded lines' messages are gone; the later ones moved down.
+            entries.retain_mut(|e| match e.first {
+                f if f < at => true,
+                f if f < at + moved => false,
+                _ => {
+                    e.first -= moved;
+                    true
+                }
+            });
         }
     }
 }
@@ -529,23 +681,31 @@ impl Usages {
     }
 
     /// Where the run of messages of API message `id` that ends at `now` starts (`now` without
-    /// an id).
-    fn start_of(&mut self, messages: &[Message], id: Option<String>, now: usize) -> usize {
+    /// an id), in the whole session. A folded message is of no run: runs of one API message
+    /// hold no request, and folds end before one.
+    fn start_of(&mut self, session: &Session, id: Option<String>, now: usize) -> usize {
         let Some(id) = id else {
             self.last = None;
             return now;
         };
-        let same = |m: &Message| m.metadata.get_str("message_id") == Some(id.as_str());
+        let (fold_at, folded) = session
+            .folded
+            .as_ref()
+            .map_or((0, 0), |f| (f.at, f.messages));
+        let same = |i: usize| {
+            let kept = match i.checked_sub(fold_at) {
+                None => Some(i),
+                Some(past) => past.checked_sub(folded).map(|p| fold_at + p),
+            };
+            kept.and_then(|k| session.messages.get(k))
+                .is_some_and(|m| m.metadata.get_str("message_id") == Some(id.as_str()))
+        };
         let at = match &self.last {
             // The run goes on from the record before: it starts where that one's did.
-            Some((last, at, upto))
-                if *last == id && *upto <= now && messages[*upto..now].iter().all(same) =>
-            {
-                *at
-            }
+            Some((last, at, upto)) if *last == id && *upto <= now && (*upto..now).all(same) => *at,
             _ => {
                 let mut at = now;
-                while at > 0 && same(&messages[at - 1]) {
+                while at > 0 && same(at - 1) {
                     at -= 1;
                 }
                 at
@@ -593,26 +753,48 @@ fn active_lines(
     session: &mut Session,
 ) -> Vec<bool> {
     let branch = chain::active_branch(links, subagent);
-    if let Some(i) = branch.cycle_at {
-        session.warn(Some(entries[i].line), "parentUuid cycle; walk stopped");
-    }
-    if let Some((i, p)) = &branch.missing_parent {
-        session.warn(
-            Some(entries[*i].line),
-            format!("parentUuid {p} not found; earlier history is not reachable"),
-        );
-    }
+    warn_branch(
+        session,
+        branch.cycle_at.map(|i| entries[i].line),
+        branch.missing_parent.map(|(i, p)| (entries[i].line, p)),
+    );
     for (i, e) in entries.iter().enumerate() {
         let link = &links[i];
-        if (link.user || link.assistant) && !branch.included[i] {
-            if e.sidechain && !subagent {
-                session.stats.sidechain_lines += 1;
-            } else {
-                session.stats.abandoned_branch_lines += 1;
-            }
+        if !branch.included[i] {
+            count_off_branch(session, (link.user, link.assistant), e.sidechain, subagent);
         }
     }
     branch.included
+}
+
+/// What went wrong walking the branch: the line where the walk met a cycle, and the line whose
+/// parent is not in the file.
+fn warn_branch(session: &mut Session, cycle: Option<usize>, missing: Option<(usize, String)>) {
+    if let Some(line) = cycle {
+        session.warn(Some(line), "parentUuid cycle; walk stopped");
+    }
+    if let Some((line, p)) = missing {
+        session.warn(
+            Some(line),
+            format!("parentUuid {p} not found; earlier history is not reachable"),
+        );
+    }
+}
+
+/// Counts a chain line off the branch (`user_or_assistant`: of type user, of type assistant).
+fn count_off_branch(
+    session: &mut Session,
+    user_or_assistant: (bool, bool),
+    sidechain: bool,
+    subagent: bool,
+) {
+    if user_or_assistant.0 || user_or_assistant.1 {
+        if sidechain && !subagent {
+            session.stats.sidechain_lines += 1;
+        } else {
+            session.stats.abandoned_branch_lines += 1;
+        }
+    }
 }
 
 fn blocks(v: &Value) -> impl Iterator<Item = &Value> {
@@ -1071,6 +1253,7 @@ fn read_tail_in_full(
     entries: &mut [Kept],
     staged: &mut Vec<Message>,
     active: &[bool],
+    floor: usize,
     tail: Tail,
 ) -> Result<()> {
     let Tail {
@@ -1080,15 +1263,23 @@ fn read_tail_in_full(
     } = tail;
     let mut tokens = 0usize;
     let mut from = None;
-    for (e, _) in entries.iter().zip(active).rev().filter(|&(_, &on)| on) {
+    for (e, _) in entries[floor..]
+        .iter()
+        .zip(&active[floor..])
+        .rev()
+        .filter(|&(_, &on)| on)
+    {
         tokens += (e.chars + 200) / 4;
         if tokens >= tail && e.starts_turn {
             from = Some(e.line);
             break;
         }
     }
-    // Everything read in part: the tail is the whole session.
-    let from = from.unwrap_or(0);
+    // Everything read in part: the tail is the whole session, or all after the folded turns.
+    let from = from.unwrap_or(match floor {
+        0 => 0,
+        _ => entries.get(floor).map_or(0, |e| e.line),
+    });
     if !entries.iter().any(|e| e.line >= from && e.reduced) {
         return Ok(());
     }
@@ -1334,9 +1525,9 @@ mod tests {
                 {
                     walked -= 1;
                 }
-                assert_eq!(usages.start_of(&messages, id, now), walked);
                 let mut s = Session::new("claude", "claude-jsonl", "t");
                 s.messages = messages.clone();
+                assert_eq!(usages.start_of(&s, id, now), walked);
                 for from in [last_at.unwrap_or(0), walked, 0] {
                     assert_eq!(
                         usages.compacted(from, now),

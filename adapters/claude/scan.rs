@@ -14,6 +14,7 @@ use walkdir::WalkDir;
 use super::chain::{self, CHAIN_TYPES, Id, Link};
 use crate::jsonl::fields::{self, Fields, Flag, Str, Val};
 use crate::jsonl::scan_lines;
+use crate::jsonl::skim::Skim;
 use crate::model::{RelaySource, Summary, TimeSpan, parse_time};
 use crate::text::one_line;
 
@@ -205,6 +206,122 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         parent_id,
         subagents: 0,
         relay_of,
+    })
+}
+
+/// The branch of a transcript chosen ahead, from the listing's parse of its chain lines, before
+/// the reader parses anything else: a relay's read folds older turns as it goes, and must know
+/// which lines are on the branch when it meets them (see `read::Ahead`).
+pub(super) struct Ahead {
+    /// By chain line, in file order: its link's `chain::fingerprint`, and whether it is on the
+    /// branch.
+    pub lines: Vec<(u64, bool)>,
+    /// The line where the walk met a `parentUuid` cycle.
+    pub cycle_line: Option<usize>,
+    /// The line whose parent is not in the file, and that parent.
+    pub missing_parent: Option<(usize, String)>,
+}
+
+pub(super) fn branch_ahead(path: &Path, subagent: bool) -> Result<Ahead> {
+    let mut links = chain::Links::default();
+    let mut lines: Vec<(usize, u64)> = Vec::new();
+    // Skimmed on every core, from the same text of each line as the reader parses.
+    crate::jsonl::for_each_line_fast(
+        path,
+        crate::jsonl::Pass::default(),
+        |no, text| Some(skimmed_link(text).map(|l| (chain::fingerprint(no, &l), l))),
+        |_, _| None,
+        |no, line| {
+            if let crate::jsonl::Line::Json(Some((print, l))) = line {
+                lines.push((no, print));
+                links.push(l);
+            }
+            Ok(())
+        },
+    )?;
+    let branch = chain::active_branch(&links, subagent);
+    drop(links);
+    Ok(Ahead {
+        cycle_line: branch.cycle_at.map(|i| lines[i].0),
+        missing_parent: branch.missing_parent.map(|(i, p)| (lines[i].0, p)),
+        lines: lines
+            .into_iter()
+            .zip(branch.included)
+            .map(|((_, f), on)| (f, on))
+            .collect(),
+    })
+}
+
+/// `link` of a chain line, found by a skim (`jsonl::skim`): what the branch needs is a few
+/// short strings, and a parse, even one that builds nothing else, checks every byte of every
+/// tool output. `None` for any other line. Where a key is written twice the last one counts,
+/// as in a parse.
+fn skimmed_link(text: &str) -> Option<Link> {
+    let mut s = Skim::new(text);
+    let (mut kind, mut uuid, mut parent, mut logical_parent, mut time) =
+        (None, None, None, None, None);
+    let mut sidechain = false;
+    let mut message_id = None;
+    let (mut tool_uses, mut tool_results) = (Vec::new(), Vec::new());
+    s.object(|key, s| {
+        match key {
+            "type" => kind = s.str_value()?,
+            "uuid" => uuid = s.str_value()?,
+            "parentUuid" => parent = s.str_value()?,
+            "logicalParentUuid" => logical_parent = s.str_value()?,
+            "isSidechain" => sidechain = s.is_true()?,
+            "timestamp" => time = s.str_value()?,
+            "message" => {
+                message_id = None;
+                tool_uses.clear();
+                tool_results.clear();
+                s.object(|key, s| {
+                    match key {
+                        "id" => message_id = s.str_value()?,
+                        "content" => {
+                            tool_uses.clear();
+                            tool_results.clear();
+                            s.array(|s| {
+                                let (mut kind, mut id, mut tool_use_id) = (None, None, None);
+                                s.object(|key, s| {
+                                    match key {
+                                        "type" => kind = s.str_value()?,
+                                        "id" => id = s.str_value()?,
+                                        "tool_use_id" => tool_use_id = s.str_value()?,
+                                        _ => s.skip()?,
+                                    }
+                                    Some(())
+                                })?;
+                                match kind.as_deref() {
+                                    Some("tool_use") => tool_uses.extend(id.map(String::from)),
+                                    Some("tool_result") => {
+                                        tool_results.extend(tool_use_id.map(String::from))
+                                    }
+                                    _ => {}
+                                }
+                                Some(())
+                            })?;
+                        }
+                        _ => s.skip()?,
+                    }
+                    Some(())
+                })?;
+            }
+            _ => s.skip()?,
+        }
+        Some(())
+    })?;
+    let kind = kind.filter(|k| CHAIN_TYPES.contains(&&**k) && s.at_end())?;
+    Some(Link {
+        user: kind == "user",
+        assistant: kind == "assistant",
+        uuid: uuid.as_deref().map(Id::new),
+        parent: parent.or(logical_parent).as_deref().map(Id::new),
+        sidechain,
+        time: time.as_deref().and_then(parse_time),
+        message_id: message_id.map(String::from),
+        tool_uses,
+        tool_results,
     })
 }
 

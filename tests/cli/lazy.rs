@@ -1270,3 +1270,281 @@ fn folding_shapes_and_pairs_in_the_sessions_order() {
     }
     assert!(first_kept, "the first session never kept its fold");
 }
+
+/// A Claude Code transcript written the awkward ways real ones are, line by line (see
+/// `write_awkward_claude_session`).
+struct AwkwardClaude {
+    lines: Vec<String>,
+    state: u64,
+    id: String,
+    n: u64,
+    sec: u64,
+}
+
+impl AwkwardClaude {
+    fn next(&mut self, n: u64) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state % n.max(1)
+    }
+
+    /// Writes a line of type `kind` hanging from `parent`, with `fields` besides the chain's;
+    /// its uuid.
+    fn line(&mut self, kind: &str, parent: Option<&str>, fields: Value) -> String {
+        self.n += 1;
+        self.sec += 1 + self.next(20);
+        let uuid = format!("00000000-0000-4000-8000-{:012}", self.n);
+        let mut v = json!({"parentUuid": parent, "isSidechain": false, "userType": "external",
+            "cwd": "/tmp/lazy", "sessionId": self.id, "version": "2.1.332", "type": kind, "uuid": uuid});
+        for (k, x) in fields.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        if self.next(11) != 0 {
+            let s = self.sec;
+            v["timestamp"] = json!(format!(
+                "2026-11-05T{:02}:{:02}:{:02}.{:03}Z",
+                s / 3600 % 24,
+                s / 60 % 60,
+                s % 60,
+                self.next(1000)
+            ));
+        }
+        let mut text = v.to_string();
+        // A key written twice: the last one counts, in every parse.
+        if self.next(40) == 0 {
+            text = format!("{{\"parentUuid\":\"nobody\",{}", &text[1..]);
+        }
+        self.lines.push(text);
+        uuid
+    }
+
+    fn token(&mut self) -> String {
+        (0..36)
+            .map(|_| char::from(b"abcdefghijkLMNOP0123456789"[self.next(26) as usize]))
+            .collect()
+    }
+}
+
+/// A Claude Code transcript of `turns` turns with what makes its branch and its pairs hard:
+/// rewinds to an earlier turn (near or far back), progress lines and old sidechain lines off
+/// the branch, parallel calls whose results hang beside the path, compactions across which
+/// the chain goes on by `logicalParentUuid`, lines without a time, keys written twice, lines
+/// that are not JSON, calls answered in a later turn or never (every third seed), twice,
+/// results of no call,
+/// todos and edits, context and command lines, secrets, rules and decisions. With `bad_json`,
+/// a line halfway that a skim takes for a chain line and a parse refuses.
+fn write_awkward_claude_session(
+    env: &TestEnv,
+    seed: u64,
+    turns: usize,
+    bad_json: bool,
+) -> std::path::PathBuf {
+    let id = format!("c1a0de00-0000-4000-8000-{seed:012x}");
+    let dir = env.claude_home().join("projects/-tmp-lazy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{id}.jsonl"));
+    let mut w = AwkwardClaude {
+        lines: Vec::new(),
+        state: seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+        id: id.clone(),
+        n: 0,
+        sec: 0,
+    };
+    let mut tip: Option<String> = None;
+    // Each turn's first line and what it hung from: a rewind starts a turn again from there.
+    let mut starts: Vec<Option<String>> = Vec::new();
+    let mut open: Vec<String> = Vec::new();
+    for t in 0..turns {
+        if t > 5 && w.next(30) == 0 {
+            let back = if w.next(3) == 0 {
+                w.next(starts.len() as u64) as usize
+            } else {
+                starts.len() - 1 - w.next(4) as usize
+            };
+            tip = starts[back].clone();
+        }
+        starts.push(tip.clone());
+        if w.next(6) == 0 {
+            w.line(
+                "progress",
+                tip.as_deref(),
+                json!({"data": {"type": "hook_progress", "hookName": "PostToolUse"}}),
+            );
+        }
+        if w.next(15) == 0 {
+            w.line("user", None, json!({"isSidechain": true, "message": {"role": "user", "content": format!("Sidechain task {t}")}}));
+        }
+        if t > 0 && w.next(9) == 0 {
+            let u = w.line("user", tip.as_deref(), json!({"isMeta": true, "message": {"role": "user", "content": "<local-command-caveat>Caveat: generated</local-command-caveat>"}}));
+            tip = Some(u);
+        }
+        let mut prompt = format!("Turn {t}: look at module m{} and fix it", w.next(40));
+        match w.next(6) {
+            0 => prompt.push_str(&format!(". Never touch the file f{}.rs", w.next(5))),
+            1 => prompt.push_str(&format!(". NEVER TOUCH THE FILE F{}.RS", w.next(5))),
+            2 => prompt.push_str(&format!(". The key is ghp_{} for now", w.token())),
+            _ => {}
+        }
+        let content = if w.next(2) == 0 {
+            json!(prompt)
+        } else {
+            json!([{"type": "text", "text": prompt}])
+        };
+        let u = w.line(
+            "user",
+            tip.as_deref(),
+            json!({"message": {"role": "user", "content": content}}),
+        );
+        tip = Some(u);
+        if t > 3 && w.next(12) == 0 {
+            let b = w.line("system", None, json!({"subtype": "compact_boundary", "logicalParentUuid": tip, "content": "Conversation compacted", "compactMetadata": {"trigger": "auto", "preTokens": 150000}}));
+            let s = w.line("user", Some(&b), json!({"isCompactSummary": true, "message": {"role": "user", "content": format!("Summary: {t} turns of fixing modules")}}));
+            tip = Some(s);
+        }
+        if bad_json && t == turns / 2 {
+            // A number with a leading zero: no JSON, but nothing a skim looks at.
+            let u = format!("00000000-0000-4000-8000-9{:011}", t);
+            w.lines.push(format!("{{\"parentUuid\":{},\"isSidechain\":false,\"type\":\"user\",\"uuid\":\"{u}\",\"n\":01,\"message\":{{\"role\":\"user\",\"content\":\"odd\"}}}}", json!(tip)));
+        }
+        if w.next(25) == 0 {
+            w.lines
+                .push("{\"type\": \"user\", \"message\": ".to_string());
+        }
+        let msg = format!("msg_{seed}_{t}");
+        let usage = |w: &mut AwkwardClaude| json!({"input_tokens": 3 + w.next(100), "cache_read_input_tokens": 1000 * t as u64 + w.next(999), "output_tokens": 20});
+        if w.next(3) == 0 {
+            let u = usage(&mut w);
+            let a = w.line("assistant", tip.as_deref(), json!({"message": {"id": msg, "role": "assistant", "model": "claude-opus-4-6", "content": [{"type": "thinking", "thinking": format!("Thinking about turn {t}"), "signature": "sig"}], "usage": u}}));
+            tip = Some(a);
+        }
+        let calls = w.next(5);
+        let mut made: Vec<(String, String)> = Vec::new();
+        for c in 0..calls {
+            // A call id of the first turn made again (and answered at once).
+            let call = if seed % 3 == 1 && w.next(15) == 0 && t > 0 {
+                format!("toolu_{seed}_0_0")
+            } else {
+                format!("toolu_{seed}_{t}_{c}")
+            };
+            let (name, input) = match w.next(6) {
+                0 => (
+                    "Edit",
+                    json!({"file_path": format!("/tmp/lazy/src/m{}.rs", w.next(6)), "old_string": "a", "new_string": "b"}),
+                ),
+                1 => (
+                    "TodoWrite",
+                    json!({"todos": [{"content": format!("fix m{t}"), "status": "in_progress", "activeForm": "Fixing"}]}),
+                ),
+                2 => (
+                    "Read",
+                    json!({"file_path": format!("/tmp/lazy/src/m{}.rs", w.next(6))}),
+                ),
+                _ => (
+                    "Bash",
+                    json!({"command": format!("cargo test -p m{t} -- {c}")}),
+                ),
+            };
+            let u = usage(&mut w);
+            let a = w.line("assistant", tip.as_deref(), json!({"message": {"id": msg, "role": "assistant", "model": "claude-opus-4-6", "content": [{"type": "tool_use", "id": call, "name": name, "input": input}], "usage": u}}));
+            made.push((call, a.clone()));
+            tip = Some(a);
+        }
+        for (call, at) in made {
+            let len = [0, 40, 900, 3000, 12_000][w.next(5) as usize];
+            let mut body: String = (0..len / 20)
+                .map(|i| format!("line {i:04} of out\n"))
+                .collect();
+            if w.next(7) == 0 {
+                body.push_str(&format!("token ghp_{}\n", w.token()));
+            }
+            let shape = w.next(12);
+            if shape == 0 && seed.is_multiple_of(3) {
+                // Answered in a later turn, or never.
+                open.push(call);
+                continue;
+            }
+            let result = json!({"message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": body, "is_error": shape == 1}]}, "toolUseResult": {"stdout": body}});
+            for _ in 0..if shape == 2 { 2 } else { 1 } {
+                if w.next(4) == 0 {
+                    // Beside the path: answering a call on it, the branch takes it all the same.
+                    w.line("user", Some(&at), result.clone());
+                } else {
+                    let r = w.line("user", tip.as_deref(), result.clone());
+                    tip = Some(r);
+                }
+            }
+        }
+        if seed.is_multiple_of(3) && !open.is_empty() && w.next(4) == 0 {
+            let call = open.remove(w.next(open.len() as u64) as usize);
+            let r = w.line("user", tip.as_deref(), json!({"message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": "late"}]}}));
+            tip = Some(r);
+        }
+        if w.next(20) == 0 {
+            let r = w.line("user", tip.as_deref(), json!({"message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("toolu_none_{t}"), "content": "of no call"}]}}));
+            tip = Some(r);
+        }
+        let answer = match w.next(4) {
+            0 => format!(
+                "Module fixed. I decided to keep the old API for m{}.",
+                w.next(4)
+            ),
+            1 => format!(
+                "Module fixed. I DECIDED TO KEEP THE OLD API FOR M{}.",
+                w.next(4)
+            ),
+            _ => format!("Turn {t} is done and the tests pass for every crate I touched."),
+        };
+        let u = usage(&mut w);
+        let a = w.line("assistant", tip.as_deref(), json!({"message": {"id": msg, "role": "assistant", "model": "claude-opus-4-6", "content": [{"type": "text", "text": answer}], "usage": u}}));
+        tip = Some(a);
+    }
+    let text: String = w.lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A relay that folds the older turns of a Claude Code transcript while reading it writes what
+/// a full read writes, whatever the branch and the pairs: the branch is chosen ahead, and a
+/// line whose parse differs from the skim the branch was chosen by gives the fold up. Both
+/// outcomes must happen here, or the test proves nothing.
+#[test]
+fn folding_a_claude_transcript_changes_nothing() {
+    let env = TestEnv::empty();
+    let (mut kept, mut read_again) = (0, 0);
+    for seed in 1..=6u64 {
+        let path = write_awkward_claude_session(&env, seed, 150 + 50 * seed as usize, seed == 6);
+        for to in session_relay::adapters::names() {
+            for (budget, keep) in [
+                ("3000", "0.3"),
+                ("8000", "0.05"),
+                ("20000", "1"),
+                ("60000", "0.2"),
+            ] {
+                let (lazy, full, _, folding) =
+                    both_ways_folding(&env, path.to_str().unwrap(), to, budget, Some(keep));
+                if lazy != full {
+                    let diff: Vec<(&str, &str)> = lazy
+                        .lines()
+                        .zip(full.lines())
+                        .filter(|(a, b)| a != b)
+                        .take(3)
+                        .collect();
+                    panic!(
+                        "seed {seed} -> {to} at {budget}, keeping {keep} budgets ({folding:?}): \
+                         folding changed the relay: {diff:#?}"
+                    );
+                }
+                match folding {
+                    Folding::Kept => kept += 1,
+                    Folding::ReadAgain => read_again += 1,
+                    Folding::None => {}
+                }
+            }
+        }
+    }
+    eprintln!("folded and kept {kept} times, read again {read_again} times");
+    // 15 keep and 30 read again; the seeds are fixed, so the count is too.
+    assert!(kept >= 15, "folded and kept only {kept} times");
+    assert!(read_again > 0, "never read again after folding");
+}
