@@ -1121,6 +1121,33 @@ fn write_awkward_codex_session(env: &TestEnv, seed: u64, turns: usize) -> std::p
     path
 }
 
+/// `both_ways_folding` of session `path` (generated with `seed`) to `to`, which must relay what
+/// a full read relays; how the read in part folded.
+fn folded_as_read_in_full(
+    env: &TestEnv,
+    path: &std::path::Path,
+    seed: u64,
+    to: &str,
+    budget: &str,
+    keep: &str,
+) -> Folding {
+    let (lazy, full, _, folding) =
+        both_ways_folding(env, path.to_str().unwrap(), to, budget, Some(keep));
+    if lazy != full {
+        let diff: Vec<(&str, &str)> = lazy
+            .lines()
+            .zip(full.lines())
+            .filter(|(a, b)| a != b)
+            .take(3)
+            .collect();
+        panic!(
+            "seed {seed} -> {to} at {budget}, keeping {keep} budgets ({folding:?}): \
+             folding changed the relay: {diff:#?}"
+        );
+    }
+    folding
+}
+
 /// A relay that folds the older turns of a Codex session while reading it (see `plan::fold`)
 /// writes what a full read writes, however the turns pair their calls: the fold takes only
 /// turns it can shape and pair as the whole session would, and when the fit wants a folded
@@ -1138,21 +1165,7 @@ fn folding_older_turns_changes_nothing() {
                 ("20000", "1"),
                 ("60000", "0.2"),
             ] {
-                let (lazy, full, _, folding) =
-                    both_ways_folding(&env, path.to_str().unwrap(), to, budget, Some(keep));
-                if lazy != full {
-                    let diff: Vec<(&str, &str)> = lazy
-                        .lines()
-                        .zip(full.lines())
-                        .filter(|(a, b)| a != b)
-                        .take(3)
-                        .collect();
-                    panic!(
-                        "seed {seed} -> {to} at {budget}, keeping {keep} budgets ({folding:?}): \
-                         folding changed the relay: {diff:#?}"
-                    );
-                }
-                match folding {
+                match folded_as_read_in_full(&env, &path, seed, to, budget, keep) {
                     Folding::Kept => kept += 1,
                     Folding::ReadAgain => read_again += 1,
                     Folding::None => {}
@@ -1521,21 +1534,7 @@ fn folding_a_claude_transcript_changes_nothing() {
                 ("20000", "1"),
                 ("60000", "0.2"),
             ] {
-                let (lazy, full, _, folding) =
-                    both_ways_folding(&env, path.to_str().unwrap(), to, budget, Some(keep));
-                if lazy != full {
-                    let diff: Vec<(&str, &str)> = lazy
-                        .lines()
-                        .zip(full.lines())
-                        .filter(|(a, b)| a != b)
-                        .take(3)
-                        .collect();
-                    panic!(
-                        "seed {seed} -> {to} at {budget}, keeping {keep} budgets ({folding:?}): \
-                         folding changed the relay: {diff:#?}"
-                    );
-                }
-                match folding {
+                match folded_as_read_in_full(&env, &path, seed, to, budget, keep) {
                     Folding::Kept => kept += 1,
                     Folding::ReadAgain => read_again += 1,
                     Folding::None => {}
