@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use super::brief::BriefFound;
 use super::fit;
 use super::shape::Shaper;
-use super::summary::{self, FoldedPoints, FoldedTurn, LeftOut};
+use super::summary::{self, FoldedTurn, LeftOut, PointsWriter};
 use crate::adapter::{Adapter, Fold, TurnFold};
 use crate::model::{Message, Role};
 use crate::redact::{Counts, Redactor};
@@ -43,6 +43,8 @@ pub struct FoldedPart {
     pub shaper: Shaper<'static>,
     /// The folded turns, in order: the session's second user turn and on.
     pub turns: Vec<FoldedTurn>,
+    /// Their points text, sealed in frames when the fold is taken.
+    writer: PointsWriter,
     /// The newest of them as shaped: the fit tells by it whether it would have kept more.
     pub newest: Vec<Message>,
     /// How many of them start with a user message.
@@ -90,6 +92,7 @@ impl Folder {
             part: Mutex::new(FoldedPart {
                 shaper: Shaper::new(source_agent, target),
                 turns: Vec::new(),
+                writer: PointsWriter::default(),
                 newest: Vec::new(),
                 user_turns: 0,
                 brief: BriefFound::default(),
@@ -110,10 +113,13 @@ impl Folder {
         if part.turns.is_empty() {
             return None;
         }
+        let part = &mut *part;
+        part.writer.seal(&mut part.turns);
         let target = part.shaper.target();
         let fresh = FoldedPart {
             shaper: Shaper::new("", target),
             turns: Vec::new(),
+            writer: PointsWriter::default(),
             newest: Vec::new(),
             user_turns: 0,
             brief: BriefFound::default(),
@@ -149,7 +155,9 @@ impl TurnFold for Folder {
         let user = shaped.first().is_some_and(|m| m.role == Role::User);
         part.user_turns += usize::from(user);
         let number = 1 + part.user_turns;
-        let points = FoldedPoints::new(&summary::turn_points(&LeftOut::of(number, &shaped)));
+        let points = part
+            .writer
+            .add(&summary::turn_points(&LeftOut::of(number, &shaped)));
         // Grown by a quarter, not doubled: a long session's records are most of what a relay
         // holds of its older turns.
         if part.turns.len() == part.turns.capacity() {
@@ -165,6 +173,9 @@ impl TurnFold for Folder {
             last_time: shaped.iter().rev().find_map(|m| m.timestamp.clone()),
             points,
         });
+        if part.writer.full() {
+            part.writer.seal(&mut part.turns);
+        }
         part.newest = shaped;
     }
 }

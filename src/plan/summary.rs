@@ -6,6 +6,8 @@
 //! sampled evenly over the range. Points stay in time order, each tagged with its turn number,
 //! so the next agent can tell how much is missing and where.
 
+use std::sync::{Arc, OnceLock};
+
 use foldhash::{HashMap, HashSet, HashSetExt};
 
 use super::cues;
@@ -110,125 +112,286 @@ impl Point {
         PointRef {
             turn: self.turn,
             kind: self.kind,
-            text: &self.text,
+            text: PointText::Here(&self.text),
         }
     }
 }
 
 /// A point as the summary reads it, wherever it is kept.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub struct PointRef<'a> {
     pub turn: usize,
     pub kind: Kind,
-    pub text: &'a str,
+    text: PointText<'a>,
 }
 
-impl PointRef<'_> {
-    fn line(&self) -> String {
-        format!("- [turn {}] {}", self.turn, self.text)
+/// Where a point's text is: at hand, or the `n`th point of a folded turn, in its compressed
+/// frame (read with a `FrameCache`).
+#[derive(Debug, Clone, Copy)]
+enum PointText<'a> {
+    Here(&'a str),
+    Folded(&'a FoldedPoints, usize),
+}
+
+impl<'a> PointRef<'a> {
+    fn text<'c>(&self, frames: &'c mut FrameCache) -> &'c str
+    where
+        'a: 'c,
+    {
+        match self.text {
+            PointText::Here(text) => text,
+            PointText::Folded(points, n) => points.text(n, frames),
+        }
+    }
+
+    /// Its line in the summary.
+    fn line(&self, frames: &mut FrameCache) -> String {
+        Self::line_of(self.turn, self.text(frames))
+    }
+
+    fn line_of(turn: usize, text: &str) -> String {
+        format!("- [turn {turn}] {text}")
     }
 }
 
-/// The points of a folded turn, held in one piece: a long session has hundreds of thousands
-/// of points, and a string each costs more than its text.
+/// Uncompressed bytes of points text compressed together: a long session's folded turns hold
+/// some 300 bytes of points each, most of what a relay held of them, and the bench's points
+/// compress four- to fivefold in frames this size. The summary reads each frame once for the
+/// costs, and again for the text of the points it chooses (in order: a frame at a time).
+const FRAME_BYTES: usize = 64 << 10;
+
+/// The points text of consecutive folded turns, compressed.
+#[derive(Debug)]
+pub struct PointsFrame {
+    compressed: Box<[u8]>,
+    len: usize,
+}
+
+impl PointsFrame {
+    fn new(text: &str) -> PointsFrame {
+        // Level 1, the fastest: frames are compressed on the reader's ordered path.
+        let compressed = zstd::bulk::compress(text.as_bytes(), 1)
+            .expect("compressing a buffer in memory cannot fail");
+        PointsFrame {
+            compressed: compressed.into_boxed_slice(),
+            len: text.len(),
+        }
+    }
+
+    fn text(&self) -> String {
+        let bytes = zstd::bulk::decompress(&self.compressed, self.len)
+            .expect("a frame compressed here decompresses");
+        String::from_utf8(bytes).expect("a frame holds the text it was made of")
+    }
+}
+
+/// The last frame read, kept while points are read in order.
+#[derive(Default)]
+pub struct FrameCache {
+    frame: Option<Arc<PointsFrame>>,
+    text: String,
+}
+
+impl FrameCache {
+    fn text_of(&mut self, frame: &Arc<PointsFrame>) -> &str {
+        if !self.frame.as_ref().is_some_and(|f| Arc::ptr_eq(f, frame)) {
+            self.text = frame.text();
+            self.frame = Some(frame.clone());
+        }
+        &self.text
+    }
+}
+
+/// The points of a folded turn: their kinds and where each one's text ends in the turn's
+/// frame, which holds the texts of the turns folded with it.
 #[derive(Debug, Clone, Default)]
 pub struct FoldedPoints {
-    text: Box<str>,
-    /// Each point's kind and where its text ends.
+    /// Set when the frame is sealed (`PointsWriter::seal`), before the fit reads it.
+    frame: Option<Arc<PointsFrame>>,
+    start: usize,
     ends: Box<[(Kind, usize)]>,
 }
 
 impl FoldedPoints {
-    pub fn new(points: &[Point]) -> FoldedPoints {
-        let mut text = String::with_capacity(points.iter().map(|p| p.text.len()).sum());
+    /// The points' kinds and texts, read from `frame` (the text of this turn's frame).
+    fn iter<'t>(&self, frame: &'t str) -> impl Iterator<Item = (Kind, &'t str)> {
+        let mut start = self.start;
+        self.ends.iter().map(move |&(kind, end)| {
+            let text = &frame[start..end];
+            start = end;
+            (kind, text)
+        })
+    }
+
+    /// The points, of turn number `turn`, their texts left in the frame.
+    fn refs(&self, turn: usize) -> impl Iterator<Item = PointRef<'_>> {
+        (0..self.ends.len()).map(move |n| PointRef {
+            turn,
+            kind: self.ends[n].0,
+            text: PointText::Folded(self, n),
+        })
+    }
+
+    fn text<'c>(&self, n: usize, frames: &'c mut FrameCache) -> &'c str {
+        let frame = self.frame.as_ref().expect(SEALED);
+        let start = n.checked_sub(1).map_or(self.start, |p| self.ends[p].1);
+        &frames.text_of(frame)[start..self.ends[n].1]
+    }
+}
+
+const SEALED: &str = "a folded turn's frame is sealed before the fit reads it";
+
+/// Gathers the folded turns' points text into frames, in order.
+#[derive(Default)]
+pub struct PointsWriter {
+    open: String,
+    /// How many of the newest folded turns have their text in `open`.
+    waiting: usize,
+}
+
+impl PointsWriter {
+    /// The next folded turn's points, their text added to the open frame.
+    pub fn add(&mut self, points: &[Point]) -> FoldedPoints {
+        let start = self.open.len();
         let mut ends = Vec::with_capacity(points.len());
         for p in points {
-            text.push_str(&p.text);
-            ends.push((p.kind, text.len()));
+            self.open.push_str(&p.text);
+            ends.push((p.kind, self.open.len()));
         }
+        self.waiting += 1;
         FoldedPoints {
-            text: text.into_boxed_str(),
+            frame: None,
+            start,
             ends: ends.into_boxed_slice(),
         }
     }
 
-    /// The points, of turn number `turn`.
-    pub fn iter(&self, turn: usize) -> impl Iterator<Item = PointRef<'_>> {
-        let mut start = 0;
-        self.ends.iter().map(move |&(kind, end)| {
-            let text = &self.text[start..end];
-            start = end;
-            PointRef { turn, kind, text }
-        })
+    /// Whether the open frame should be sealed.
+    pub fn full(&self) -> bool {
+        self.open.len() >= FRAME_BYTES
+    }
+
+    /// Compresses the open frame and gives it to the turns whose text it holds: the last of
+    /// `turns`.
+    pub fn seal(&mut self, turns: &mut [FoldedTurn]) {
+        if self.waiting == 0 {
+            return;
+        }
+        let frame = Arc::new(PointsFrame::new(&self.open));
+        let first = turns.len() - self.waiting;
+        for t in &mut turns[first..] {
+            t.points.frame = Some(frame.clone());
+        }
+        self.open = String::new();
+        self.waiting = 0;
     }
 }
 
-/// Every left-out turn's candidate points with their costs (see `point_cost`), kept for the
-/// relay: the fit makes the summary again when the first one leaves room, nearly always of the
-/// same turns, and finds each turn's points once. A folded turn's points stay in its record:
-/// only their costs are kept here.
+/// Every left-out turn's candidate points with their costs (see `point_cost`) and repeat keys
+/// (see `repeat_key`), kept for the relay: the fit makes the summary again when the first one
+/// leaves room, nearly always of the same turns, and finds each turn's points once. A folded
+/// turn's points stay in its record: only their costs and keys are kept here.
 #[derive(Default)]
 pub struct Candidates(HashMap<usize, TurnCandidates>);
 
-/// One turn's candidate points (none kept here for a folded turn) and their costs.
-type TurnCandidates = (Vec<Point>, Vec<usize>);
+/// One turn's candidate points (none kept here for a folded turn), and each one's cost and
+/// repeat key.
+type TurnCandidates = (Vec<Point>, Vec<(usize, u64)>);
 
 impl Candidates {
     /// The candidate points of `turns` (each with a key that names it across calls), in time
     /// order, without repeats, and the cost of each. Each turn's candidates are found on every
-    /// core (a long session's left-out turns are most of it); the repeats are taken out after,
-    /// in time order: a point repeats an earlier one of its kind whose text differs only in
-    /// case.
+    /// core (a long session's left-out turns are most of it), folded turns a frame at a time;
+    /// the repeats are taken out after, in time order: a point repeats an earlier one of its
+    /// kind whose text differs only in case.
     pub fn points<'a>(
         &'a mut self,
         turns: &[(usize, LeftOut<'a>)],
         tok: Tokenizer,
     ) -> (Vec<PointRef<'a>>, Vec<usize>) {
         use rayon::prelude::*;
-        let new: Vec<(usize, TurnCandidates)> = turns
+        // What a point costs as a line of the summary, and its repeat key.
+        let costed = |turn: usize, text: &str| {
+            (
+                tok.count(&PointRef::line_of(turn, text)) + 1,
+                repeat_key(text),
+            )
+        };
+        // Runs of turns to read together: the new folded turns of one frame, or one turn.
+        let mut runs: Vec<&[(usize, LeftOut<'a>)]> = Vec::new();
+        let mut start = 0;
+        while start < turns.len() {
+            let frame = |i: usize| turns[i].1.folded.and_then(|f| f.points.frame.as_ref());
+            let mut end = start + 1;
+            if let Some(first) = frame(start) {
+                while end < turns.len() && frame(end).is_some_and(|f| Arc::ptr_eq(f, first)) {
+                    end += 1;
+                }
+            }
+            runs.push(&turns[start..end]);
+            start = end;
+        }
+        let known = &self.0;
+        let new: Vec<(usize, TurnCandidates)> = runs
             .par_iter()
-            .filter(|(key, _)| !self.0.contains_key(key))
-            .map(|(key, t)| match t.folded {
-                Some(f) => {
-                    let costs = f.points.iter(t.number).map(|p| point_cost(&p, tok));
-                    (*key, (Vec::new(), costs.collect()))
-                }
-                None => {
-                    let found = turn_points(t);
-                    let costs = found.iter().map(|p| point_cost(&p.view(), tok)).collect();
-                    (*key, (found, costs))
-                }
+            .flat_map_iter(|run| {
+                let todo: Vec<&(usize, LeftOut)> = run
+                    .iter()
+                    .filter(|(key, _)| !known.contains_key(key))
+                    .collect();
+                let frame = match todo.first().and_then(|(_, t)| t.folded) {
+                    Some(f) => f.points.frame.as_ref().expect(SEALED).text(),
+                    None => String::new(),
+                };
+                todo.into_iter()
+                    .map(|(key, t)| match t.folded {
+                        Some(f) => {
+                            let keyed = f.points.iter(&frame);
+                            let costs = keyed.map(|(_, text)| costed(t.number, text));
+                            (*key, (Vec::new(), costs.collect()))
+                        }
+                        None => {
+                            let found = turn_points(t);
+                            let costs = found.iter().map(|p| costed(p.turn, &p.text)).collect();
+                            (*key, (found, costs))
+                        }
+                    })
+                    .collect::<Vec<_>>()
             })
             .collect();
         self.0.extend(new);
         let known = &self.0;
-        // Repeats are found by a keyed hash of the lowercase text: a long session has tens of
-        // thousands of points, and a lowercase copy of each would be held at once.
-        let key = std::collections::hash_map::RandomState::new();
         let mut seen = HashSet::new();
         turns
             .iter()
             .flat_map(|(k, t)| {
                 let (points, costs) = &known[k];
                 let points: Box<dyn Iterator<Item = PointRef<'a>>> = match t.folded {
-                    Some(f) => Box::new(f.points.iter(t.number)),
+                    Some(f) => Box::new(f.points.refs(t.number)),
                     None => Box::new(points.iter().map(Point::view)),
                 };
                 points.zip(costs.iter().copied())
             })
-            .filter(|(p, _)| seen.insert((p.kind, lowercase_hash(&key, p.text))))
+            .filter(|(p, (_, key))| seen.insert((p.kind, *key)))
+            .map(|(p, (cost, _))| (p, cost))
             .unzip()
     }
 }
 
-/// A hash of `text` in lowercase.
-fn lowercase_hash(key: &impl std::hash::BuildHasher, text: &str) -> u64 {
-    key.hash_one(text.to_lowercase())
+/// What tells a point's text from another's whatever their case: a keyed hash of it in
+/// lowercase (a long session has tens of thousands of points, and a lowercase copy of each
+/// would be held at once), keyed at random once per process, as `model::IdSet` is.
+fn repeat_key(text: &str) -> u64 {
+    use std::hash::BuildHasher;
+    static KEY: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    KEY.get_or_init(Default::default)
+        .hash_one(text.to_lowercase())
 }
 
 /// What a point costs as a line of the summary.
+#[cfg(test)]
 fn point_cost(p: &PointRef, tok: Tokenizer) -> usize {
-    tok.count(&p.line()) + 1
+    tok.count(&p.line(&mut FrameCache::default())) + 1
 }
 
 /// `Candidates::points` of one summary, without the costs.
@@ -237,12 +400,13 @@ fn points(turns: &[LeftOut]) -> Vec<Point> {
     let keyed: Vec<(usize, LeftOut)> = turns.iter().copied().enumerate().collect();
     let mut known = Candidates::default();
     let found = known.points(&keyed, Tokenizer::Estimate).0;
+    let mut frames = FrameCache::default();
     found
         .into_iter()
         .map(|p| Point {
             turn: p.turn,
             kind: p.kind,
-            text: p.text.to_string(),
+            text: p.text(&mut frames).to_string(),
         })
         .collect()
 }
@@ -440,6 +604,7 @@ pub fn summary_text(turns: &[LeftOut], points: &[PointRef], chosen: &[usize]) ->
     let from = turns.first().and_then(LeftOut::first_time);
     let to = turns.last().and_then(LeftOut::last_time);
     let with_points: HashSet<usize> = chosen.iter().map(|&i| points[i].turn).collect();
+    let mut frames = FrameCache::default();
     let mut text = header_text(
         first,
         last,
@@ -451,7 +616,7 @@ pub fn summary_text(turns: &[LeftOut], points: &[PointRef], chosen: &[usize]) ->
     );
     for &i in chosen {
         text.push('\n');
-        text.push_str(&points[i].line());
+        text.push_str(&points[i].line(&mut frames));
     }
     text
 }
@@ -505,6 +670,85 @@ mod tests {
             "{text}"
         );
         let _ = turn(0, &[]);
+    }
+
+    /// Folded turns' points, written over many frames, read back as they were written: by
+    /// the summary's pass over whole frames and one point at a time, in any order.
+    #[test]
+    fn folded_points_read_back_from_their_frames() {
+        let mut next = crate::text::test_rng(0x5eed_f0ad_0000_0001);
+        let words = [
+            "build",
+            "テスト",
+            "naïve",
+            "\"quoted\"",
+            "🦀",
+            "x",
+            "a\\b",
+            "{}",
+        ];
+        let kinds = [Kind::Request, Kind::Rule, Kind::Decision, Kind::Conclusion];
+        let mut writer = PointsWriter::default();
+        let mut turns: Vec<FoldedTurn> = Vec::new();
+        let mut written: Vec<Vec<Point>> = Vec::new();
+        for number in 2..900 {
+            let points: Vec<Point> = (0..next(5))
+                .map(|_| Point {
+                    turn: number,
+                    kind: kinds[next(kinds.len() as u64)],
+                    text: (0..next(60))
+                        .map(|_| words[next(8)])
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                })
+                .collect();
+            let folded = writer.add(&points);
+            turns.push(FoldedTurn {
+                number,
+                user: true,
+                messages: 1,
+                source_tokens: 1,
+                first_message_timed: false,
+                first_time: None,
+                last_time: None,
+                points: folded,
+            });
+            written.push(points);
+            if writer.full() {
+                writer.seal(&mut turns);
+            }
+        }
+        writer.seal(&mut turns);
+        let frames: Vec<*const PointsFrame> = turns
+            .iter()
+            .map(|t| Arc::as_ptr(t.points.frame.as_ref().unwrap()))
+            .collect();
+        assert!(frames.windows(2).filter(|w| w[0] != w[1]).count() >= 3);
+        let left: Vec<(usize, LeftOut)> = turns
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (i, LeftOut::folded(t.number, t)))
+            .collect();
+        let mut known = Candidates::default();
+        let (refs, costs) = known.points(&left, Tokenizer::Estimate);
+        // As the same points at hand, repeats taken out.
+        let mut seen = std::collections::HashSet::new();
+        let expected: Vec<&Point> = written
+            .iter()
+            .flatten()
+            .filter(|p| seen.insert((p.kind, p.text.to_lowercase())))
+            .collect();
+        assert_eq!(refs.len(), expected.len());
+        let mut frames = FrameCache::default();
+        for ((r, cost), p) in refs.iter().zip(&costs).zip(&expected) {
+            assert_eq!((r.turn, r.kind), (p.turn, p.kind));
+            assert_eq!(r.text(&mut frames), p.text);
+            assert_eq!(*cost, point_cost(&p.view(), Tokenizer::Estimate));
+        }
+        for i in (0..refs.len()).rev().step_by(7) {
+            let mut cold = FrameCache::default();
+            assert_eq!(refs[i].text(&mut cold), expected[i].text);
+        }
     }
 
     #[test]
