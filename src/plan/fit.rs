@@ -981,13 +981,13 @@ fn summarize(
             .with_meta("kind", "relay_summary");
         let c = cost(tok, &m);
         if c <= cap {
-            let turns = chosen.iter().map(|&i| points[i].turn).collect();
+            let turns = chosen.iter().map(|&i| points[i].turn()).collect();
             return Some((m, c, points.len(), turns));
         }
         // Counted in one piece the text costs a little more than its lines did: drop the last
         // point of the least important kind until it fits.
         let worst = (0..chosen.len())
-            .max_by_key(|&k| (points[chosen[k]].kind, k))
+            .max_by_key(|&k| (points[chosen[k]].kind(), k))
             .unwrap_or(0);
         chosen.remove(worst);
     }

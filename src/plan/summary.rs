@@ -109,44 +109,49 @@ pub struct Point {
 
 impl Point {
     pub fn view(&self) -> PointRef<'_> {
-        PointRef {
-            turn: self.turn,
-            kind: self.kind,
-            text: PointText::Here(&self.text),
-        }
+        PointRef::Here(self)
     }
 }
 
-/// A point as the summary reads it, wherever it is kept.
+/// A point as the summary reads it, wherever it is kept: 16 bytes, for the tens of thousands
+/// of points of a long session that the fit holds at once.
 #[derive(Debug, Clone, Copy)]
-pub struct PointRef<'a> {
-    pub turn: usize,
-    pub kind: Kind,
-    text: PointText<'a>,
-}
-
-/// Where a point's text is: at hand, or the `n`th point of a folded turn, in its compressed
-/// frame (read with a `FrameCache`).
-#[derive(Debug, Clone, Copy)]
-enum PointText<'a> {
-    Here(&'a str),
-    Folded(&'a FoldedPoints, usize),
+pub enum PointRef<'a> {
+    Here(&'a Point),
+    /// The `n`th point of a folded turn, its text in the turn's compressed frame (read with a
+    /// `FrameCache`).
+    Folded(&'a FoldedTurn, u32),
 }
 
 impl<'a> PointRef<'a> {
+    /// The number of its turn.
+    pub fn turn(&self) -> usize {
+        match self {
+            PointRef::Here(p) => p.turn,
+            PointRef::Folded(t, _) => t.number,
+        }
+    }
+
+    pub fn kind(&self) -> Kind {
+        match self {
+            PointRef::Here(p) => p.kind,
+            PointRef::Folded(t, n) => t.points.ends[*n as usize].0,
+        }
+    }
+
     fn text<'c>(&self, frames: &'c mut FrameCache) -> &'c str
     where
         'a: 'c,
     {
-        match self.text {
-            PointText::Here(text) => text,
-            PointText::Folded(points, n) => points.text(n, frames),
+        match self {
+            PointRef::Here(p) => &p.text,
+            PointRef::Folded(t, n) => t.points.text(*n as usize, frames),
         }
     }
 
     /// Its line in the summary.
     fn line(&self, frames: &mut FrameCache) -> String {
-        Self::line_of(self.turn, self.text(frames))
+        Self::line_of(self.turn(), self.text(frames))
     }
 
     fn line_of(turn: usize, text: &str) -> String {
@@ -223,15 +228,6 @@ impl FoldedPoints {
         })
     }
 
-    /// The points, of turn number `turn`, their texts left in the frame.
-    fn refs(&self, turn: usize) -> impl Iterator<Item = PointRef<'_>> {
-        (0..self.ends.len()).map(move |n| PointRef {
-            turn,
-            kind: self.ends[n].0,
-            text: PointText::Folded(self, n),
-        })
-    }
-
     fn text<'c>(&self, n: usize, frames: &'c mut FrameCache) -> &'c str {
         let frame = self.frame.as_ref().expect(SEALED);
         let start = n.checked_sub(1).map_or(self.start, |p| self.ends[p].1);
@@ -290,13 +286,27 @@ impl PointsWriter {
 /// Every left-out turn's candidate points with their costs (see `point_cost`) and repeat keys
 /// (see `repeat_key`), kept for the relay: the fit makes the summary again when the first one
 /// leaves room, nearly always of the same turns, and finds each turn's points once. A folded
-/// turn's points stay in its record: only their costs and keys are kept here.
+/// turn's points stay in its record: only their costs and keys are kept here, in one list for
+/// all folded turns (a vector or two per turn, for tens of thousands of turns, made these the
+/// largest part of a long relay's memory while it fits).
 #[derive(Default)]
-pub struct Candidates(HashMap<usize, TurnCandidates>);
+pub struct Candidates {
+    /// Turns at hand, by key.
+    here: HashMap<usize, AtHand>,
+    /// Folded turns, by key: where their points' costs and keys start in `costs` and `keys`.
+    folded: HashMap<usize, usize>,
+    costs: Vec<u32>,
+    keys: Vec<u64>,
+}
 
-/// One turn's candidate points (none kept here for a folded turn), and each one's cost and
-/// repeat key.
-type TurnCandidates = (Vec<Point>, Vec<(usize, u64)>);
+/// A turn's points, and each one's cost and repeat key.
+type AtHand = (Vec<Point>, Vec<(usize, u64)>);
+
+/// What `Candidates::points` finds of a turn it has not seen.
+enum Found {
+    Here(AtHand),
+    Folded(Vec<(usize, u64)>),
+}
 
 impl Candidates {
     /// The candidate points of `turns` (each with a key that names it across calls), in time
@@ -311,10 +321,10 @@ impl Candidates {
     ) -> (Vec<PointRef<'a>>, Vec<usize>) {
         use rayon::prelude::*;
         // What a point costs as a line of the summary, and its repeat key.
-        let costed = |turn: usize, text: &str| {
+        let costed = |turn: usize, kind: Kind, text: &str| {
             (
                 tok.count(&PointRef::line_of(turn, text)) + 1,
-                repeat_key(text),
+                repeat_key(kind, text),
             )
         };
         // Runs of turns to read together: the new folded turns of one frame, or one turn.
@@ -331,14 +341,15 @@ impl Candidates {
             runs.push(&turns[start..end]);
             start = end;
         }
-        let known = &self.0;
-        let new: Vec<(usize, TurnCandidates)> = runs
+        let known = |key: &usize, t: &LeftOut| match t.folded {
+            Some(_) => self.folded.contains_key(key),
+            None => self.here.contains_key(key),
+        };
+        let new: Vec<(usize, Found)> = runs
             .par_iter()
             .flat_map_iter(|run| {
-                let todo: Vec<&(usize, LeftOut)> = run
-                    .iter()
-                    .filter(|(key, _)| !known.contains_key(key))
-                    .collect();
+                let todo: Vec<&(usize, LeftOut)> =
+                    run.iter().filter(|(key, t)| !known(key, t)).collect();
                 let frame = match todo.first().and_then(|(_, t)| t.folded) {
                     Some(f) => f.points.frame.as_ref().expect(SEALED).text(),
                     None => String::new(),
@@ -347,45 +358,72 @@ impl Candidates {
                     .map(|(key, t)| match t.folded {
                         Some(f) => {
                             let keyed = f.points.iter(&frame);
-                            let costs = keyed.map(|(_, text)| costed(t.number, text));
-                            (*key, (Vec::new(), costs.collect()))
+                            let costs = keyed.map(|(kind, text)| costed(t.number, kind, text));
+                            (*key, Found::Folded(costs.collect()))
                         }
                         None => {
                             let found = turn_points(t);
-                            let costs = found.iter().map(|p| costed(p.turn, &p.text)).collect();
-                            (*key, (found, costs))
+                            let costs = found
+                                .iter()
+                                .map(|p| costed(p.turn, p.kind, &p.text))
+                                .collect();
+                            (*key, Found::Here((found, costs)))
                         }
                     })
                     .collect::<Vec<_>>()
             })
             .collect();
-        self.0.extend(new);
-        let known = &self.0;
+        for (key, found) in new {
+            match found {
+                Found::Here(at_hand) => {
+                    self.here.insert(key, at_hand);
+                }
+                Found::Folded(costs) => {
+                    self.folded.insert(key, self.costs.len());
+                    for (cost, key) in costs {
+                        // A line of a few hundred characters.
+                        self.costs.push(u32::try_from(cost).unwrap_or(u32::MAX));
+                        self.keys.push(key);
+                    }
+                }
+            }
+        }
+        let this = &*self;
         let mut seen = HashSet::new();
         turns
             .iter()
-            .flat_map(|(k, t)| {
-                let (points, costs) = &known[k];
-                let points: Box<dyn Iterator<Item = PointRef<'a>>> = match t.folded {
-                    Some(f) => Box::new(f.points.refs(t.number)),
-                    None => Box::new(points.iter().map(Point::view)),
-                };
-                points.zip(costs.iter().copied())
-            })
-            .filter(|(p, (_, key))| seen.insert((p.kind, *key)))
+            .flat_map(
+                |(k, t)| -> Box<dyn Iterator<Item = (PointRef<'a>, (usize, u64))>> {
+                    match t.folded {
+                        Some(f) => {
+                            let at = this.folded[k];
+                            let costs = this.costs[at..].iter().map(|&c| c as usize);
+                            let keyed = costs.zip(this.keys[at..].iter().copied());
+                            let n = u32::try_from(f.points.ends.len()).expect("points of a turn");
+                            Box::new((0..n).map(|n| PointRef::Folded(f, n)).zip(keyed))
+                        }
+                        None => {
+                            let (points, costs) = &this.here[k];
+                            Box::new(points.iter().map(Point::view).zip(costs.iter().copied()))
+                        }
+                    }
+                },
+            )
+            .filter(|(_, (_, key))| seen.insert(*key))
             .map(|(p, (cost, _))| (p, cost))
             .unzip()
     }
 }
 
-/// What tells a point's text from another's whatever their case: a keyed hash of it in
-/// lowercase (a long session has tens of thousands of points, and a lowercase copy of each
-/// would be held at once), keyed at random once per process, as `model::IdSet` is.
-fn repeat_key(text: &str) -> u64 {
+/// What tells a point from another of its kind whose text differs only in case: a keyed hash
+/// of the kind and the lowercase text (a long session has tens of thousands of points, and a
+/// lowercase copy of each would be held at once), keyed at random once per process, as
+/// `model::IdSet` is.
+fn repeat_key(kind: Kind, text: &str) -> u64 {
     use std::hash::BuildHasher;
     static KEY: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
     KEY.get_or_init(Default::default)
-        .hash_one(text.to_lowercase())
+        .hash_one((kind, text.to_lowercase()))
 }
 
 /// What a point costs as a line of the summary.
@@ -404,8 +442,8 @@ fn points(turns: &[LeftOut]) -> Vec<Point> {
     found
         .into_iter()
         .map(|p| Point {
-            turn: p.turn,
-            kind: p.kind,
+            turn: p.turn(),
+            kind: p.kind(),
             text: p.text(&mut frames).to_string(),
         })
         .collect()
@@ -524,7 +562,7 @@ pub fn select(points: &[PointRef], costs: &[usize], cap: usize, tok: Tokenizer) 
         .iter()
         .map(|(k, _)| {
             (0..points.len())
-                .filter(|&i| points[i].kind == *k)
+                .filter(|&i| points[i].kind() == *k)
                 .collect()
         })
         .collect();
@@ -603,7 +641,7 @@ pub fn summary_text(turns: &[LeftOut], points: &[PointRef], chosen: &[usize]) ->
     let last = turns.last().map_or(0, |t| t.number);
     let from = turns.first().and_then(LeftOut::first_time);
     let to = turns.last().and_then(LeftOut::last_time);
-    let with_points: HashSet<usize> = chosen.iter().map(|&i| points[i].turn).collect();
+    let with_points: HashSet<usize> = chosen.iter().map(|&i| points[i].turn()).collect();
     let mut frames = FrameCache::default();
     let mut text = header_text(
         first,
@@ -741,7 +779,7 @@ mod tests {
         assert_eq!(refs.len(), expected.len());
         let mut frames = FrameCache::default();
         for ((r, cost), p) in refs.iter().zip(&costs).zip(&expected) {
-            assert_eq!((r.turn, r.kind), (p.turn, p.kind));
+            assert_eq!((r.turn(), r.kind()), (p.turn, p.kind));
             assert_eq!(r.text(&mut frames), p.text);
             assert_eq!(*cost, point_cost(&p.view(), Tokenizer::Estimate));
         }
@@ -749,6 +787,8 @@ mod tests {
             let mut cold = FrameCache::default();
             assert_eq!(refs[i].text(&mut cold), expected[i].text);
         }
+        // The fit holds one for every point of a long session.
+        assert_eq!(std::mem::size_of::<PointRef>(), 16);
     }
 
     #[test]
