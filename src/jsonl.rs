@@ -318,7 +318,7 @@ pub fn for_each_line(path: &Path, f: impl FnMut(usize, Line) -> Result<()>) -> R
 
 /// Bytes of lines parsed together: large enough to spread over the cores, small enough that
 /// memory does not grow with the file.
-const BLOCK: usize = 2 << 20;
+const BLOCK: usize = 1 << 19;
 
 /// Like `for_each_line`, with `prepare` applied to each parsed line in parallel (a reader uses
 /// it to drop or shorten what it will not keep, before the line is handed on in order).
