@@ -28,7 +28,7 @@ pub struct GitState {
 
 /// The state `git status` reports of `cwd` now, when it is a checkout with a commit.
 pub fn live_git_state(cwd: &str) -> Option<GitState> {
-    if !Path::new(cwd).is_dir() {
+    if !Path::new(cwd).is_dir() || !may_be_in_a_checkout(Path::new(cwd)) {
         return None;
     }
     // One `git status` gives the commit, the branch and whether the tree is dirty: a relay
@@ -50,6 +50,20 @@ pub fn live_git_state(cwd: &str) -> Option<GitState> {
         return None;
     }
     parse_status(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// Whether git could find a repository for `dir`: a `.git` (folder, or file in a worktree or
+/// submodule) in it or above it, where git looks (from the real path, as git does), or
+/// `GIT_DIR` set. Starting git where it can only fail cost a small relay a few milliseconds.
+fn may_be_in_a_checkout(dir: &Path) -> bool {
+    if std::env::var_os("GIT_DIR").is_some() {
+        return true;
+    }
+    let Ok(real) = std::fs::canonicalize(dir) else {
+        return true;
+    };
+    real.ancestors()
+        .any(|d| d.join(".git").symlink_metadata().is_ok())
 }
 
 /// What the session recorded, for a directory that is no checkout (or no longer exists here).
@@ -434,6 +448,45 @@ fn dedup(items: impl Iterator<Item = String>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// git is started only where it could find a repository: in a checkout's folder or below
+    /// it (also through a link, and where `.git` is a worktree's file), not elsewhere.
+    #[test]
+    fn git_is_asked_only_where_a_repository_can_be_found() {
+        let root = tempfile::tempdir().unwrap();
+        let plain = root.path().join("plain/deep");
+        std::fs::create_dir_all(&plain).unwrap();
+        let checkout = root.path().join("checkout");
+        std::fs::create_dir_all(checkout.join(".git")).unwrap();
+        std::fs::create_dir_all(checkout.join("src/sub")).unwrap();
+        let worktree = root.path().join("worktree");
+        std::fs::create_dir_all(&worktree).unwrap();
+        std::fs::write(
+            worktree.join(".git"),
+            "gitdir: ../checkout/.git/worktrees/w\n",
+        )
+        .unwrap();
+        // Unless the temporary folder is itself in a checkout.
+        let above = root
+            .path()
+            .ancestors()
+            .skip(1)
+            .any(|d| d.join(".git").exists());
+        if std::env::var_os("GIT_DIR").is_none() && !above {
+            assert!(!may_be_in_a_checkout(&plain));
+            assert!(!may_be_in_a_checkout(root.path()));
+            assert_eq!(live_git_state(plain.to_str().unwrap()), None);
+        }
+        assert!(may_be_in_a_checkout(&checkout));
+        assert!(may_be_in_a_checkout(&checkout.join("src/sub")));
+        assert!(may_be_in_a_checkout(&worktree));
+        #[cfg(unix)]
+        {
+            let link = root.path().join("plain/link");
+            std::os::unix::fs::symlink(checkout.join("src"), &link).unwrap();
+            assert!(may_be_in_a_checkout(&link));
+        }
+    }
     use crate::model::Message;
 
     #[test]
