@@ -327,20 +327,13 @@ impl Candidates {
                 repeat_key(kind, text),
             )
         };
-        // Runs of turns to read together: the new folded turns of one frame, or one turn.
-        let mut runs: Vec<&[(usize, LeftOut<'a>)]> = Vec::new();
-        let mut start = 0;
-        while start < turns.len() {
-            let frame = |i: usize| turns[i].1.folded.and_then(|f| f.points.frame.as_ref());
-            let mut end = start + 1;
-            if let Some(first) = frame(start) {
-                while end < turns.len() && frame(end).is_some_and(|f| Arc::ptr_eq(f, first)) {
-                    end += 1;
-                }
-            }
-            runs.push(&turns[start..end]);
-            start = end;
-        }
+        // Runs of turns to read together: the folded turns of one frame, or one turn.
+        let frame = |t: &LeftOut<'a>| t.folded.and_then(|f| f.points.frame.as_ref());
+        let runs: Vec<&[(usize, LeftOut<'a>)]> = turns
+            .chunk_by(|(_, a), (_, b)| {
+                matches!((frame(a), frame(b)), (Some(x), Some(y)) if Arc::ptr_eq(x, y))
+            })
+            .collect();
         let known = |key: &usize, t: &LeftOut| match t.folded {
             Some(_) => self.folded.contains_key(key),
             None => self.here.contains_key(key),
