@@ -1148,6 +1148,28 @@ fn folded_as_read_in_full(
     folding
 }
 
+/// How many of a session's relays to every agent, at budgets from 3,000 to 60,000 tokens with
+/// windows of 0.05 to 1 budget, kept their fold and how many read the session again, each
+/// checked against a full read (`folded_as_read_in_full`).
+fn fold_outcomes(env: &TestEnv, path: &std::path::Path, seed: u64) -> (usize, usize) {
+    let (mut kept, mut read_again) = (0, 0);
+    for to in session_relay::adapters::names() {
+        for (budget, keep) in [
+            ("3000", "0.3"),
+            ("8000", "0.05"),
+            ("20000", "1"),
+            ("60000", "0.2"),
+        ] {
+            match folded_as_read_in_full(env, path, seed, to, budget, keep) {
+                Folding::Kept => kept += 1,
+                Folding::ReadAgain => read_again += 1,
+                Folding::None => {}
+            }
+        }
+    }
+    (kept, read_again)
+}
+
 /// A relay that folds the older turns of a Codex session while reading it (see `plan::fold`)
 /// writes what a full read writes, however the turns pair their calls: the fold takes only
 /// turns it can shape and pair as the whole session would, and when the fit wants a folded
@@ -1158,20 +1180,8 @@ fn folding_older_turns_changes_nothing() {
     let (mut kept, mut read_again) = (0, 0);
     for seed in 1..=8u64 {
         let path = write_awkward_codex_session(&env, seed, 200 + 50 * seed as usize);
-        for to in session_relay::adapters::names() {
-            for (budget, keep) in [
-                ("3000", "0.3"),
-                ("8000", "0.05"),
-                ("20000", "1"),
-                ("60000", "0.2"),
-            ] {
-                match folded_as_read_in_full(&env, &path, seed, to, budget, keep) {
-                    Folding::Kept => kept += 1,
-                    Folding::ReadAgain => read_again += 1,
-                    Folding::None => {}
-                }
-            }
-        }
+        let (k, r) = fold_outcomes(&env, &path, seed);
+        (kept, read_again) = (kept + k, read_again + r);
     }
     eprintln!("folded and kept {kept} times, read again {read_again} times");
     assert!(kept >= 10, "folded and kept only {kept} times");
@@ -1527,20 +1537,8 @@ fn folding_a_claude_transcript_changes_nothing() {
     let (mut kept, mut read_again) = (0, 0);
     for seed in 1..=6u64 {
         let path = write_awkward_claude_session(&env, seed, 150 + 50 * seed as usize, seed == 6);
-        for to in session_relay::adapters::names() {
-            for (budget, keep) in [
-                ("3000", "0.3"),
-                ("8000", "0.05"),
-                ("20000", "1"),
-                ("60000", "0.2"),
-            ] {
-                match folded_as_read_in_full(&env, &path, seed, to, budget, keep) {
-                    Folding::Kept => kept += 1,
-                    Folding::ReadAgain => read_again += 1,
-                    Folding::None => {}
-                }
-            }
-        }
+        let (k, r) = fold_outcomes(&env, &path, seed);
+        (kept, read_again) = (kept + k, read_again + r);
     }
     eprintln!("folded and kept {kept} times, read again {read_again} times");
     // 15 keep and 30 read again; the seeds are fixed, so the count is too.
