@@ -339,6 +339,9 @@ pub struct Pass {
     pub from_line: usize,
     /// Start reading at this byte offset, the start of this line (see `Pass::from`).
     pub start: Option<(usize, u64)>,
+    /// What the pass is for, as its progress step names it before the file's name
+    /// (`reading` when `None`): a relay that passes over a file twice says which pass it is in.
+    pub step: Option<&'static str>,
 }
 
 impl Pass {
@@ -350,6 +353,7 @@ impl Pass {
             prune,
             from_line: line,
             start: earlier.start_before(line),
+            step: None,
         }
     }
 }
@@ -419,7 +423,7 @@ pub fn for_each_line_fast<T: Send>(
         .flatten();
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let progress = crate::progress::start(
-        &format!("reading {name}"),
+        &format!("{} {name}", pass.step.unwrap_or("reading")),
         total,
         crate::progress::Unit::Bytes,
     );

@@ -222,13 +222,20 @@ pub(super) struct Ahead {
     pub missing_parent: Option<(usize, String)>,
 }
 
+/// The progress step of `branch_ahead`, before the file's name: the relay's read follows it
+/// as `reading`, and two steps of the same name looked like one started over.
+pub(super) const BRANCH_STEP: &str = "finding the branch in";
+
 pub(super) fn branch_ahead(path: &Path, subagent: bool) -> Result<Ahead> {
     let mut links = chain::Links::default();
     let mut lines: Vec<(usize, u64)> = Vec::new();
     // Skimmed on every core, from the same text of each line as the reader parses.
     crate::jsonl::for_each_line_fast(
         path,
-        crate::jsonl::Pass::default(),
+        crate::jsonl::Pass {
+            step: Some(BRANCH_STEP),
+            ..Default::default()
+        },
         |no, text| Some(skimmed_link(text).map(|l| (chain::fingerprint(no, &l), l))),
         |_, _| None,
         |no, line| {
@@ -408,5 +415,62 @@ fn count(kind: &str, line: &Line) -> Counted {
             }
         }
         _ => none,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use crate::progress::{Progress, Unit};
+
+    #[derive(Default)]
+    struct Steps(Mutex<Vec<String>>);
+
+    impl Progress for Steps {
+        fn start(&self, what: &str, _total: Option<u64>, _unit: Unit) {
+            self.0.lock().unwrap().push(what.to_string());
+        }
+        fn advance(&self, _n: u64) {}
+    }
+
+    /// The skim that chooses a transcript's branch before a relay reads it names its own
+    /// progress step: the read after it is `reading`, and two steps of one name looked like a
+    /// read started over.
+    #[test]
+    fn the_branch_skim_names_its_own_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(
+            &path,
+            concat!(
+                r#"{"type":"user","uuid":"a","parentUuid":null,"message":{"role":"user","content":"hi"}}"#,
+                "\n",
+                r#"{"type":"assistant","uuid":"b","parentUuid":"a","message":{"role":"assistant","content":[{"type":"text","text":"ok"}]}}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let steps = Arc::new(Steps::default());
+        let handle: crate::progress::Handle = Some(steps.clone());
+        let ahead = crate::progress::scope(&handle, || super::branch_ahead(&path, false)).unwrap();
+        assert_eq!(ahead.lines.len(), 2);
+        assert!(ahead.lines.iter().all(|(_, on)| *on));
+        assert_eq!(
+            *steps.0.lock().unwrap(),
+            [format!("{} s.jsonl", super::BRANCH_STEP)]
+        );
+        // A read names its step as before.
+        let read = crate::progress::scope(&handle, || {
+            crate::jsonl::for_each_line_fast(
+                &path,
+                crate::jsonl::Pass::default(),
+                |_, _| Some(()),
+                |_, _| (),
+                |_, _| Ok(()),
+            )
+        });
+        assert_eq!(read.unwrap().lines, 2);
+        assert_eq!(steps.0.lock().unwrap()[1], "reading s.jsonl");
     }
 }
