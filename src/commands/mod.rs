@@ -107,9 +107,10 @@ fn full_read_asked() -> bool {
 /// output cut while parsing to what a relay could keep, and without the per-message facts its
 /// report never reads (`ReadOptions::lean`: a Claude Code line's uuid and model, 9% of the
 /// time `show` took on a 100 MB transcript). Its report needs only the outputs' sizes, and a
-/// full read of 100 MB holds 100 MB of outputs.
-pub fn show_read_options(size: u64) -> ReadOptions {
-    if size > 8 << 20 && !full_read_asked() {
+/// full read of 100 MB holds 100 MB of outputs. `long` reads a smaller one so too (the
+/// tests of `show`'s fold).
+pub fn show_read_options(size: u64, long: bool) -> ReadOptions {
+    if (size > 8 << 20 || long) && !full_read_asked() {
         ReadOptions {
             lean: true,
             ..crate::plan::read_options_full()

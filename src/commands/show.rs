@@ -2,6 +2,7 @@
 //! warnings; with `--to AGENT`, how a relay to that agent would fit its budget.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use rayon::prelude::*;
@@ -9,6 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{Scope, redact, resume_dir};
+use crate::adapter::{Fold, ReadOptions};
 use crate::config::Config;
 use crate::model::{Role, Session};
 use crate::plan::{self, PlanReport};
@@ -98,11 +100,43 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             let size = std::fs::metadata(&located.path).map_or(0, |m| m.len());
             // Built first: its rules compile on another core while the session is read.
             let redactor = (!opts.no_redact).then(|| cfg.redactor()).transpose()?;
-            let mut s = located.read_with(super::show_read_options(size))?;
+            let keep = keep_tokens_asked();
+            let mut read = super::show_read_options(size, keep.is_some());
+            // A long session's older turns are counted as they are read, and let go.
+            let tally = read
+                .lean
+                .then(|| Arc::new(Tally::new(keep.unwrap_or(SHOW_KEEP_TOKENS))));
+            read.fold = tally.as_ref().map(|t| Fold(t.clone()));
+            let mut s = located.read_with(read.clone())?;
+            let counted = match (&tally, s.folded.as_deref()) {
+                (Some(t), Some(f)) if f.messages > 0 => {
+                    let counted = t.take();
+                    let fits = !f.broken && counted.answers(&s, f);
+                    if crate::adapter::part_read_asked() {
+                        eprintln!(
+                            "{}: {} messages{}",
+                            SHOW_FOLD_NOTE,
+                            f.messages,
+                            if fits {
+                                ""
+                            } else {
+                                ", then read again in full"
+                            }
+                        );
+                    }
+                    if fits {
+                        Some(counted)
+                    } else {
+                        s = located.read_with(ReadOptions { fold: None, ..read })?;
+                        None
+                    }
+                }
+                _ => None,
+            };
             if let Some(r) = &redactor {
                 r.header(&mut s);
             }
-            let report = session_report(&s);
+            let report = session_report_with(&s, counted.as_ref());
             // Freeing a long session takes a while and nothing waits for it (see `relay`).
             std::thread::spawn(move || drop(s));
             Ok(Report::Session(Box::new(report)))
@@ -110,8 +144,113 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     }
 }
 
+/// What `show` says on standard error when it counted older turns as it read them and
+/// `adapter::PART_READ_ENV` is set (the tests tell by it that it did).
+pub const SHOW_FOLD_NOTE: &str = "session-relay: counted older turns while reading";
+
+/// Set to the tokens (`plan::fit::source_tokens`) of the newest turns `show` keeps of a long
+/// session instead of `SHOW_KEEP_TOKENS`; any session is then read as a long one (the tests
+/// count small sessions this way).
+pub const SHOW_KEEP_ENV: &str = "SESSION_RELAY_SHOW_KEEP_TOKENS";
+
+/// How much of a long session's newest turns `show` keeps as messages: the context check
+/// reads the messages since the last compaction, which an agent makes before its window
+/// (at most a million tokens) fills; older turns are only counted.
+pub const SHOW_KEEP_TOKENS: usize = 2_000_000;
+
+fn keep_tokens_asked() -> Option<usize> {
+    std::env::var(SHOW_KEEP_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+}
+
+/// `show`'s `TurnFold`: the counts the report gives of the turns the reader let go.
+struct Tally {
+    keep: usize,
+    counted: Mutex<Counted>,
+}
+
+/// What the report says of folded messages (see `session_report`).
+#[derive(Default)]
+struct Counted {
+    roles: BTreeMap<Role, usize>,
+    tool_calls: BTreeMap<String, usize>,
+    tool_kinds: BTreeMap<&'static str, usize>,
+    source_tokens: usize,
+    /// Their bytes of content, and whether an output among them was cut while reading: what
+    /// decides between an exact count and an estimate.
+    content_bytes: usize,
+    cut: bool,
+}
+
+impl Tally {
+    fn new(keep: usize) -> Tally {
+        Tally {
+            keep,
+            counted: Mutex::new(Counted::default()),
+        }
+    }
+
+    fn take(&self) -> Counted {
+        std::mem::take(&mut *self.counted.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl crate::adapter::TurnFold for Tally {
+    fn keep_tokens(&self) -> usize {
+        self.keep
+    }
+
+    fn reach_tokens(&self, m: &crate::model::Message) -> usize {
+        plan::fit::source_tokens(m)
+    }
+
+    fn fold(&self, turn: Vec<crate::model::Message>) {
+        let mut c = self.counted.lock().unwrap_or_else(|e| e.into_inner());
+        for m in &turn {
+            *c.roles.entry(m.role).or_default() += 1;
+            if m.role == Role::ToolCall {
+                *c.tool_calls
+                    .entry(m.tool_name.clone().unwrap_or_else(|| "?".into()))
+                    .or_default() += 1;
+                *c.tool_kinds
+                    .entry(m.tool_kind.map_or("unknown", |k| k.as_str()))
+                    .or_default() += 1;
+            }
+            c.source_tokens += plan::fit::source_tokens(m);
+            c.content_bytes += m.content.len();
+            c.cut |= m.metadata.contains_key("original_chars");
+        }
+    }
+}
+
+impl Counted {
+    /// Whether the report can be made from the kept messages and these counts: it estimates
+    /// tokens (as it does for any session this long), and its context check reads kept
+    /// messages only. Otherwise the session is read again, every turn kept.
+    fn answers(&self, s: &Session, f: &crate::model::Folded) -> bool {
+        let size = self.content_bytes + s.messages.iter().map(|m| m.content.len()).sum::<usize>();
+        let cut = self.cut
+            || s.messages
+                .iter()
+                .any(|m| m.metadata.contains_key("original_chars"));
+        let estimated = size > EXACT_COUNT_MAX || cut;
+        let check_kept = s
+            .context_usage
+            .as_ref()
+            .is_none_or(|u| u.first_at_message.min(u.at_message) >= f.at + f.messages);
+        estimated && check_kept
+    }
+}
+
 /// Everything `show` says of a session.
 pub fn session_report(s: &Session) -> SessionReport {
+    session_report_with(s, None)
+}
+
+/// `session_report` of a session whose older turns were `counted` while it was read (their
+/// messages are not in `s`, which places its messages as in the whole session).
+fn session_report_with(s: &Session, counted: Option<&Counted>) -> SessionReport {
     let mut header = s.header();
     // Agents' own system prompts and similar blobs ride along in `extra` (the export keeps
     // them whole); a report names their size instead.
@@ -121,13 +260,26 @@ pub fn session_report(s: &Session) -> SessionReport {
             *v = json!({ "elided_bytes": len });
         }
     }
-    let counts = s
-        .role_counts()
-        .into_iter()
-        .map(|(r, n)| (r.as_str(), n))
-        .collect();
+    let mut roles = s.role_counts();
     let mut tool_calls: BTreeMap<&str, usize> = BTreeMap::new();
     let mut tool_kinds: BTreeMap<&'static str, usize> = BTreeMap::new();
+    if let Some(c) = counted {
+        for (r, n) in &c.roles {
+            *roles.entry(*r).or_default() += n;
+        }
+        for (name, n) in &c.tool_calls {
+            *tool_calls.entry(name).or_default() += n;
+        }
+        for (kind, n) in &c.tool_kinds {
+            *tool_kinds.entry(kind).or_default() += n;
+        }
+    }
+    let messages = roles
+        .iter()
+        .filter(|(r, _)| matches!(r, Role::User | Role::Assistant))
+        .map(|(_, n)| n)
+        .sum();
+    let counts = roles.into_iter().map(|(r, n)| (r.as_str(), n)).collect();
     for m in s.messages.iter().filter(|m| m.role == Role::ToolCall) {
         *tool_calls
             .entry(m.tool_name.as_deref().unwrap_or("?"))
@@ -146,12 +298,17 @@ pub fn session_report(s: &Session) -> SessionReport {
         .messages
         .iter()
         .any(|m| m.metadata.contains_key("original_chars"));
-    let (estimated_tokens, tokenizer) = if size <= EXACT_COUNT_MAX && !cut {
+    let (estimated_tokens, tokenizer) = if counted.is_none() && size <= EXACT_COUNT_MAX && !cut {
         (tokens::session_tokens(s), "o200k_base")
     } else {
         // Outputs cut while reading count at their size in the source.
         // On every core: a tool input's size is that of its JSON text, written out to count.
-        let n = s.messages.par_iter().map(plan::fit::source_tokens).sum();
+        let n = s
+            .messages
+            .par_iter()
+            .map(plan::fit::source_tokens)
+            .sum::<usize>()
+            + counted.map_or(0, |c| c.source_tokens);
         (n, "estimate (characters / 4)")
     };
     let context_check = s.context_usage.as_ref().map(|u| {
@@ -160,8 +317,11 @@ pub fn session_report(s: &Session) -> SessionReport {
             _ => crate::adapters::by_name(&s.agent)
                 .map_or(tokens::Tokenizer::O200k, |a| a.default_tokenizer()),
         };
-        let end = u.at_message.min(s.messages.len());
-        let start = u.first_at_message.min(end);
+        // Places are those of the whole session; folded messages came before the range
+        // (`Counted::answers`).
+        let gone = s.folded.as_ref().map_or(0, |f| f.messages);
+        let end = u.at_message.saturating_sub(gone).min(s.messages.len());
+        let start = u.first_at_message.saturating_sub(gone).min(end);
         // An output cut while reading counts in proportion to its size in the source.
         let estimated: usize = s.messages[start..end]
             .iter()
@@ -188,7 +348,7 @@ pub fn session_report(s: &Session) -> SessionReport {
     SessionReport {
         context_check,
         session: header,
-        messages: s.message_count(),
+        messages,
         counts,
         tool_calls,
         tool_kinds,

@@ -435,6 +435,82 @@ fn show_of_a_long_session_says_what_a_full_read_says() {
     }
 }
 
+/// `show` of a long session counts its older turns as it reads them and lets them go: it
+/// says exactly what it says holding every turn, on every fixture and on long generated
+/// sessions, whether the counts could stand or the session was read again (its context check
+/// reached back into the counted turns).
+#[test]
+fn show_counting_older_turns_says_what_holding_them_says() {
+    use session_relay::commands::show::{SHOW_FOLD_NOTE, SHOW_KEEP_ENV};
+    let env = TestEnv::empty();
+    let mut paths: Vec<std::path::PathBuf> =
+        fixture_sessions().into_iter().map(|(_, p)| p).collect();
+    paths.push(write_long_claude_session(
+        &env,
+        "5e55b0b0-0000-4000-8000-00000000c0a1",
+        120,
+    ));
+    let codex = write_long_codex_session(&env, "0199e000-0000-7000-8000-00000000c0a2", 120);
+    // A last turn whose output is cut while reading: a count from cut outputs is an estimate,
+    // which counted turns can add to (an exact count needs their text).
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&codex)
+        .unwrap();
+    for payload in [
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Print the log"}]}),
+        json!({"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"cat log\"}", "call_id": "call_log"}),
+        json!({"type": "function_call_output", "call_id": "call_log", "output": "log line\n".repeat(3000)}),
+        json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "The log is clean."}]}),
+    ] {
+        let line = json!({"timestamp": "2026-11-02T20:00:00.000Z", "type": "response_item", "payload": payload});
+        writeln!(f, "{line}").unwrap();
+    }
+    drop(f);
+    paths.push(codex);
+    let show = |path: &str, keep: &str| {
+        let out = env
+            .cmd()
+            .env(SHOW_KEEP_ENV, keep)
+            .env(session_relay::adapter::PART_READ_ENV, "1")
+            .args(["show", path, "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let note = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .find(|l| l.starts_with(SHOW_FOLD_NOTE))
+            .map(str::to_string);
+        (String::from_utf8(out.stdout).unwrap(), note)
+    };
+    let (mut counted, mut read_again) = (0, 0);
+    for path in &paths {
+        let p = path.to_str().unwrap();
+        let (held, note) = show(p, "1000000000000");
+        assert_eq!(note, None, "{p}: counted while keeping every turn");
+        assert!(held.contains("\"estimated_tokens\""), "{p}: {held}");
+        for keep in ["0", "2000"] {
+            let (folded, note) = show(p, keep);
+            assert_eq!(folded, held, "{p}, keeping {keep} tokens: {note:?}");
+            match note {
+                Some(n) if n.ends_with("then read again in full") => read_again += 1,
+                Some(_) => counted += 1,
+                None => {}
+            }
+        }
+    }
+    // Both ways were taken, on fixtures of both agents that fold and on the long sessions.
+    assert!(counted >= 4, "{counted} counted, {read_again} read again");
+    assert!(
+        read_again >= 1,
+        "{counted} counted, {read_again} read again"
+    );
+}
+
 /// The same session written twice, as a Claude Code transcript and as a Codex rollout: turns
 /// of a request, one shell call, its output and an answer.
 struct TwoSources {
