@@ -1,16 +1,19 @@
 //! `session-relay export`: one session as neutral JSONL or a Markdown handoff document, whole
 //! or fitted to a target agent's budget (`--to`).
 
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::{Redactions, Scope, redact, resume_dir};
+use crate::adapter::{Fold, ReadOptions};
 use crate::config::Config;
-use crate::model::neutral;
+use crate::model::{Message, neutral};
 use crate::plan;
+use crate::redact::{Counts, Redactor};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -67,9 +70,27 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
     };
     let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
     let mut warnings = Vec::new();
-    let (mut s, redactor, folder) =
-        super::read_masked(cfg, &located, read, opts.no_redact, &mut warnings)?;
+    let spill_keep = (target.is_none() && opts.format == Format::Jsonl)
+        .then(|| spill_keep_tokens(&located.path))
+        .flatten();
+    let (mut s, redactor, folder, mut spilled) = match spill_keep {
+        Some(keep) => {
+            let redactor = super::redactor(cfg, opts.no_redact, &mut warnings)?;
+            let (s, spilled) = read_spilling(&located, keep, redactor.clone())?;
+            (s, redactor, None, spilled)
+        }
+        None => {
+            let (s, redactor, folder) =
+                super::read_masked(cfg, &located, read, opts.no_redact, &mut warnings)?;
+            (s, redactor, folder, None)
+        }
+    };
     let mut redactions = redact(redactor.as_deref(), &mut s);
+    if let (Some(counts), Some(sp)) = (redactions.0.as_mut(), spilled.as_ref()) {
+        for (kind, n) in &sp.counts {
+            *counts.entry(kind.clone()).or_default() += n;
+        }
+    }
     warnings.extend(super::reader_warnings(&s));
     let source = super::show::SourceRef {
         agent: s.agent.clone(),
@@ -111,9 +132,12 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
         s = f;
     }
     // Written as it is serialised: a long session is not held a second time as its export.
-    let write = |w: &mut dyn Write| -> Result<()> {
+    let mut write = move |w: &mut dyn Write| -> Result<()> {
         match opts.format {
-            Format::Jsonl => neutral::write(&s, w)?,
+            Format::Jsonl => match spilled.as_mut() {
+                Some(sp) => neutral::write_folded(&s, &mut sp.file, w)?,
+                None => neutral::write(&s, w)?,
+            },
             Format::Markdown => w.write_all(
                 crate::model::markdown::markdown(&s, crate::adapters::display_name(&s.agent))
                     .as_bytes(),
@@ -137,4 +161,142 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
         fitted,
         warnings,
     })
+}
+
+/// A plain JSONL export of a session over this size writes its older turns as it reads them
+/// (see `Spill`): a full read holds every tool output whole, as much memory as the file.
+const SPILL_MIN_BYTES: u64 = 16 << 20;
+
+/// How much of the newest turns such an export keeps as messages until the end, in
+/// `plan::fit::source_tokens`: nothing needs them, but the reader folds whole turns only.
+const SPILL_KEEP_TOKENS: usize = 200_000;
+
+/// Set to the tokens of the newest turns an export keeps instead of `SPILL_KEEP_TOKENS`; any
+/// session is then exported so (the tests export small sessions this way).
+pub const SPILL_KEEP_ENV: &str = "SESSION_RELAY_EXPORT_KEEP_TOKENS";
+
+/// What `export` says on standard error when it wrote older turns as it read them and
+/// `adapter::PART_READ_ENV` is set (the tests tell by it that it did).
+pub const SPILL_NOTE: &str = "session-relay: wrote older turns while reading";
+
+fn spill_keep_tokens(path: &std::path::Path) -> Option<usize> {
+    if let Some(keep) = std::env::var(SPILL_KEEP_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return Some(keep);
+    }
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    (size > SPILL_MIN_BYTES).then_some(SPILL_KEEP_TOKENS)
+}
+
+/// The older turns of an export, masked and written as the lines `neutral::write` gives
+/// them, to a temporary file, while the session is read; `neutral::write_folded` puts them
+/// in their place.
+struct Spill {
+    keep: usize,
+    redactor: Option<Arc<Redactor>>,
+    out: Mutex<SpillOut>,
+}
+
+struct SpillOut {
+    file: std::io::BufWriter<std::fs::File>,
+    counts: Counts,
+    error: Option<std::io::Error>,
+}
+
+/// What a `Spill` wrote: the file, rewound, and what was masked in it.
+struct Spilled {
+    file: std::fs::File,
+    counts: Counts,
+}
+
+impl crate::adapter::TurnFold for Spill {
+    fn keep_tokens(&self) -> usize {
+        self.keep
+    }
+
+    fn reach_tokens(&self, m: &Message) -> usize {
+        plan::fit::source_tokens(m)
+    }
+
+    fn fold(&self, turn: Vec<Message>) {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let out = &mut *out;
+        for mut m in turn {
+            if let Some(r) = &self.redactor {
+                r.message(&mut m, &mut out.counts);
+            }
+            if out.error.is_none()
+                && let Err(e) = neutral::write_message(&m, &mut out.file)
+            {
+                out.error = Some(std::io::Error::other(e));
+            }
+        }
+    }
+}
+
+/// Reads `located` for a plain export, its older turns written to a `Spill` as they are read;
+/// `None` for the spill when nothing was folded, or when what was folded is not exactly what
+/// a full read gives (a call of a folded turn answered later, an orphan among them, the
+/// branch chosen ahead not the one read): the session is then read again in full.
+fn read_spilling(
+    located: &crate::select::Located,
+    keep: usize,
+    redactor: Option<Arc<Redactor>>,
+) -> Result<(crate::model::Session, Option<Spilled>)> {
+    let file = tempfile::tempfile().context("cannot create a temporary file for the export")?;
+    let spill = Arc::new(Spill {
+        keep,
+        redactor,
+        out: Mutex::new(SpillOut {
+            file: std::io::BufWriter::with_capacity(1 << 16, file),
+            counts: Counts::new(),
+            error: None,
+        }),
+    });
+    let read = ReadOptions {
+        fold: Some(Fold(spill.clone())),
+        ..Default::default()
+    };
+    let s = located.read_with(read)?;
+    let Some(f) = s.folded.as_deref().filter(|f| f.messages > 0) else {
+        return Ok((s, None));
+    };
+    let whole = !f.broken && f.unanswered_ids.is_empty() && f.uncalled_ids.is_empty();
+    if crate::adapter::part_read_asked() {
+        eprintln!(
+            "{SPILL_NOTE}: {} messages{}",
+            f.messages,
+            if whole {
+                ""
+            } else {
+                ", then read again in full"
+            }
+        );
+    }
+    if !whole {
+        return Ok((located.read_with(ReadOptions::default())?, None));
+    }
+    let mut out = Arc::try_unwrap(spill)
+        .map_err(|_| anyhow::anyhow!("the export's spill is still in use"))?
+        .out
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = out.error.take() {
+        return Err(anyhow::Error::new(e).context("cannot write the export's temporary file"));
+    }
+    let mut file = out
+        .file
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .context("cannot write the export's temporary file")?;
+    file.seek(std::io::SeekFrom::Start(0))?;
+    Ok((
+        s,
+        Some(Spilled {
+            file,
+            counts: out.counts,
+        }),
+    ))
 }

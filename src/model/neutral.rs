@@ -12,6 +12,36 @@ use super::{Message, SCHEMA_VERSION, Session};
 pub const RECORD: &str = "session-relay/session";
 
 pub fn write(session: &Session, out: &mut dyn Write) -> Result<()> {
+    write_header(session, out)?;
+    write_messages(&session.messages, out)
+}
+
+/// `write` of a session whose reader handed its older turns to a fold (`Session::folded`):
+/// `folded` holds their messages, already written as lines, and they go where they were.
+pub fn write_folded(
+    session: &Session,
+    folded: &mut dyn std::io::Read,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let at = session
+        .folded
+        .as_ref()
+        .map_or(session.messages.len(), |f| f.at)
+        .min(session.messages.len());
+    write_header(session, out)?;
+    write_messages(&session.messages[..at], out)?;
+    std::io::copy(folded, out)?;
+    write_messages(&session.messages[at..], out)
+}
+
+/// One message as the line `write` gives it.
+pub fn write_message(m: &Message, out: &mut dyn Write) -> Result<()> {
+    serde_json::to_writer(&mut *out, m)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+fn write_header(session: &Session, out: &mut dyn Write) -> Result<()> {
     #[derive(serde::Serialize)]
     struct Header<'a> {
         record: &'static str,
@@ -26,9 +56,12 @@ pub fn write(session: &Session, out: &mut dyn Write) -> Result<()> {
         },
     )?;
     out.write_all(b"\n")?;
-    for m in &session.messages {
-        serde_json::to_writer(&mut *out, m)?;
-        out.write_all(b"\n")?;
+    Ok(())
+}
+
+fn write_messages(messages: &[Message], out: &mut dyn Write) -> Result<()> {
+    for m in messages {
+        write_message(m, out)?;
     }
     Ok(())
 }

@@ -511,6 +511,87 @@ fn show_counting_older_turns_says_what_holding_them_says() {
     );
 }
 
+/// A plain export of a long session writes its older turns, masked, as it reads them and lets
+/// them go: what it writes is the same, byte for byte, as an export that holds every turn, on
+/// every fixture and on long generated sessions, whether the turns it wrote could stand or the
+/// session was read again (a call answered after them, an orphan among them).
+#[test]
+fn export_writing_older_turns_as_it_reads_writes_the_same() {
+    use session_relay::commands::export::{SPILL_KEEP_ENV, SPILL_NOTE};
+    let env = TestEnv::empty();
+    let mut paths: Vec<std::path::PathBuf> =
+        fixture_sessions().into_iter().map(|(_, p)| p).collect();
+    paths.push(write_long_claude_session(
+        &env,
+        "5e55b0b0-0000-4000-8000-00000000e0a1",
+        80,
+    ));
+    let codex = write_long_codex_session(&env, "0199e000-0000-7000-8000-00000000e0a2", 80);
+    // Secrets in an older turn, which is written as it is read: masked there too.
+    let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let text = std::fs::read_to_string(&codex).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("function_call_output"))
+        .unwrap();
+    lines[at] = lines[at].replace(
+        "Wall time",
+        &format!("export GITHUB_TOKEN={token}\\nWall time"),
+    );
+    assert!(lines[at].contains(token));
+    std::fs::write(&codex, lines.join("\n") + "\n").unwrap();
+    paths.push(codex);
+    let export = |path: &str, keep: &str, args: &[&str]| {
+        let out = env
+            .cmd()
+            .env(SPILL_KEEP_ENV, keep)
+            .env(session_relay::adapter::PART_READ_ENV, "1")
+            .args(["export", path])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{path}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let note = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .find(|l| l.starts_with(SPILL_NOTE))
+            .map(str::to_string);
+        (String::from_utf8(out.stdout).unwrap(), note)
+    };
+    let (mut written, mut read_again) = (0, 0);
+    for path in &paths {
+        let p = path.to_str().unwrap();
+        for args in [&[][..], &["--no-redact"][..]] {
+            let (held, note) = export(p, "1000000000000", args);
+            assert_eq!(note, None, "{p}: wrote turns while keeping every one");
+            assert!(held.lines().count() >= 2, "{p}: {held}");
+            for keep in ["0", "2000"] {
+                let (spilled, note) = export(p, keep, args);
+                assert!(
+                    spilled == held,
+                    "{p} {args:?}, keeping {keep} tokens: {note:?}"
+                );
+                match note {
+                    Some(n) if n.ends_with("then read again in full") => read_again += 1,
+                    Some(_) => written += 1,
+                    None => {}
+                }
+            }
+        }
+    }
+    let (masked, _) = export(paths.last().unwrap().to_str().unwrap(), "0", &[]);
+    assert!(!masked.contains(token) && masked.contains("[REDACTED:"));
+    assert!(written >= 8, "{written} written, {read_again} read again");
+    assert!(
+        read_again >= 1,
+        "{written} written, {read_again} read again"
+    );
+}
+
 /// The same session written twice, as a Claude Code transcript and as a Codex rollout: turns
 /// of a request, one shell call, its output and an answer.
 struct TwoSources {
