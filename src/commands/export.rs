@@ -76,7 +76,16 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
     let (mut s, redactor, folder, mut spilled) = match spill_keep {
         Some(keep) => {
             let redactor = super::redactor(cfg, opts.no_redact, &mut warnings)?;
-            let (s, spilled) = read_spilling(&located, keep, redactor.clone())?;
+            // Beside the export's file: a system temporary folder may be held in memory.
+            let dir = opts
+                .output
+                .as_deref()
+                .and_then(std::path::Path::parent)
+                .map(|d| match d.as_os_str().is_empty() {
+                    true => std::path::Path::new("."),
+                    false => d,
+                });
+            let (s, spilled) = read_spilling(&located, keep, redactor.clone(), dir)?;
             (s, redactor, None, spilled)
         }
         None => {
@@ -236,7 +245,8 @@ impl crate::adapter::TurnFold for Spill {
     }
 }
 
-/// Reads `located` for a plain export, its older turns written to a `Spill` as they are read;
+/// Reads `located` for a plain export, its older turns written to a `Spill` (a temporary file
+/// in `dir`, else in the system's temporary folder) as they are read;
 /// `None` for the spill when nothing was folded, or when what was folded is not exactly what
 /// a full read gives (a call of a folded turn answered later, an orphan among them, the
 /// branch chosen ahead not the one read): the session is then read again in full.
@@ -244,8 +254,14 @@ fn read_spilling(
     located: &crate::select::Located,
     keep: usize,
     redactor: Option<Arc<Redactor>>,
+    dir: Option<&std::path::Path>,
 ) -> Result<(crate::model::Session, Option<Spilled>)> {
-    let file = tempfile::tempfile().context("cannot create a temporary file for the export")?;
+    // Unnamed: nothing is left behind, whatever happens.
+    let file = match dir {
+        Some(d) => tempfile::tempfile_in(d),
+        None => tempfile::tempfile(),
+    }
+    .context("cannot create a temporary file for the export")?;
     let spill = Arc::new(Spill {
         keep,
         redactor,

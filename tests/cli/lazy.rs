@@ -583,8 +583,16 @@ fn export_writing_older_turns_as_it_reads_writes_the_same() {
             }
         }
     }
-    let (masked, _) = export(paths.last().unwrap().to_str().unwrap(), "0", &[]);
+    let last = paths.last().unwrap().to_str().unwrap();
+    let (masked, _) = export(last, "0", &[]);
     assert!(!masked.contains(token) && masked.contains("[REDACTED:"));
+    // With -o the turns wait beside the file, and nothing else is left there.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("out.jsonl");
+    let (_, note) = export(last, "0", &["-o", file.to_str().unwrap()]);
+    assert!(note.is_some_and(|n| !n.ends_with("read again in full")));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), masked);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     assert!(written >= 8, "{written} written, {read_again} read again");
     assert!(
         read_again >= 1,
