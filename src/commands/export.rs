@@ -209,6 +209,9 @@ struct Spill {
 }
 
 struct SpillOut {
+    /// Folded messages not yet masked and written (see `SPILL_BATCH_BYTES`).
+    pending: Vec<Message>,
+    pending_bytes: usize,
     file: std::io::BufWriter<std::fs::File>,
     counts: Counts,
     error: Option<std::io::Error>,
@@ -218,6 +221,47 @@ struct SpillOut {
 struct Spilled {
     file: std::fs::File,
     counts: Counts,
+}
+
+/// How many bytes of folded messages a `Spill` gathers before it masks them, on every core,
+/// and writes them: one turn at a time the masking ran on the reader's ordering thread alone,
+/// and a plain export of 100 MB took 30-40% longer than holding the session.
+const SPILL_BATCH_BYTES: usize = 1 << 20;
+
+impl Spill {
+    /// Masks and writes the gathered messages.
+    fn flush(&self, out: &mut SpillOut) {
+        use rayon::prelude::*;
+        let mut pending = std::mem::take(&mut out.pending);
+        out.pending_bytes = 0;
+        if let Some(r) = &self.redactor {
+            let counts = pending
+                .par_iter_mut()
+                .fold(Counts::new, |mut counts, m| {
+                    r.message(m, &mut counts);
+                    counts
+                })
+                .reduce(Counts::new, |mut a, b| {
+                    for (kind, n) in b {
+                        *a.entry(kind).or_default() += n;
+                    }
+                    a
+                });
+            for (kind, n) in counts {
+                *out.counts.entry(kind).or_default() += n;
+            }
+        }
+        for m in &pending {
+            if out.error.is_some() {
+                break;
+            }
+            if let Err(e) = neutral::write_message(m, &mut out.file) {
+                out.error = Some(std::io::Error::other(e));
+            }
+        }
+        pending.clear();
+        out.pending = pending;
+    }
 }
 
 impl crate::adapter::TurnFold for Spill {
@@ -232,15 +276,10 @@ impl crate::adapter::TurnFold for Spill {
     fn fold(&self, turn: Vec<Message>) {
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
         let out = &mut *out;
-        for mut m in turn {
-            if let Some(r) = &self.redactor {
-                r.message(&mut m, &mut out.counts);
-            }
-            if out.error.is_none()
-                && let Err(e) = neutral::write_message(&m, &mut out.file)
-            {
-                out.error = Some(std::io::Error::other(e));
-            }
+        out.pending_bytes += turn.iter().map(|m| m.content.len()).sum::<usize>();
+        out.pending.extend(turn);
+        if out.pending_bytes >= SPILL_BATCH_BYTES {
+            self.flush(out);
         }
     }
 }
@@ -266,6 +305,8 @@ fn read_spilling(
         keep,
         redactor,
         out: Mutex::new(SpillOut {
+            pending: Vec::new(),
+            pending_bytes: 0,
             file: std::io::BufWriter::with_capacity(1 << 16, file),
             counts: Counts::new(),
             error: None,
@@ -293,6 +334,10 @@ fn read_spilling(
     }
     if !whole {
         return Ok((located.read_with(ReadOptions::default())?, None));
+    }
+    {
+        let mut out = spill.out.lock().unwrap_or_else(|e| e.into_inner());
+        spill.flush(&mut out);
     }
     let mut out = Arc::try_unwrap(spill)
         .map_err(|_| anyhow::anyhow!("the export's spill is still in use"))?
