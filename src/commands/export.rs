@@ -73,19 +73,27 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
     let spill_keep = (target.is_none() && opts.format == Format::Jsonl)
         .then(|| spill_keep_tokens(&located.path))
         .flatten();
-    let (mut s, redactor, folder, mut spilled) = match spill_keep {
-        Some(keep) => {
+    // Beside the export's file: a system temporary folder may be held in memory. Unnamed:
+    // nothing is left behind, whatever happens. Where none can be made, the session is held.
+    let spill_file = spill_keep.and_then(|keep| {
+        let dir = opts
+            .output
+            .as_deref()
+            .and_then(std::path::Path::parent)
+            .map(|d| match d.as_os_str().is_empty() {
+                true => std::path::Path::new("."),
+                false => d,
+            });
+        let file = match dir {
+            Some(d) => tempfile::tempfile_in(d),
+            None => tempfile::tempfile(),
+        };
+        file.ok().map(|f| (keep, f))
+    });
+    let (mut s, redactor, folder, mut spilled) = match spill_file {
+        Some((keep, file)) => {
             let redactor = super::redactor(cfg, opts.no_redact, &mut warnings)?;
-            // Beside the export's file: a system temporary folder may be held in memory.
-            let dir = opts
-                .output
-                .as_deref()
-                .and_then(std::path::Path::parent)
-                .map(|d| match d.as_os_str().is_empty() {
-                    true => std::path::Path::new("."),
-                    false => d,
-                });
-            let (s, spilled) = read_spilling(&located, keep, redactor.clone(), dir)?;
+            let (s, spilled) = read_spilling(&located, keep, redactor.clone(), file)?;
             (s, redactor, None, spilled)
         }
         None => {
@@ -284,8 +292,8 @@ impl crate::adapter::TurnFold for Spill {
     }
 }
 
-/// Reads `located` for a plain export, its older turns written to a `Spill` (a temporary file
-/// in `dir`, else in the system's temporary folder) as they are read;
+/// Reads `located` for a plain export, its older turns written to a `Spill` (in `file`, a
+/// temporary file) as they are read;
 /// `None` for the spill when nothing was folded, or when what was folded is not exactly what
 /// a full read gives (a call of a folded turn answered later, an orphan among them, the
 /// branch chosen ahead not the one read): the session is then read again in full.
@@ -293,14 +301,8 @@ fn read_spilling(
     located: &crate::select::Located,
     keep: usize,
     redactor: Option<Arc<Redactor>>,
-    dir: Option<&std::path::Path>,
+    file: std::fs::File,
 ) -> Result<(crate::model::Session, Option<Spilled>)> {
-    // Unnamed: nothing is left behind, whatever happens.
-    let file = match dir {
-        Some(d) => tempfile::tempfile_in(d),
-        None => tempfile::tempfile(),
-    }
-    .context("cannot create a temporary file for the export")?;
     let spill = Arc::new(Spill {
         keep,
         redactor,

@@ -435,6 +435,25 @@ fn show_of_a_long_session_says_what_a_full_read_says() {
     }
 }
 
+/// Runs session-relay with `var` set and reads in part asked, which must succeed: its standard
+/// output, and the line of standard error that starts with `note`, if any.
+fn noting(env: &TestEnv, var: (&str, &str), args: &[&str], note: &str) -> (String, Option<String>) {
+    let out = env
+        .cmd()
+        .env(var.0, var.1)
+        .env(session_relay::adapter::PART_READ_ENV, "1")
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {err}");
+    let found = err
+        .lines()
+        .find(|l| l.starts_with(note))
+        .map(str::to_string);
+    (String::from_utf8(out.stdout).unwrap(), found)
+}
+
 /// `show` of a long session counts its older turns as it reads them and lets them go: it
 /// says exactly what it says holding every turn, on every fixture and on long generated
 /// sessions, whether the counts could stand or the session was read again (its context check
@@ -469,23 +488,12 @@ fn show_counting_older_turns_says_what_holding_them_says() {
     drop(f);
     paths.push(codex);
     let show = |path: &str, keep: &str| {
-        let out = env
-            .cmd()
-            .env(SHOW_KEEP_ENV, keep)
-            .env(session_relay::adapter::PART_READ_ENV, "1")
-            .args(["show", path, "--json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{path}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let note = String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .find(|l| l.starts_with(SHOW_FOLD_NOTE))
-            .map(str::to_string);
-        (String::from_utf8(out.stdout).unwrap(), note)
+        noting(
+            &env,
+            (SHOW_KEEP_ENV, keep),
+            &["show", path, "--json"],
+            SHOW_FOLD_NOTE,
+        )
     };
     let (mut counted, mut read_again) = (0, 0);
     for path in &paths {
@@ -543,24 +551,8 @@ fn export_writing_older_turns_as_it_reads_writes_the_same() {
     std::fs::write(&codex, lines.join("\n") + "\n").unwrap();
     paths.push(codex);
     let export = |path: &str, keep: &str, args: &[&str]| {
-        let out = env
-            .cmd()
-            .env(SPILL_KEEP_ENV, keep)
-            .env(session_relay::adapter::PART_READ_ENV, "1")
-            .args(["export", path])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{path}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let note = String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .find(|l| l.starts_with(SPILL_NOTE))
-            .map(str::to_string);
-        (String::from_utf8(out.stdout).unwrap(), note)
+        let args: Vec<&str> = ["export", path].iter().chain(args).copied().collect();
+        noting(&env, (SPILL_KEEP_ENV, keep), &args, SPILL_NOTE)
     };
     let (mut written, mut read_again) = (0, 0);
     for path in &paths {
@@ -593,6 +585,18 @@ fn export_writing_older_turns_as_it_reads_writes_the_same() {
     assert!(note.is_some_and(|n| !n.ends_with("read again in full")));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), masked);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    // Where no temporary file can be made, the session is held, as before.
+    let out = env
+        .cmd()
+        .env(SPILL_KEEP_ENV, "0")
+        .env(session_relay::adapter::PART_READ_ENV, "1")
+        .env("TMPDIR", dir.path().join("missing"))
+        .args(["export", last])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(SPILL_NOTE));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), masked);
     assert!(written >= 8, "{written} written, {read_again} read again");
     assert!(
         read_again >= 1,
