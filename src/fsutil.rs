@@ -42,10 +42,7 @@ pub fn write_new_file_with(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<()>,
 ) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = folder_of(path);
     if path.exists() {
         return Err(CliError::new(
             ExitCode::Error,
@@ -72,13 +69,18 @@ pub fn write_new_file_with(
     Ok(())
 }
 
+/// The folder `path` is (or will be) in: `.` for a bare file name.
+pub fn folder_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
 /// Replaces a file's content atomically (temp file in the same folder with the file's
 /// permissions, fsync, rename over it), or creates it.
 pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = folder_of(path);
     let mut tmp = tempfile::Builder::new()
         .prefix(".session-relay-")
         .tempfile_in(&dir)

@@ -186,6 +186,13 @@ fn strings_len(v: &Value) -> usize {
 /// Counts of what was masked, by kind.
 pub type Counts = BTreeMap<String, usize>;
 
+/// Adds `more` to `counts`.
+pub fn add_counts(counts: &mut Counts, more: impl IntoIterator<Item = (String, usize)>) {
+    for (kind, n) in more {
+        *counts.entry(kind).or_default() += n;
+    }
+}
+
 /// A reader masks the outputs it reads only in part as `session` masks a tool output.
 impl crate::adapter::OutputMask for Redactor {
     fn mask<'a>(&self, text: &'a str, counts: &mut Counts) -> Cow<'a, str> {
@@ -1051,7 +1058,6 @@ impl Redactor {
     /// and the free-form facts kept in `extra` (images' base64 data is left alone: no rule can
     /// match inside it, and scanning megabytes of it would only cost time).
     pub fn session(&self, s: &mut Session) -> Counts {
-        use rayon::prelude::*;
         // Messages are independent; large sessions spread over the cores. Each core's prefilter
         // first builds the DFA states the text needs (a few milliseconds), so a small session
         // is masked on one.
@@ -1060,26 +1066,25 @@ impl Redactor {
             .iter()
             .map(|m| m.content.len() + m.tool_input.as_ref().map_or(0, strings_len))
             .sum();
-        let min_len = if text < (4 << 20) { usize::MAX } else { 1 };
-        let mut counts = s
-            .messages
+        let mut counts = self.messages(&mut s.messages, text >= (4 << 20));
+        add_counts(&mut counts, self.header(s));
+        counts
+    }
+
+    /// Masks `messages` (see `message`), on every core when `spread`, else on this one.
+    pub fn messages(&self, messages: &mut [crate::model::Message], spread: bool) -> Counts {
+        use rayon::prelude::*;
+        messages
             .par_iter_mut()
-            .with_min_len(min_len)
+            .with_min_len(if spread { 1 } else { usize::MAX })
             .fold(Counts::new, |mut counts, m| {
                 self.message(m, &mut counts);
                 counts
             })
             .reduce(Counts::new, |mut a, b| {
-                for (k, n) in b {
-                    *a.entry(k).or_default() += n;
-                }
+                add_counts(&mut a, b);
                 a
-            });
-        let header = self.header(s);
-        for (k, n) in header {
-            *counts.entry(k).or_default() += n;
-        }
-        counts
+            })
     }
 
     /// Masks what `show` prints of a session besides its messages: title, todos, files touched

@@ -76,16 +76,8 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
     // Beside the export's file: a system temporary folder may be held in memory. Unnamed:
     // nothing is left behind, whatever happens. Where none can be made, the session is held.
     let spill_file = spill_keep.and_then(|keep| {
-        let dir = opts
-            .output
-            .as_deref()
-            .and_then(std::path::Path::parent)
-            .map(|d| match d.as_os_str().is_empty() {
-                true => std::path::Path::new("."),
-                false => d,
-            });
-        let file = match dir {
-            Some(d) => tempfile::tempfile_in(d),
+        let file = match opts.output.as_deref() {
+            Some(out) => tempfile::tempfile_in(crate::fsutil::folder_of(out)),
             None => tempfile::tempfile(),
         };
         file.ok().map(|f| (keep, f))
@@ -103,10 +95,8 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
         }
     };
     let mut redactions = redact(redactor.as_deref(), &mut s);
-    if let (Some(counts), Some(sp)) = (redactions.0.as_mut(), spilled.as_ref()) {
-        for (kind, n) in &sp.counts {
-            *counts.entry(kind.clone()).or_default() += n;
-        }
+    if let (Some(counts), Some(sp)) = (redactions.0.as_mut(), spilled.as_mut()) {
+        crate::redact::add_counts(counts, std::mem::take(&mut sp.counts));
     }
     warnings.extend(super::reader_warnings(&s));
     let source = super::show::SourceRef {
@@ -184,8 +174,8 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
 /// (see `Spill`): a full read holds every tool output whole, as much memory as the file.
 const SPILL_MIN_BYTES: u64 = 16 << 20;
 
-/// How much of the newest turns such an export keeps as messages until the end, in
-/// `plan::fit::source_tokens`: nothing needs them, but the reader folds whole turns only.
+/// How much of the newest turns such an export keeps as messages until the end, in tokens
+/// (content bytes / 4): nothing needs them, but the reader folds whole turns only.
 const SPILL_KEEP_TOKENS: usize = 200_000;
 
 /// Set to the tokens of the newest turns an export keeps instead of `SPILL_KEEP_TOKENS`; any
@@ -239,25 +229,10 @@ const SPILL_BATCH_BYTES: usize = 1 << 20;
 impl Spill {
     /// Masks and writes the gathered messages.
     fn flush(&self, out: &mut SpillOut) {
-        use rayon::prelude::*;
         let mut pending = std::mem::take(&mut out.pending);
         out.pending_bytes = 0;
         if let Some(r) = &self.redactor {
-            let counts = pending
-                .par_iter_mut()
-                .fold(Counts::new, |mut counts, m| {
-                    r.message(m, &mut counts);
-                    counts
-                })
-                .reduce(Counts::new, |mut a, b| {
-                    for (kind, n) in b {
-                        *a.entry(kind).or_default() += n;
-                    }
-                    a
-                });
-            for (kind, n) in counts {
-                *out.counts.entry(kind).or_default() += n;
-            }
+            crate::redact::add_counts(&mut out.counts, r.messages(&mut pending, true));
         }
         for m in &pending {
             if out.error.is_some() {
@@ -277,8 +252,9 @@ impl crate::adapter::TurnFold for Spill {
         self.keep
     }
 
+    /// A rough measure (what the export keeps needs no more).
     fn reach_tokens(&self, m: &Message) -> usize {
-        plan::fit::source_tokens(m)
+        m.content.len() / 4
     }
 
     fn fold(&self, turn: Vec<Message>) {
@@ -323,17 +299,7 @@ fn read_spilling(
         return Ok((s, None));
     };
     let whole = !f.broken && f.unanswered_ids.is_empty() && f.uncalled_ids.is_empty();
-    if crate::adapter::part_read_asked() {
-        eprintln!(
-            "{SPILL_NOTE}: {} messages{}",
-            f.messages,
-            if whole {
-                ""
-            } else {
-                ", then read again in full"
-            }
-        );
-    }
+    super::fold_note(SPILL_NOTE, format!("{} messages", f.messages), !whole);
     if !whole {
         return Ok((located.read_with(ReadOptions::default())?, None));
     }

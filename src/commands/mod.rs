@@ -76,13 +76,15 @@ pub fn plan_relay(
     let folded_turns = folded.as_ref().map_or(0, |f| f.turns.len());
     let plan = crate::plan::plan(cfg, source, target, folded)?;
     if folded_turns > 0 {
-        fold_note(folded_turns, plan.fit.needs_full_read);
+        fold_note(
+            crate::plan::fold::FOLD_NOTE,
+            format!("{folded_turns} turns"),
+            plan.fit.needs_full_read,
+        );
     }
     if !plan.fit.needs_full_read {
         if let (Some(counts), Some(folded)) = (redactions.0.as_mut(), folded_counts) {
-            for (kind, n) in folded {
-                *counts.entry(kind).or_default() += n;
-            }
+            crate::redact::add_counts(counts, folded);
         }
         return Ok(plan);
     }
@@ -193,7 +195,8 @@ pub fn read_masked(
             .as_ref()
             .and_then(|f| f.take())
             .map_or(0, |p| p.turns.len());
-        fold_note(turns.max(usize::from(f.messages > 0)), true);
+        let turns = turns.max(usize::from(f.messages > 0));
+        fold_note(crate::plan::fold::FOLD_NOTE, format!("{turns} turns"), true);
         let opts = ReadOptions { fold: None, ..opts };
         return Ok((located.read_with(opts)?, redactor, None));
     }
@@ -201,12 +204,11 @@ pub fn read_masked(
 }
 
 /// Says on standard error, when the tests ask (`adapter::PART_READ_ENV`), that a read folded
-/// `turns` turns, and whether the session was then read again.
-fn fold_note(turns: usize, read_again: bool) {
+/// `what` (`note` says for whom), and whether the session was then read again.
+pub(super) fn fold_note(note: &str, what: String, read_again: bool) {
     if crate::adapter::part_read_asked() {
         eprintln!(
-            "{}: {turns} turns{}",
-            crate::plan::fold::FOLD_NOTE,
+            "{note}: {what}{}",
             if read_again {
                 ", then read again in full"
             } else {

@@ -249,9 +249,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         folder.as_deref(),
     )?;
     if let Some(counts) = redactions.0.as_mut() {
-        for (kind, n) in title_counts {
-            *counts.entry(kind).or_default() += n;
-        }
+        crate::redact::add_counts(counts, title_counts);
     }
     let req = WriteRequest {
         home: home.clone(),

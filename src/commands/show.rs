@@ -112,18 +112,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
                 (Some(t), Some(f)) if f.messages > 0 => {
                     let counted = t.take();
                     let fits = !f.broken && counted.answers(&s, f);
-                    if crate::adapter::part_read_asked() {
-                        eprintln!(
-                            "{}: {} messages{}",
-                            SHOW_FOLD_NOTE,
-                            f.messages,
-                            if fits {
-                                ""
-                            } else {
-                                ", then read again in full"
-                            }
-                        );
-                    }
+                    super::fold_note(SHOW_FOLD_NOTE, format!("{} messages", f.messages), !fits);
                     if fits {
                         Some(counted)
                     } else {
@@ -148,7 +137,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
 /// `adapter::PART_READ_ENV` is set (the tests tell by it that it did).
 pub const SHOW_FOLD_NOTE: &str = "session-relay: counted older turns while reading";
 
-/// Set to the tokens (`plan::fit::source_tokens`) of the newest turns `show` keeps of a long
+/// Set to the tokens (content bytes / 4) of the newest turns `show` keeps of a long
 /// session instead of `SHOW_KEEP_TOKENS`; any session is then read as a long one (the tests
 /// count small sessions this way).
 pub const SHOW_KEEP_ENV: &str = "SESSION_RELAY_SHOW_KEEP_TOKENS";
@@ -201,8 +190,9 @@ impl crate::adapter::TurnFold for Tally {
         self.keep
     }
 
+    /// A rough measure: the fold counts each message's source tokens once, in `fold`.
     fn reach_tokens(&self, m: &crate::model::Message) -> usize {
-        plan::fit::source_tokens(m)
+        m.content.len() / 4
     }
 
     fn fold(&self, turn: Vec<crate::model::Message>) {
@@ -210,9 +200,13 @@ impl crate::adapter::TurnFold for Tally {
         for m in &turn {
             *c.roles.entry(m.role).or_default() += 1;
             if m.role == Role::ToolCall {
-                *c.tool_calls
-                    .entry(m.tool_name.clone().unwrap_or_else(|| "?".into()))
-                    .or_default() += 1;
+                let name = m.tool_name.as_deref().unwrap_or("?");
+                match c.tool_calls.get_mut(name) {
+                    Some(n) => *n += 1,
+                    None => {
+                        c.tool_calls.insert(name.to_string(), 1);
+                    }
+                }
                 *c.tool_kinds
                     .entry(m.tool_kind.map_or("unknown", |k| k.as_str()))
                     .or_default() += 1;
