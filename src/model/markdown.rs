@@ -1,114 +1,185 @@
 //! The Markdown handoff document: what a person or another agent needs to pick the work up.
 
-use std::fmt::Write;
+use std::io::Write;
 
-use super::{Role, Session, TodoStatus};
+use anyhow::Result;
+
+use super::{Message, Role, Session, TodoStatus};
 use crate::text::{one_line, one_line_cut, truncate_chars};
 
-/// One user request and what followed it, as indexes into `messages`.
-pub struct Turn {
-    pub user: Option<usize>,
-    pub rest: Vec<usize>,
+/// What the handoff document shows of one message, cut as it shows it: a user request, a tool
+/// used, an answer. A long session's older turns are exported as these (see `write`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Mention {
+    /// A user message, as a completed step and as the dialogue show it.
+    Request {
+        step: String,
+        dialogue: String,
+    },
+    Tool(String),
+    /// An assistant message that says something.
+    Answer {
+        step: String,
+        dialogue: String,
+    },
 }
 
-/// Splits a session at the user's own messages. Context before the first request forms a turn
-/// without a user message.
-pub fn turns(s: &Session) -> Vec<Turn> {
-    let mut out: Vec<Turn> = Vec::new();
-    for (i, m) in s.messages.iter().enumerate() {
-        if m.role == Role::User {
-            out.push(Turn {
-                user: Some(i),
-                rest: Vec::new(),
-            });
-        } else {
-            match out.last_mut() {
-                Some(t) => t.rest.push(i),
-                None => out.push(Turn {
-                    user: None,
-                    rest: vec![i],
-                }),
+/// What the document shows of `m`, if anything.
+pub fn mention(m: &Message) -> Option<Mention> {
+    match m.role {
+        Role::User => Some(Mention::Request {
+            step: one_line_cut(&m.content, 100),
+            dialogue: one_line_cut(&m.content, 500),
+        }),
+        Role::ToolCall => Some(Mention::Tool(m.tool_name.clone().unwrap_or_default())),
+        Role::Assistant if !m.content.trim().is_empty() => Some(Mention::Answer {
+            step: one_line_cut(&m.content, 150),
+            dialogue: one_line_cut(&m.content, 600),
+        }),
+        _ => None,
+    }
+}
+
+/// The mentions of a session's messages in order, given one by one to `f`, as often as the
+/// document needs them.
+pub trait Mentions {
+    fn each(&mut self, f: &mut dyn FnMut(Mention) -> Result<()>) -> Result<()>;
+}
+
+/// The mentions of a session held whole.
+pub struct Held<'a>(pub &'a [Message]);
+
+impl Mentions for Held<'_> {
+    fn each(&mut self, f: &mut dyn FnMut(Mention) -> Result<()>) -> Result<()> {
+        self.0.iter().filter_map(mention).try_for_each(f)
+    }
+}
+
+/// A user request and what the document shows of what followed it until the next.
+struct TurnMention {
+    request: (String, String),
+    tools: Vec<String>,
+    /// The last answer.
+    answer: Option<(String, String)>,
+}
+
+/// Calls `f` with each turn that starts with a user request (what comes before the first
+/// request is no turn of the document's).
+fn each_turn(
+    mentions: &mut dyn Mentions,
+    f: &mut dyn FnMut(&TurnMention) -> Result<()>,
+) -> Result<()> {
+    let mut turn: Option<TurnMention> = None;
+    mentions.each(&mut |m| {
+        match m {
+            Mention::Request { step, dialogue } => {
+                if let Some(t) = turn.take() {
+                    f(&t)?;
+                }
+                turn = Some(TurnMention {
+                    request: (step, dialogue),
+                    tools: Vec::new(),
+                    answer: None,
+                });
+            }
+            Mention::Tool(name) => {
+                if let Some(t) = &mut turn {
+                    t.tools.push(name);
+                }
+            }
+            Mention::Answer { step, dialogue } => {
+                if let Some(t) = &mut turn {
+                    t.answer = Some((step, dialogue));
+                }
             }
         }
+        Ok(())
+    })?;
+    match turn {
+        Some(t) => f(&t),
+        None => Ok(()),
     }
-    out
 }
 
+/// The document of a session held whole.
 pub fn markdown(s: &Session, agent_display: &str) -> String {
-    let mut md = String::new();
+    let mut out = Vec::new();
+    write(s, agent_display, &mut Held(&s.messages), &mut out)
+        .expect("writing to memory does not fail");
+    String::from_utf8(out).expect("the document is built from strings")
+}
+
+/// Writes the document of `s`, whose messages `mentions` gives (all of them: a session read
+/// in part holds only some), to `out`.
+pub fn write(
+    s: &Session,
+    agent_display: &str,
+    mentions: &mut dyn Mentions,
+    out: &mut dyn Write,
+) -> Result<()> {
     let title = s
         .title
         .as_deref()
         .map(one_line)
         .unwrap_or_else(|| s.id.clone());
-    let _ = writeln!(md, "# Handoff: {}\n", truncate_chars(&title, 120));
-    let _ = writeln!(md, "- Source: {agent_display} session `{}`", s.id);
+    writeln!(out, "# Handoff: {}\n", truncate_chars(&title, 120))?;
+    writeln!(out, "- Source: {agent_display} session `{}`", s.id)?;
     if let Some(p) = &s.source_path {
-        let _ = writeln!(md, "- Source file: `{p}`");
+        writeln!(out, "- Source file: `{p}`")?;
     }
-    let _ = writeln!(
-        md,
+    writeln!(
+        out,
         "- Working directory: `{}`",
         s.cwd.as_deref().unwrap_or("(unknown)")
-    );
+    )?;
     if let Some(g) = &s.git {
         if let Some(b) = &g.branch {
-            let _ = writeln!(md, "- Git branch: `{b}`");
+            writeln!(out, "- Git branch: `{b}`")?;
         }
         if let Some(c) = &g.commit {
-            let _ = writeln!(md, "- Git commit: `{c}`");
+            writeln!(out, "- Git commit: `{c}`")?;
         }
     }
     if let (Some(c), Some(u)) = (&s.created, &s.updated) {
-        let _ = writeln!(
-            md,
+        writeln!(
+            out,
             "- Active: {} to {}",
             c.utc().unwrap_or(c.original()),
             u.utc().unwrap_or(u.original())
-        );
+        )?;
     }
 
-    let _ = writeln!(md, "\n## Goal\n");
+    writeln!(out, "\n## Goal\n")?;
     match s.first_user_prompt() {
-        Some(goal) => {
-            let _ = writeln!(md, "{}", quote(&truncate_chars(goal, 1200)));
-        }
-        None => {
-            let _ = writeln!(md, "(no user request recorded)");
-        }
+        Some(goal) => writeln!(out, "{}", quote(&truncate_chars(goal, 1200)))?,
+        None => writeln!(out, "(no user request recorded)")?,
     }
 
-    let turns = turns(s);
-    let _ = writeln!(md, "\n## Completed steps\n");
+    writeln!(out, "\n## Completed steps\n")?;
     let done: Vec<&str> = s.completed_todos().map(|t| t.text.as_str()).collect();
     if !done.is_empty() {
         for t in done {
-            let _ = writeln!(md, "- [x] {}", one_line(t));
+            writeln!(out, "- [x] {}", one_line(t))?;
         }
     } else {
         // Without a todo list, each answered request is a completed step.
         let mut any = false;
-        for t in &turns {
-            let (Some(u), Some(a)) = (t.user, last_answer(s, t)) else {
-                continue;
-            };
-            any = true;
-            let _ = writeln!(
-                md,
-                "- {} → {}",
-                one_line_cut(&s.messages[u].content, 100),
-                one_line_cut(&s.messages[a].content, 150)
-            );
-        }
+        each_turn(mentions, &mut |t| {
+            if let Some((answer, _)) = &t.answer {
+                any = true;
+                writeln!(out, "- {} → {answer}", t.request.0)?;
+            }
+            Ok(())
+        })?;
         if !any {
-            let _ = writeln!(md, "(none recorded)");
+            writeln!(out, "(none recorded)")?;
         }
     }
 
-    let _ = writeln!(md, "\n## Pending steps\n");
+    writeln!(out, "\n## Pending steps\n")?;
     let pending: Vec<_> = s.open_todos().collect();
     if pending.is_empty() {
-        let _ = writeln!(md, "(no open todo or plan items)");
+        writeln!(out, "(no open todo or plan items)")?;
     } else {
         for t in pending {
             let mark = if t.status == TodoStatus::InProgress {
@@ -116,52 +187,31 @@ pub fn markdown(s: &Session, agent_display: &str) -> String {
             } else {
                 "[ ]"
             };
-            let _ = writeln!(md, "- {mark} {}", one_line(&t.text));
+            writeln!(out, "- {mark} {}", one_line(&t.text))?;
         }
     }
 
-    let _ = writeln!(md, "\n## Key dialogue\n");
-    for t in &turns {
-        let Some(u) = t.user else { continue };
-        let _ = writeln!(
-            md,
-            "**User:** {}\n",
-            one_line_cut(&s.messages[u].content, 500)
-        );
-        let tools: Vec<String> = t
-            .rest
-            .iter()
-            .map(|&i| &s.messages[i])
-            .filter(|m| m.role == Role::ToolCall)
-            .map(|m| m.tool_name.clone().unwrap_or_default())
-            .collect();
-        if !tools.is_empty() {
-            let _ = writeln!(md, "_Tools used: {}_\n", tools.join(", "));
+    writeln!(out, "\n## Key dialogue\n")?;
+    each_turn(mentions, &mut |t| {
+        writeln!(out, "**User:** {}\n", t.request.1)?;
+        if !t.tools.is_empty() {
+            writeln!(out, "_Tools used: {}_\n", t.tools.join(", "))?;
         }
-        if let Some(a) = last_answer(s, t) {
-            let _ = writeln!(
-                md,
-                "**Assistant:** {}\n",
-                one_line_cut(&s.messages[a].content, 600)
-            );
+        if let Some((_, answer)) = &t.answer {
+            writeln!(out, "**Assistant:** {answer}\n")?;
         }
-    }
+        Ok(())
+    })?;
 
-    let _ = writeln!(md, "## Files touched\n");
+    writeln!(out, "## Files touched\n")?;
     if s.files_touched.is_empty() {
-        let _ = writeln!(md, "(none)");
+        writeln!(out, "(none)")?;
     } else {
         for f in &s.files_touched {
-            let _ = writeln!(md, "- `{f}`");
+            writeln!(out, "- `{f}`")?;
         }
     }
-    md
-}
-
-fn last_answer(s: &Session, t: &Turn) -> Option<usize> {
-    t.rest.iter().rev().copied().find(|&i| {
-        s.messages[i].role == Role::Assistant && !s.messages[i].content.trim().is_empty()
-    })
+    Ok(())
 }
 
 fn quote(text: &str) -> String {
