@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::{Redactions, Scope, redact, resume_dir};
 use crate::adapter::{Fold, ReadOptions};
 use crate::config::Config;
-use crate::model::{Message, neutral};
+use crate::model::{Message, markdown, neutral};
 use crate::plan;
 use crate::redact::{Counts, Redactor};
 
@@ -70,7 +70,8 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
     };
     let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
     let mut warnings = Vec::new();
-    let spill_keep = (target.is_none() && opts.format == Format::Jsonl)
+    let spill_keep = target
+        .is_none()
         .then(|| spill_keep_tokens(&located.path))
         .flatten();
     // Beside the export's file: a system temporary folder may be held in memory. Unnamed:
@@ -85,7 +86,7 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
     let (mut s, redactor, folder, mut spilled) = match spill_file {
         Some((keep, file)) => {
             let redactor = super::redactor(cfg, opts.no_redact, &mut warnings)?;
-            let (s, spilled) = read_spilling(&located, keep, redactor.clone(), file)?;
+            let (s, spilled) = read_spilling(&located, keep, opts.format, redactor.clone(), file)?;
             (s, redactor, None, spilled)
         }
         None => {
@@ -145,10 +146,21 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
                 Some(sp) => neutral::write_folded(&s, &mut sp.file, w)?,
                 None => neutral::write(&s, w)?,
             },
-            Format::Markdown => w.write_all(
-                crate::model::markdown::markdown(&s, crate::adapters::display_name(&s.agent))
-                    .as_bytes(),
-            )?,
+            Format::Markdown => {
+                let agent = crate::adapters::display_name(&s.agent);
+                match spilled.as_mut() {
+                    Some(sp) => markdown::write(
+                        &s,
+                        agent,
+                        &mut markdown::Folded {
+                            session: &s,
+                            folded: &mut sp.file,
+                        },
+                        w,
+                    )?,
+                    None => markdown::write(&s, agent, &mut markdown::Held(&s.messages), w)?,
+                }
+            }
         }
         Ok(())
     };
@@ -170,8 +182,8 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
     })
 }
 
-/// A plain JSONL export of a session over this size writes its older turns as it reads them
-/// (see `Spill`): a full read holds every tool output whole, as much memory as the file.
+/// A plain export (no `--to`) of a session over this size writes its older turns as it reads
+/// them (see `Spill`): a full read holds every tool output whole, as much memory as the file.
 const SPILL_MIN_BYTES: u64 = 16 << 20;
 
 /// How much of the newest turns such an export keeps as messages until the end, in tokens
@@ -197,11 +209,12 @@ fn spill_keep_tokens(path: &std::path::Path) -> Option<usize> {
     (size > SPILL_MIN_BYTES).then_some(SPILL_KEEP_TOKENS)
 }
 
-/// The older turns of an export, masked and written as the lines `neutral::write` gives
-/// them, to a temporary file, while the session is read; `neutral::write_folded` puts them
-/// in their place.
+/// The older turns of an export, masked and written to a temporary file while the session
+/// is read: as the lines `neutral::write` gives them, which `neutral::write_folded` puts in
+/// their place, or as the Markdown document's mentions of them (`markdown::Folded`).
 struct Spill {
     keep: usize,
+    format: Format,
     redactor: Option<Arc<Redactor>>,
     out: Mutex<SpillOut>,
 }
@@ -238,7 +251,14 @@ impl Spill {
             if out.error.is_some() {
                 break;
             }
-            if let Err(e) = neutral::write_message(m, &mut out.file) {
+            let written = match self.format {
+                Format::Jsonl => neutral::write_message(m, &mut out.file),
+                Format::Markdown => markdown::mention(m).map_or(Ok(()), |mention| {
+                    serde_json::to_writer(&mut out.file, &mention)?;
+                    Ok(out.file.write_all(b"\n")?)
+                }),
+            };
+            if let Err(e) = written {
                 out.error = Some(std::io::Error::other(e));
             }
         }
@@ -276,11 +296,13 @@ impl crate::adapter::TurnFold for Spill {
 fn read_spilling(
     located: &crate::select::Located,
     keep: usize,
+    format: Format,
     redactor: Option<Arc<Redactor>>,
     file: std::fs::File,
 ) -> Result<(crate::model::Session, Option<Spilled>)> {
     let spill = Arc::new(Spill {
         keep,
+        format,
         redactor,
         out: Mutex::new(SpillOut {
             pending: Vec::new(),

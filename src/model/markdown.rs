@@ -55,6 +55,33 @@ impl Mentions for Held<'_> {
     }
 }
 
+/// The mentions of a session whose reader handed its older turns to a fold
+/// (`Session::folded`): `folded` holds theirs, one JSON line each, and they go where the
+/// turns were.
+pub struct Folded<'a, R> {
+    pub session: &'a Session,
+    pub folded: R,
+}
+
+impl<R: std::io::Read + std::io::Seek> Mentions for Folded<'_, R> {
+    fn each(&mut self, f: &mut dyn FnMut(Mention) -> Result<()>) -> Result<()> {
+        use std::io::BufRead;
+        let messages = &self.session.messages;
+        let at = self
+            .session
+            .folded
+            .as_ref()
+            .map_or(messages.len(), |f| f.at)
+            .min(messages.len());
+        Held(&messages[..at]).each(f)?;
+        self.folded.rewind()?;
+        for line in std::io::BufReader::with_capacity(1 << 16, &mut self.folded).lines() {
+            f(serde_json::from_str(&line?)?)?;
+        }
+        Held(&messages[at..]).each(f)
+    }
+}
+
 /// A user request and what the document shows of what followed it until the next.
 struct TurnMention {
     request: (String, String),

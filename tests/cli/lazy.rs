@@ -519,10 +519,11 @@ fn show_counting_older_turns_says_what_holding_them_says() {
     );
 }
 
-/// A plain export of a long session writes its older turns, masked, as it reads them and lets
-/// them go: what it writes is the same, byte for byte, as an export that holds every turn, on
-/// every fixture and on long generated sessions, whether the turns it wrote could stand or the
-/// session was read again (a call answered after them, an orphan among them).
+/// A plain export of a long session, JSONL or Markdown, writes its older turns, masked, as it
+/// reads them and lets them go: what it writes is the same, byte for byte, as an export that
+/// holds every turn, on every fixture and on long generated sessions, whether the turns it
+/// wrote could stand or the session was read again (a call answered after them, an orphan
+/// among them).
 #[test]
 fn export_writing_older_turns_as_it_reads_writes_the_same() {
     use session_relay::commands::export::{SPILL_KEEP_ENV, SPILL_NOTE};
@@ -548,6 +549,13 @@ fn export_writing_older_turns_as_it_reads_writes_the_same() {
         &format!("export GITHUB_TOKEN={token}\\nWall time"),
     );
     assert!(lines[at].contains(token));
+    // And in an older request, which the Markdown document quotes.
+    let asked = format!("Turn 3: with GITHUB_TOKEN={token} run");
+    let lines: Vec<String> = lines
+        .iter()
+        .map(|l| l.replace("Turn 3: run", &asked))
+        .collect();
+    assert!(lines.iter().any(|l| l.contains(&asked)));
     std::fs::write(&codex, lines.join("\n") + "\n").unwrap();
     paths.push(codex);
     let export = |path: &str, keep: &str, args: &[&str]| {
@@ -557,7 +565,12 @@ fn export_writing_older_turns_as_it_reads_writes_the_same() {
     let (mut written, mut read_again) = (0, 0);
     for path in &paths {
         let p = path.to_str().unwrap();
-        for args in [&[][..], &["--no-redact"][..]] {
+        for args in [
+            &[][..],
+            &["--no-redact"][..],
+            &["--format", "markdown"][..],
+            &["--format", "markdown", "--no-redact"][..],
+        ] {
             let (held, note) = export(p, "1000000000000", args);
             assert_eq!(note, None, "{p}: wrote turns while keeping every one");
             assert!(held.lines().count() >= 2, "{p}: {held}");
@@ -578,6 +591,10 @@ fn export_writing_older_turns_as_it_reads_writes_the_same() {
     let last = paths.last().unwrap().to_str().unwrap();
     let (masked, _) = export(last, "0", &[]);
     assert!(!masked.contains(token) && masked.contains("[REDACTED:"));
+    let (document, note) = export(last, "0", &["--format", "markdown"]);
+    assert!(note.is_some_and(|n| !n.ends_with("read again in full")));
+    assert!(document.contains("**User:** Turn 3: with GITHUB_TOKEN=[REDACTED:"));
+    assert!(!document.contains(token));
     // With -o the turns wait beside the file, and nothing else is left there.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("out.jsonl");
@@ -597,7 +614,7 @@ fn export_writing_older_turns_as_it_reads_writes_the_same() {
     assert!(out.status.success());
     assert!(!String::from_utf8_lossy(&out.stderr).contains(SPILL_NOTE));
     assert_eq!(String::from_utf8(out.stdout).unwrap(), masked);
-    assert!(written >= 8, "{written} written, {read_again} read again");
+    assert!(written >= 16, "{written} written, {read_again} read again");
     assert!(
         read_again >= 1,
         "{written} written, {read_again} read again"
