@@ -317,7 +317,8 @@ fn read_spilling(
         ..Default::default()
     };
     let s = located.read_with(read)?;
-    let Some(f) = s.folded.as_deref().filter(|f| f.messages > 0) else {
+    // Broken, the fold may have taken no turn yet (see `show`): read again all the same.
+    let Some(f) = s.folded.as_deref().filter(|f| f.messages > 0 || f.broken) else {
         return Ok((s, None));
     };
     let whole = !f.broken && f.unanswered_ids.is_empty() && f.uncalled_ids.is_empty();

@@ -109,7 +109,9 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             read.fold = tally.as_ref().map(|t| Fold(t.clone()));
             let mut s = located.read_with(read.clone())?;
             let counted = match (&tally, s.folded.as_deref()) {
-                (Some(t), Some(f)) if f.messages > 0 => {
+                // A fold that broke may have broken before it took a turn: the branch chosen
+                // ahead was not the one the parse found, and what was read is not the session.
+                (Some(t), Some(f)) if f.messages > 0 || f.broken => {
                     let counted = t.take();
                     let fits = !f.broken && counted.answers(&s, f);
                     super::fold_note(SHOW_FOLD_NOTE, format!("{} messages", f.messages), !fits);
