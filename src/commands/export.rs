@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::{Redactions, Scope, redact, resume_dir};
 use crate::adapter::{Fold, ReadOptions};
 use crate::config::Config;
-use crate::model::{Message, markdown, neutral};
+use crate::model::{Message, Role, markdown, neutral};
 use crate::plan;
 use crate::redact::{Counts, Redactor};
 
@@ -217,6 +217,8 @@ struct Spill {
     format: Format,
     redactor: Option<Arc<Redactor>>,
     out: Mutex<SpillOut>,
+    /// A folded call or result has no id (the folded turns' ids say nothing of it).
+    unpaired: std::sync::atomic::AtomicBool,
 }
 
 struct SpillOut {
@@ -278,6 +280,12 @@ impl crate::adapter::TurnFold for Spill {
     }
 
     fn fold(&self, turn: Vec<Message>) {
+        if turn.iter().any(|m| {
+            matches!(m.role, Role::ToolCall | Role::ToolResult) && m.tool_call_id.is_none()
+        }) {
+            self.unpaired
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
         let out = &mut *out;
         out.pending_bytes += turn.iter().map(|m| m.content.len()).sum::<usize>();
@@ -304,6 +312,7 @@ fn read_spilling(
         keep,
         format,
         redactor,
+        unpaired: Default::default(),
         out: Mutex::new(SpillOut {
             pending: Vec::new(),
             pending_bytes: 0,
@@ -321,7 +330,12 @@ fn read_spilling(
     let Some(f) = s.folded.as_deref().filter(|f| f.messages > 0 || f.broken) else {
         return Ok((s, None));
     };
-    let whole = !f.broken && f.unanswered_ids.is_empty() && f.uncalled_ids.is_empty();
+    // A folded call or result without its pair is one `pair_tool_calls` would mark an orphan,
+    // as it marks every call or result without an id.
+    let whole = !f.broken
+        && f.unanswered_ids.is_empty()
+        && f.uncalled_ids.is_empty()
+        && !spill.unpaired.load(std::sync::atomic::Ordering::Relaxed);
     super::fold_note(SPILL_NOTE, format!("{} messages", f.messages), !whole);
     if !whole {
         return Ok((located.read_with(ReadOptions::default())?, None));

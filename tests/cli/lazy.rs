@@ -557,6 +557,18 @@ fn export_writing_older_turns_as_it_reads_writes_the_same() {
         .collect();
     assert!(lines.iter().any(|l| l.contains(&asked)));
     std::fs::write(&codex, lines.join("\n") + "\n").unwrap();
+    // A result without a call id in an older turn: a full read marks it an orphan.
+    let orphan = write_long_codex_session(&env, "0199e000-0000-7000-8000-00000000e0a3", 80);
+    let text = std::fs::read_to_string(&orphan).unwrap();
+    let mut orphan_lines: Vec<&str> = text.lines().collect();
+    let at = orphan_lines
+        .iter()
+        .position(|l| l.contains("function_call_output"))
+        .unwrap();
+    let no_id = json!({"timestamp": "2026-11-02T08:00:09.000Z", "type": "response_item", "payload": {"type": "function_call_output", "output": "output without call_id"}}).to_string();
+    orphan_lines.insert(at + 1, &no_id);
+    std::fs::write(&orphan, orphan_lines.join("\n") + "\n").unwrap();
+    paths.push(orphan);
     paths.push(codex);
     let export = |path: &str, keep: &str, args: &[&str]| {
         let args: Vec<&str> = ["export", path].iter().chain(args).copied().collect();
