@@ -569,6 +569,12 @@ pub fn fit_folded(
     folded: &[FoldedTurn],
     newest_folded: &[Message],
 ) -> Result<(Session, FitReport)> {
+    // The rest of the first turn, shaped to nothing (an empty answer, a dropped line): a full
+    // read has no such middle turn (see `middle` below), so neither has the fit.
+    let folded = match folded.first() {
+        Some(t) if !t.user && t.messages == 0 => &folded[1..],
+        _ => folded,
+    };
     let mut report = FitReport {
         tokenizer: p.tokenizer.name().into(),
         budget: p.budget,

@@ -1835,3 +1835,38 @@ fn showing_and_exporting_awkward_sessions_while_folding_changes_nothing() {
         "show never kept its counts: {outcomes:?}"
     );
 }
+
+/// A first request followed only by what the relay leaves out (an empty answer): a full read
+/// has no rest of the first turn to summarize, and a relay that folds that rest must not
+/// count it either (it had said "turns 1 to N", one turn too many, without their times).
+#[test]
+fn folding_an_empty_rest_of_the_first_turn_changes_nothing() {
+    let env = TestEnv::empty();
+    let path = write_long_codex_session(&env, "0199e000-0000-7000-8000-00000000e0a4", 60);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("\"user_message\""))
+        .unwrap();
+    let empty = json!({"timestamp": "2026-11-02T08:00:01.500Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": ""}]}}).to_string();
+    // The first turn is now its request and the empty answer.
+    let next = at
+        + 1
+        + lines[at + 1..]
+            .iter()
+            .position(|l| l.contains("\"role\":\"user\""))
+            .unwrap();
+    lines.drain(at + 1..next);
+    lines.insert(at + 1, &empty);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let mut kept = 0;
+    for to in session_relay::adapters::names() {
+        for (budget, keep) in [("1000", "0.3"), ("2000", "1"), ("4000", "0.3")] {
+            if folded_as_read_in_full(&env, &path, 0, to, budget, keep) == Folding::Kept {
+                kept += 1;
+            }
+        }
+    }
+    assert!(kept >= 3, "folded and kept only {kept} times");
+}
