@@ -74,7 +74,21 @@ pub fn plan_relay(
     let folded = folder.and_then(Folder::take);
     let folded_counts = folded.as_ref().and_then(|f| f.redactions.clone());
     let folded_turns = folded.as_ref().map_or(0, |f| f.turns.len());
-    let plan = crate::plan::plan(cfg, source, target, folded)?;
+    // Read in part: older outputs cut short, or older turns folded.
+    let in_part = folded.is_some()
+        || source
+            .messages
+            .iter()
+            .any(|m| m.metadata.contains_key("reduced"));
+    let plan = match crate::plan::plan(cfg, source, target, folded) {
+        Ok(plan) => plan,
+        // The budget too small: what must always be kept may cost more read in full, and the
+        // error says what a full read says.
+        Err(_) if in_part => {
+            return plan_read_in_full(cfg, located, source, redactions, redactor, target);
+        }
+        Err(e) => return Err(e),
+    };
     if folded_turns > 0 {
         fold_note(
             crate::plan::fold::FOLD_NOTE,
@@ -88,6 +102,18 @@ pub fn plan_relay(
         }
         return Ok(plan);
     }
+    plan_read_in_full(cfg, located, source, redactions, redactor, target)
+}
+
+/// `plan_relay` of `located` read again in full, which replaces `source` and `redactions`.
+fn plan_read_in_full(
+    cfg: &Config,
+    located: &Located,
+    source: &mut Session,
+    redactions: &mut Redactions,
+    redactor: Option<&Redactor>,
+    target: &crate::plan::Target,
+) -> Result<crate::plan::Plan> {
     let mut full = located.read_with(crate::adapter::ReadOptions {
         lean: true,
         ..crate::plan::read_options_full()

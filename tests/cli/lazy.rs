@@ -1870,3 +1870,89 @@ fn folding_an_empty_rest_of_the_first_turn_changes_nothing() {
     }
     assert!(kept >= 3, "folded and kept only {kept} times");
 }
+
+/// A relay whose budget cannot hold what is always kept fails with what a full read needs,
+/// also when it read the session in part (a long output before the first request, cut short
+/// while reading, had made the need smaller by a token).
+#[test]
+fn a_budget_too_small_says_what_a_full_read_needs() {
+    let env = TestEnv::empty();
+    let dir = env.claude_home().join("projects/-tmp-lazy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let id = "5e55b0b0-0000-4000-8000-00000000b0d9";
+    let path = dir.join(format!("{id}.jsonl"));
+    let mut lines = Vec::new();
+    let mut parent: Option<String> = None;
+    let mut line = |n: usize, kind: &str, message: Value| {
+        let uuid = format!("00000000-0000-4000-8000-{n:012}");
+        lines.push(json!({"parentUuid": parent, "isSidechain": false, "type": kind, "uuid": uuid, "sessionId": id, "timestamp": format!("2026-11-02T08:00:{n:02}.000Z"), "cwd": "/tmp/lazy", "message": message}).to_string());
+        parent = Some(uuid);
+    };
+    line(
+        1,
+        "assistant",
+        json!({"id": "m0", "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls -R"}}]}),
+    );
+    let output = format!(
+        "listing follows\n{}",
+        "src/lib.rs src/main.rs tests/cli.rs ".repeat(60)
+    );
+    line(
+        2,
+        "user",
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": output}]}),
+    );
+    for t in 0..6 {
+        line(
+            3 + 2 * t,
+            "user",
+            json!({"role": "user", "content": format!("Request {t}: tidy module m{t} and say what changed")}),
+        );
+        line(
+            4 + 2 * t,
+            "assistant",
+            json!({"id": format!("m{}", t + 1), "role": "assistant", "content": [{"type": "text", "text": format!("Module m{t} is tidy: two helpers merged, one test added.")}]}),
+        );
+    }
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let mut failed = 0;
+    for to in ["claude", "codex"] {
+        for budget in ["200", "300", "400"] {
+            let run = |full: bool| {
+                let mut cmd = env.cmd();
+                if full {
+                    cmd.env(session_relay::commands::FULL_READ_ENV, "1");
+                } else {
+                    cmd.env(session_relay::adapter::PART_READ_ENV, "1");
+                }
+                let out = cmd
+                    .args([
+                        "export",
+                        path.to_str().unwrap(),
+                        "--to",
+                        to,
+                        "--budget",
+                        budget,
+                    ])
+                    .args(["--cwd", "/tmp/lazy"])
+                    .output()
+                    .unwrap();
+                let stderr: String = String::from_utf8(out.stderr)
+                    .unwrap()
+                    .lines()
+                    .filter(|l| !l.starts_with("session-relay:"))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+                (
+                    out.status.code(),
+                    String::from_utf8(out.stdout).unwrap(),
+                    stderr,
+                )
+            };
+            let (full, part) = (run(true), run(false));
+            assert_eq!(part, full, "-> {to} at {budget}");
+            failed += usize::from(full.0 != Some(0) && full.2.contains("is too small"));
+        }
+    }
+    assert!(failed >= 2, "only {failed} relays were too small");
+}
