@@ -27,6 +27,18 @@ enum Folding {
     ReadAgain,
 }
 
+/// A command that reads a session in full, or in part whatever its size (these sessions are
+/// small: read in part all the same).
+fn reading(env: &TestEnv, full: bool) -> assert_cmd::Command {
+    let mut cmd = env.cmd();
+    if full {
+        cmd.env(session_relay::commands::FULL_READ_ENV, "1");
+    } else {
+        cmd.env(session_relay::adapter::PART_READ_ENV, "1");
+    }
+    cmd
+}
+
 /// `both_ways`, keeping `fold_budgets` budgets of the newest turns when reading in part (the
 /// default when `None`), and how the read in part folded.
 fn both_ways_folding(
@@ -47,15 +59,9 @@ fn both_ways_folding(
         "/tmp/lazy",
     ];
     let run = |full: bool| {
-        let mut cmd = env.cmd();
-        if full {
-            cmd.env(session_relay::commands::FULL_READ_ENV, "1");
-        } else {
-            // These sessions are small: read in part all the same.
-            cmd.env(session_relay::adapter::PART_READ_ENV, "1");
-            if let Some(b) = fold_budgets {
-                cmd.env(session_relay::plan::fold::KEEP_ENV, b);
-            }
+        let mut cmd = reading(env, full);
+        if !full && let Some(b) = fold_budgets {
+            cmd.env(session_relay::plan::fold::KEEP_ENV, b);
         }
         let out = cmd.args(args).output().unwrap();
         assert!(
@@ -538,36 +544,29 @@ fn export_writing_older_turns_as_it_reads_writes_the_same() {
     let codex = write_long_codex_session(&env, "0199e000-0000-7000-8000-00000000e0a2", 80);
     // Secrets in an older turn, which is written as it is read: masked there too.
     let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
-    let text = std::fs::read_to_string(&codex).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    let at = lines
-        .iter()
-        .position(|l| l.contains("function_call_output"))
-        .unwrap();
-    lines[at] = lines[at].replace(
-        "Wall time",
-        &format!("export GITHUB_TOKEN={token}\\nWall time"),
-    );
-    assert!(lines[at].contains(token));
-    // And in an older request, which the Markdown document quotes.
-    let asked = format!("Turn 3: with GITHUB_TOKEN={token} run");
-    let lines: Vec<String> = lines
-        .iter()
-        .map(|l| l.replace("Turn 3: run", &asked))
-        .collect();
-    assert!(lines.iter().any(|l| l.contains(&asked)));
-    std::fs::write(&codex, lines.join("\n") + "\n").unwrap();
+    edit_lines(&codex, |lines| {
+        let at = line_with(lines, "function_call_output");
+        lines[at] = lines[at].replace(
+            "Wall time",
+            &format!("export GITHUB_TOKEN={token}\\nWall time"),
+        );
+        assert!(lines[at].contains(token));
+        // And in an older request, which the Markdown document quotes.
+        let asked = format!("Turn 3: with GITHUB_TOKEN={token} run");
+        let mut asks = 0;
+        for l in lines.iter_mut().filter(|l| l.contains("Turn 3: run")) {
+            *l = l.replace("Turn 3: run", &asked);
+            asks += 1;
+        }
+        assert!(asks > 0);
+    });
     // A result without a call id in an older turn: a full read marks it an orphan.
     let orphan = write_long_codex_session(&env, "0199e000-0000-7000-8000-00000000e0a3", 80);
-    let text = std::fs::read_to_string(&orphan).unwrap();
-    let mut orphan_lines: Vec<&str> = text.lines().collect();
-    let at = orphan_lines
-        .iter()
-        .position(|l| l.contains("function_call_output"))
-        .unwrap();
-    let no_id = json!({"timestamp": "2026-11-02T08:00:09.000Z", "type": "response_item", "payload": {"type": "function_call_output", "output": "output without call_id"}}).to_string();
-    orphan_lines.insert(at + 1, &no_id);
-    std::fs::write(&orphan, orphan_lines.join("\n") + "\n").unwrap();
+    edit_lines(&orphan, |lines| {
+        let at = line_with(lines, "function_call_output");
+        let no_id = json!({"timestamp": "2026-11-02T08:00:09.000Z", "type": "response_item", "payload": {"type": "function_call_output", "output": "output without call_id"}});
+        lines.insert(at + 1, no_id.to_string());
+    });
     paths.push(orphan);
     paths.push(codex);
     let export = |path: &str, keep: &str, args: &[&str]| {
@@ -1332,12 +1331,7 @@ fn folded_as_read_in_full(
     let (lazy, full, _, folding) =
         both_ways_folding(env, path.to_str().unwrap(), to, budget, Some(keep));
     if lazy != full {
-        let diff: Vec<(&str, &str)> = lazy
-            .lines()
-            .zip(full.lines())
-            .filter(|(a, b)| a != b)
-            .take(3)
-            .collect();
+        let diff = differing_lines(&lazy, &full, 3);
         panic!(
             "seed {seed} -> {to} at {budget}, keeping {keep} budgets ({folding:?}): \
              folding changed the relay: {diff:#?}"
@@ -1803,12 +1797,7 @@ fn showing_and_exporting_awkward_sessions_while_folding_changes_nothing() {
             for &keep in keeps {
                 let (folded, note) = noting(&env, (var, keep), &args, note_of);
                 if folded != held {
-                    let diff: Vec<(&str, &str)> = folded
-                        .lines()
-                        .zip(held.lines())
-                        .filter(|(a, b)| a != b)
-                        .take(12)
-                        .collect();
+                    let diff = differing_lines(&folded, &held, 12);
                     panic!("{args:?}, keeping {keep} tokens ({note:?}): {diff:#?}");
                 }
                 let outcome = match note {
@@ -1843,23 +1832,13 @@ fn showing_and_exporting_awkward_sessions_while_folding_changes_nothing() {
 fn folding_an_empty_rest_of_the_first_turn_changes_nothing() {
     let env = TestEnv::empty();
     let path = write_long_codex_session(&env, "0199e000-0000-7000-8000-00000000e0a4", 60);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut lines: Vec<&str> = text.lines().collect();
-    let at = lines
-        .iter()
-        .position(|l| l.contains("\"user_message\""))
-        .unwrap();
-    let empty = json!({"timestamp": "2026-11-02T08:00:01.500Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": ""}]}}).to_string();
-    // The first turn is now its request and the empty answer.
-    let next = at
-        + 1
-        + lines[at + 1..]
-            .iter()
-            .position(|l| l.contains("\"role\":\"user\""))
-            .unwrap();
-    lines.drain(at + 1..next);
-    lines.insert(at + 1, &empty);
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    edit_lines(&path, |lines| {
+        let at = line_with(lines, "\"user_message\"");
+        // The first turn is now its request and an empty answer.
+        let next = at + 1 + line_with(&lines[at + 1..], "\"role\":\"user\"");
+        let empty = json!({"timestamp": "2026-11-02T08:00:01.500Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": ""}]}});
+        lines.splice(at + 1..next, [empty.to_string()]);
+    });
     let mut kept = 0;
     for to in session_relay::adapters::names() {
         for (budget, keep) in [("1000", "0.3"), ("2000", "1"), ("4000", "0.3")] {
@@ -1919,13 +1898,7 @@ fn a_budget_too_small_says_what_a_full_read_needs() {
     for to in ["claude", "codex"] {
         for budget in ["200", "300", "400"] {
             let run = |full: bool| {
-                let mut cmd = env.cmd();
-                if full {
-                    cmd.env(session_relay::commands::FULL_READ_ENV, "1");
-                } else {
-                    cmd.env(session_relay::adapter::PART_READ_ENV, "1");
-                }
-                let out = cmd
+                let out = reading(&env, full)
                     .args([
                         "export",
                         path.to_str().unwrap(),
@@ -1955,4 +1928,29 @@ fn a_budget_too_small_says_what_a_full_read_needs() {
         }
     }
     assert!(failed >= 2, "only {failed} relays were too small");
+}
+
+/// Rewrites the session file at `path` with its lines as `edit` leaves them.
+fn edit_lines(path: &std::path::Path, edit: impl FnOnce(&mut Vec<String>)) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    edit(&mut lines);
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+/// Where the first of `lines` holding `needle` is.
+fn line_with(lines: &[String], needle: &str) -> usize {
+    lines
+        .iter()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line holds {needle}"))
+}
+
+/// The first `n` pairs of lines in which `a` and `b` differ, for a failure's message.
+fn differing_lines<'a>(a: &'a str, b: &'a str, n: usize) -> Vec<(&'a str, &'a str)> {
+    a.lines()
+        .zip(b.lines())
+        .filter(|(x, y)| x != y)
+        .take(n)
+        .collect()
 }
