@@ -128,14 +128,6 @@ fn each_turn(
     }
 }
 
-/// The document of a session held whole.
-pub fn markdown(s: &Session, agent_display: &str) -> String {
-    let mut out = Vec::new();
-    write(s, agent_display, &mut Held(&s.messages), &mut out)
-        .expect("writing to memory does not fail");
-    String::from_utf8(out).expect("the document is built from strings")
-}
-
 /// Writes the document of `s`, whose messages `mentions` gives (all of them: a session read
 /// in part holds only some), to `out`.
 pub fn write(
