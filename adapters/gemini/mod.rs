@@ -6,6 +6,7 @@
 //! The adapter's home is the folder that CONTAINS `.gemini` (what `GEMINI_CLI_HOME` means to the
 //! CLI; by default the user's home).
 
+mod fold;
 mod project;
 mod read;
 mod scan;

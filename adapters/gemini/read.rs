@@ -38,6 +38,33 @@ pub enum Record<M> {
     Other,
 }
 
+impl<M> Record<M> {
+    /// The record with each message replaced by where it lies in the file (line `no`).
+    pub fn placed(self, no: usize) -> Record<super::fold::Place> {
+        let list = |l: Option<Vec<(String, M)>>| {
+            l.map(|l| {
+                l.into_iter()
+                    .enumerate()
+                    .map(|(k, (id, _))| (id, (no, Some(k))))
+                    .collect()
+            })
+        };
+        match self {
+            Record::Rewind(id) => Record::Rewind(id),
+            Record::Message(id, _) => Record::Message(id, (no, None)),
+            Record::Set { meta, messages } => Record::Set {
+                meta,
+                messages: list(messages),
+            },
+            Record::Meta { meta, messages } => Record::Meta {
+                meta,
+                messages: list(messages),
+            },
+            Record::Other => Record::Other,
+        }
+    }
+}
+
 /// The conversation the records build: metadata and messages in order, by id.
 pub struct Conversation<M> {
     pub meta: Map<String, Value>,
@@ -97,6 +124,15 @@ impl<M> Conversation<M> {
         for (id, _) in self.messages.drain(at..) {
             self.index.remove(&id);
         }
+    }
+
+    /// The messages with their ids, in order.
+    pub fn entries(&self) -> &[(String, M)] {
+        &self.messages
+    }
+
+    pub fn into_entries(self) -> Vec<(String, M)> {
+        self.messages
     }
 
     pub fn messages(&self) -> impl Iterator<Item = &M> {
@@ -298,6 +334,14 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     if is_document(path) {
         read_lines = !read_document(path, &mut session, &mut conv, max)?;
     }
+    // The older single document is one record: nothing in it is final before its end.
+    let mut folding = match &opts.fold {
+        Some(fold) if read_lines && !is_document(path) => {
+            Some(super::fold::Folding::new(super::fold::places(path)?, fold))
+        }
+        _ => None,
+    };
+    let mut converted = None;
     if read_lines {
         let prepare = move |v: &mut Value| {
             if let Some(max) = max {
@@ -307,10 +351,17 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         let pass = jsonl::for_each_line_prepared(path, prepare, |no, line| {
             let Line::Json(v) = line else { return Ok(()) };
             let r = record(v, no, &mut session);
-            conv.apply(r);
+            match folding.as_mut() {
+                Some(f) => f.apply(r, no, &mut session),
+                None => conv.apply(r),
+            }
             Ok(())
         })?;
+        converted = folding.map(|f| f.finish(&mut session));
         session.record_pass(&pass);
+        if let Some((meta, _, _)) = converted.as_mut() {
+            conv.meta = std::mem::take(meta);
+        }
         if pass.lines > 0 && !conv.meta.contains_key("sessionId") {
             session.warn(
                 None,
@@ -339,20 +390,29 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         }
     }
     let meta = std::mem::take(&mut conv.meta);
-    let messages = conv.into_messages();
-    let first_ts = messages
-        .iter()
-        .find_map(|(m, _)| str_field(m, "timestamp").filter(|s| !s.is_empty()));
-    let last_ts = messages
-        .iter()
-        .rev()
-        .find_map(|(m, _)| str_field(m, "timestamp").filter(|s| !s.is_empty()));
-    (session.created, session.updated) = times(&meta, first_ts, last_ts);
-
-    let mut state = Convert::default();
-    for (m, line) in &messages {
-        convert(m, *line, &mut session, &mut state);
-    }
+    let state = match converted {
+        Some((_, state, (first_ts, last_ts))) => {
+            (session.created, session.updated) =
+                times(&meta, first_ts.as_deref(), last_ts.as_deref());
+            state
+        }
+        None => {
+            let messages = conv.into_messages();
+            let first_ts = messages
+                .iter()
+                .find_map(|(m, _)| str_field(m, "timestamp").filter(|s| !s.is_empty()));
+            let last_ts = messages
+                .iter()
+                .rev()
+                .find_map(|(m, _)| str_field(m, "timestamp").filter(|s| !s.is_empty()));
+            (session.created, session.updated) = times(&meta, first_ts, last_ts);
+            let mut state = Convert::default();
+            for (m, line) in &messages {
+                convert(m, *line, &mut session, &mut state);
+            }
+            state
+        }
+    };
     if let Some(t) = state.todos {
         session.todos = t;
     }
@@ -364,8 +424,9 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     if session.parent_id.is_none() {
         session.subagents = find_subagents(path, &session.id);
     }
-    let conversation =
-        session.message_count() > 0 || session.messages.iter().any(|m| m.role == Role::ToolCall);
+    let conversation = session.message_count() > 0
+        || session.messages.iter().any(|m| m.role == Role::ToolCall)
+        || session.folded.as_ref().is_some_and(|f| f.messages > 0);
     if !conversation && session.warnings.is_empty() {
         session.warn(
             None,
@@ -511,7 +572,7 @@ fn view(p: &Value) -> PartView<'_> {
 }
 
 #[derive(Default)]
-struct Convert {
+pub struct Convert {
     /// Calls emitted without a result yet: id -> name.
     open: Vec<(String, String)>,
     /// Calls whose result was emitted.
@@ -522,7 +583,7 @@ struct Convert {
     synthetic: usize,
 }
 
-fn convert(m: &Value, line: usize, session: &mut Session, st: &mut Convert) {
+pub fn convert(m: &Value, line: usize, session: &mut Session, st: &mut Convert) {
     let ts = m.get("timestamp").and_then(Timestamp::from_value);
     let id = str_field(m, "id").unwrap_or_default();
     let base = |role: Role, content: String| {
@@ -595,7 +656,8 @@ fn gemini(
     session: &mut Session,
     st: &mut Convert,
 ) {
-    let first = session.messages.len();
+    // Its place in the whole session: older turns may have been folded.
+    let first = session.end();
     if let Some(model) = str_field(m, "model") {
         st.model = Some(model.to_string());
     }

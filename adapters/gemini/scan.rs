@@ -83,8 +83,8 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         if line_no <= PROVENANCE_LINES && relay_of.is_none() && text.contains("\"session-relay\"") {
             relay_of = provenance_of(text);
         }
-        if let Ok(raw) = serde_json::from_str::<Raw>(text) {
-            conv.apply(raw.into_record());
+        if let Some(r) = light_record(text) {
+            conv.apply(r);
         }
     }
     let first_ts = conv.messages().find_map(|m| m.timestamp.as_deref());
@@ -144,6 +144,11 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         subagents: 0,
         relay_of,
     })
+}
+
+/// A line as the listing reads it; `None`: not JSON.
+pub(super) fn light_record(text: &str) -> Option<Record<Light>> {
+    serde_json::from_str::<Raw>(text).ok().map(Raw::into_record)
 }
 
 /// How many lines from the top the provenance record is looked for in.

@@ -1954,3 +1954,273 @@ fn differing_lines<'a>(a: &'a str, b: &'a str, n: usize) -> Vec<(&'a str, &'a st
         .take(n)
         .collect()
 }
+
+/// A long Gemini CLI session written as the CLI writes one, with what makes its messages final
+/// only later: each gemini message written again with its tool calls (before or after the
+/// CLI's copy of their results), `$set` records, a `$set.messages` that rewrites the list with
+/// new ids, `$rewindTo` (to a message or to an unknown id), calls answered in a later turn or
+/// never, secrets in outputs, todos, file writes, info and error lines, and a malformed line.
+fn write_awkward_gemini_session(env: &TestEnv, seed: u64, turns: usize) -> std::path::PathBuf {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n.max(1)
+    };
+    let id = format!("9e000000-0000-4000-8000-{seed:012x}");
+    let dir = env.home("gemini").join(".gemini/tmp/lazy/chats");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("session-2026-11-04T08-00-9e{seed:06x}.jsonl"));
+    let mut lines: Vec<String> = Vec::new();
+    let mut sec = 0u64;
+    let mut time = |next: &mut dyn FnMut(u64) -> u64| {
+        sec += 1 + next(20);
+        format!(
+            "2026-11-04T{:02}:{:02}:{:02}.{:03}Z",
+            8 + sec / 3600 % 12,
+            sec / 60 % 60,
+            sec % 60,
+            next(1000)
+        )
+    };
+    let start = time(&mut next);
+    lines.push(json!({"sessionId": id, "projectHash": "ab".repeat(32), "startTime": start, "lastUpdated": start, "kind": "main"}).to_string());
+    let context = json!({"id": "d04923d38bb0f6017037e74183378ef4", "timestamp": start, "type": "user",
+        "content": [{"text": "<session_context>\nThis is the Gemini CLI.\nThe project's temporary directory is: /tmp/lazy\n</session_context>"}]});
+    lines.push(json!({"$set": {"messages": [context.clone()]}}).to_string());
+    // The messages as the CLI holds them, to rewrite them with `$set.messages`.
+    let mut held: Vec<Value> = vec![context];
+    let mut n = 0u64;
+    let mut mid = |prefix: &str| {
+        n += 1;
+        format!("{prefix}-{seed}-{n:06}")
+    };
+    let mut open: Vec<(String, String)> = Vec::new();
+    for t in 0..turns {
+        let ts = time(&mut next);
+        let mut prompt = format!("Turn {t}: look at module m{} and fix it", next(40));
+        if next(6) == 0 {
+            prompt.push_str(&format!(". Never touch the file f{}.rs", next(5)));
+        }
+        let content = if next(5) == 0 {
+            json!(prompt)
+        } else {
+            json!([{"text": prompt}])
+        };
+        let user = json!({"id": mid("u"), "timestamp": ts, "type": "user", "content": content});
+        lines.push(user.to_string());
+        held.push(user);
+        lines.push(json!({"$set": {"lastUpdated": ts}}).to_string());
+        // An earlier call answered now, or a result nothing called.
+        if next(12) == 0 {
+            let (call, name) = open
+                .pop()
+                .unwrap_or_else(|| (format!("lost_{t}"), "read_file".to_string()));
+            let copy = json!({"id": mid("r"), "timestamp": time(&mut next), "type": "user",
+                "content": [{"functionResponse": {"id": call, "name": name, "response": {"output": format!("late output of {t}")}}}]});
+            lines.push(copy.to_string());
+            held.push(copy);
+        }
+        for step in 0..1 + next(3) {
+            let gid = mid("g");
+            let gts = time(&mut next);
+            let thoughts = if next(3) == 0 {
+                json!([{"subject": format!("Step {step}"), "description": "Looking at it.", "timestamp": gts}])
+            } else {
+                json!([])
+            };
+            let mut g = json!({"id": gid, "timestamp": gts, "type": "gemini",
+                "content": if next(2) == 0 { format!("Working on turn {t}, step {step}.") } else { String::new() },
+                "thoughts": thoughts, "model": "gemini-2.5-flash",
+                "tokens": if seed == 4 || next(4) == 0 { Value::Null } else { json!({"input": 1000 + 37 * t as u64, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 1020 + 37 * t as u64}) }});
+            lines.push(g.to_string());
+            let mut calls = Vec::new();
+            let mut copies = Vec::new();
+            for c in 0..next(3) {
+                let name = [
+                    "run_shell_command",
+                    "read_file",
+                    "write_file",
+                    "write_todos",
+                ][next(4) as usize];
+                let call_id = format!("{name}__{name}_{t}_{step}_{c}");
+                let args = match name {
+                    "run_shell_command" => json!({"command": format!("cargo test m{}", next(40))}),
+                    "write_file" => {
+                        json!({"file_path": format!("/tmp/lazy/src/f{}.rs", next(30)), "content": "fn main() {}\n"})
+                    }
+                    "write_todos" => {
+                        let status = ["pending", "in_progress", "completed"][next(3) as usize];
+                        json!({"todos": [{"description": format!("todo {t}"), "status": status}]})
+                    }
+                    _ => json!({"file_path": format!("/tmp/lazy/src/f{}.rs", next(30))}),
+                };
+                let mut output: String = (0..5 + next(60))
+                    .map(|k| format!("line {k} of output {t}.{step}.{c}\n"))
+                    .collect();
+                if next(10) == 0 {
+                    output
+                        .push_str("export GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ012345\n");
+                }
+                if next(20) == 0 {
+                    // Longer than a read keeps of an output.
+                    output.push_str(&"a long output line\n".repeat(1500));
+                }
+                if name == "run_shell_command" {
+                    output = format!(
+                        "<untrusted_context>\nOutput: {output}Exit Code: {}\n</untrusted_context>",
+                        next(3)
+                    );
+                }
+                let status = ["success", "success", "success", "error"][next(4) as usize];
+                let response = if status == "error" {
+                    json!({"error": format!("failed: {t}")})
+                } else {
+                    json!({"output": output})
+                };
+                let fr = json!({"functionResponse": {"id": call_id, "name": name, "response": response}});
+                let mut call = json!({"id": call_id, "name": name, "args": args, "status": status, "timestamp": time(&mut next)});
+                if next(15) == 0 {
+                    // Answered only later, or never.
+                    open.push((call_id.clone(), name.to_string()));
+                } else {
+                    call["result"] = json!([fr]);
+                }
+                calls.push(call);
+                copies.push(fr);
+            }
+            if calls.is_empty() {
+                held.push(g);
+                continue;
+            }
+            g["toolCalls"] = json!(calls);
+            let copy = json!({"id": mid("r"), "timestamp": time(&mut next), "type": "user", "content": copies});
+            // The CLI writes the message again with its calls, then its copy of the results;
+            // the other way round too, so that a message waits for its last version.
+            if next(3) == 0 {
+                lines.push(copy.to_string());
+                lines.push(json!({"$set": {"lastUpdated": gts}}).to_string());
+                lines.push(g.to_string());
+            } else {
+                lines.push(g.to_string());
+                lines.push(copy.to_string());
+            }
+            held.push(g);
+            held.push(copy);
+        }
+        match next(40) {
+            0 => {
+                let info = json!({"id": mid("i"), "timestamp": time(&mut next), "type": "info", "content": "Request cancelled."});
+                lines.push(info.to_string());
+                held.push(info);
+            }
+            1 => {
+                let err = json!({"id": mid("e"), "timestamp": time(&mut next), "type": "error", "content": format!("quota exceeded at {t}")});
+                lines.push(err.to_string());
+                held.push(err);
+            }
+            2 if t > 10 => {
+                // A rewind to a message a few back, or to an id never written (drops all).
+                let back = held.len() - 1 - next(4) as usize;
+                let to = if seed == 3 && t < 30 {
+                    "no-such-id".to_string()
+                } else {
+                    held[back]["id"].as_str().unwrap().to_string()
+                };
+                lines.push(json!({"$rewindTo": to}).to_string());
+                match held.iter().position(|m| m["id"] == json!(to)) {
+                    Some(at) => held.truncate(at),
+                    None => held.clear(),
+                }
+            }
+            3 if t > 10 => {
+                // The history rewritten with new ids (as after a cancelled call): the context,
+                // then the turns from one of the oldest requests on.
+                let requests: Vec<usize> = (1..held.len())
+                    .filter(|&i| held[i]["id"].as_str().is_some_and(|i| i.starts_with("u-")))
+                    .collect();
+                let from = requests
+                    .get(next(requests.len() as u64 / 4 + 1) as usize)
+                    .copied()
+                    .unwrap_or(held.len());
+                let mut list: Vec<Value> = held[..1.min(held.len())].to_vec();
+                list.extend_from_slice(&held[from..]);
+                for m in &mut list[1..] {
+                    m["id"] = json!(mid("s"));
+                }
+                lines.push(
+                    json!({"$set": {"messages": list.clone(), "lastUpdated": time(&mut next)}})
+                        .to_string(),
+                );
+                held = list;
+            }
+            4 => lines.push("{\"id\": \"broken".to_string()),
+            _ => {}
+        }
+    }
+    lines.push(json!({"$set": {"summary": format!("Awkward session {seed}")}}).to_string());
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+/// Folding the older turns of a Gemini CLI session while reading it changes nothing in a
+/// relay, a `show` or an export, however its records rewrite, replace and rewind messages.
+/// The relays must both keep their fold and read again, or the test proves nothing.
+#[test]
+fn folding_a_gemini_session_changes_nothing() {
+    use session_relay::commands::export::{SPILL_KEEP_ENV, SPILL_NOTE};
+    use session_relay::commands::show::{SHOW_FOLD_NOTE, SHOW_KEEP_ENV};
+    let env = TestEnv::empty();
+    let (mut kept, mut read_again) = (0, 0);
+    let mut outcomes = std::collections::BTreeMap::new();
+    for seed in 1..=4u64 {
+        let path = write_awkward_gemini_session(&env, seed, 120 + 40 * seed as usize);
+        let (k, r) = fold_outcomes(&env, &path, seed);
+        (kept, read_again) = (kept + k, read_again + r);
+        let p = path.to_str().unwrap();
+        let commands: [(&str, &str, &str, Vec<&str>); 3] = [
+            (
+                "show",
+                SHOW_KEEP_ENV,
+                SHOW_FOLD_NOTE,
+                vec!["show", p, "--json"],
+            ),
+            ("jsonl", SPILL_KEEP_ENV, SPILL_NOTE, vec!["export", p]),
+            (
+                "markdown",
+                SPILL_KEEP_ENV,
+                SPILL_NOTE,
+                vec!["export", p, "--format", "markdown"],
+            ),
+        ];
+        for (what, var, note_of, args) in commands {
+            let reference = if what == "show" { "1000000000000" } else { "" };
+            let (whole, _) = noting(&env, (var, reference), &args, note_of);
+            for keep in ["0", "3000"] {
+                let (folded, note) = noting(&env, (var, keep), &args, note_of);
+                if folded != whole {
+                    let diff = differing_lines(&folded, &whole, 12);
+                    panic!("{args:?}, keeping {keep} tokens ({note:?}): {diff:#?}");
+                }
+                let outcome = match note {
+                    Some(n) if n.ends_with("then read again in full") => "read again",
+                    Some(_) => "folded",
+                    None => "not folded",
+                };
+                *outcomes.entry((what, outcome)).or_insert(0) += 1;
+            }
+        }
+    }
+    eprintln!("relays: folded and kept {kept} times, read again {read_again} times; {outcomes:?}");
+    assert!(kept >= 10, "folded and kept only {kept} times");
+    assert!(read_again > 0, "never read again after folding");
+    // `show` keeps its counts only for the session without recorded usage: its context check
+    // reads every message from the first request on (`Counted::answers`).
+    for what in ["show", "jsonl", "markdown"] {
+        assert!(
+            outcomes.get(&(what, "folded")).is_some_and(|n| *n > 0),
+            "{what} never kept its fold: {outcomes:?}"
+        );
+    }
+}

@@ -1,0 +1,161 @@
+//! A long Gemini CLI session read with its older turns folded (`ReadOptions::fold`), so that
+//! `show`, a plain `export` and a relay hold only its newest turns.
+//!
+//! A message is not final where it is first written: the CLI writes a gemini message again
+//! with its tool calls, a `$set.messages` replaces the whole list, a `$rewindTo` drops the end.
+//! So a first pass (`places`) applies the records to where each message lies, as the listing
+//! reads them (no tool output unescaped, nothing kept but ids), and finds each message's last
+//! version. The read then converts each message when it meets that version, in the
+//! conversation's order: only messages whose earlier neighbours' last version is still ahead
+//! are held, and the fold window lets whole turns go.
+//!
+//! The read applies the records again as it parses them; if what it finds is not what the
+//! first pass found (a line the listing's parse reads otherwise, one too long for it), the fold
+//! is marked broken and the caller reads the session again in full.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+use serde_json::{Map, Value};
+
+use super::read::{Conversation, Convert, Record, convert};
+use crate::adapter::{Fold, FoldWindow};
+use crate::jsonl::str_field;
+use crate::model::Session;
+
+/// Where a message lies: its line, and its place among the messages of that line's list
+/// (`None`: the line is the message).
+pub type Place = (usize, Option<usize>);
+
+/// The conversation's messages in order, each with the place of its last version.
+pub fn places(path: &Path) -> Result<Vec<(String, Place)>> {
+    let mut conv: Conversation<Place> = Conversation::default();
+    crate::jsonl::scan_lines(path, |no, text| {
+        if let Some(r) = super::scan::light_record(text) {
+            conv.apply(r.placed(no));
+        }
+        true
+    })?;
+    Ok(conv.into_entries())
+}
+
+/// The first and last message times.
+pub type Times = (Option<String>, Option<String>);
+
+/// The read's side: messages converted in order as their last versions are met.
+pub struct Folding {
+    places: Vec<(String, Place)>,
+    wanted: foldhash::HashMap<Place, usize>,
+    /// Last versions met before an earlier message's: by place in the conversation.
+    held: BTreeMap<usize, (Value, usize)>,
+    /// The next message of the conversation to convert.
+    next: usize,
+    /// The records as this read applies them, to check the first pass against.
+    seen: Conversation<Place>,
+    /// A last version was not where the first pass put it.
+    astray: bool,
+    window: FoldWindow,
+    state: Convert,
+    /// The first and last message times, as `times` takes them.
+    first_time: Option<String>,
+    last_time: Option<String>,
+}
+
+impl Folding {
+    pub fn new(places: Vec<(String, Place)>, fold: &Fold) -> Folding {
+        let wanted = places
+            .iter()
+            .enumerate()
+            .map(|(i, (_, p))| (*p, i))
+            .collect();
+        Folding {
+            places,
+            wanted,
+            held: BTreeMap::new(),
+            next: 0,
+            seen: Conversation::default(),
+            astray: false,
+            window: FoldWindow::new(fold),
+            state: Convert::default(),
+            first_time: None,
+            last_time: None,
+        }
+    }
+
+    /// Takes one record of line `no`, and converts what it makes ready.
+    pub fn apply(&mut self, r: Record<(Value, usize)>, no: usize, session: &mut Session) {
+        let placed = match r {
+            Record::Message(id, (v, line)) => {
+                self.offer(&id, (no, None), v, line);
+                Record::Message(id, (no, None))
+            }
+            Record::Set { meta, messages } => Record::Set {
+                meta,
+                messages: self.offer_list(messages, no),
+            },
+            Record::Meta { meta, messages } => Record::Meta {
+                meta,
+                messages: self.offer_list(messages, no),
+            },
+            Record::Rewind(id) => Record::Rewind(id),
+            Record::Other => Record::Other,
+        };
+        self.seen.apply(placed);
+        while let Some((v, line)) = self.held.remove(&self.next) {
+            if let Some(t) = str_field(&v, "timestamp").filter(|t| !t.is_empty()) {
+                if self.first_time.is_none() {
+                    self.first_time = Some(t.to_string());
+                }
+                self.last_time = Some(t.to_string());
+            }
+            convert(&v, line, session, &mut self.state);
+            drop(v);
+            self.next += 1;
+            self.window.after_messages(session);
+        }
+    }
+
+    fn offer_list(
+        &mut self,
+        list: Option<Vec<(String, (Value, usize))>>,
+        no: usize,
+    ) -> Option<Vec<(String, Place)>> {
+        let list = list?;
+        let mut placed = Vec::with_capacity(list.len());
+        for (k, (id, (v, line))) in list.into_iter().enumerate() {
+            self.offer(&id, (no, Some(k)), v, line);
+            placed.push((id, (no, Some(k))));
+        }
+        Some(placed)
+    }
+
+    fn offer(&mut self, id: &str, place: Place, v: Value, line: usize) {
+        if let Some(&i) = self.wanted.get(&place) {
+            if self.places[i].0 == id && i >= self.next {
+                self.held.insert(i, (v, line));
+            } else {
+                self.astray = true;
+            }
+        }
+    }
+
+    /// The merged metadata, the conversion's state and the first and last message times; the
+    /// fold is marked broken when this read did not find what the first pass found.
+    pub fn finish(self, session: &mut Session) -> (Map<String, Value>, Convert, Times) {
+        let found = self.seen.entries();
+        let same = !self.astray
+            && self.held.is_empty()
+            && self.next == self.places.len()
+            && found.len() == self.places.len()
+            && found.iter().zip(&self.places).all(|(a, b)| a == b);
+        if !same {
+            session.folded.get_or_insert_default().broken = true;
+        }
+        (
+            self.seen.meta,
+            self.state,
+            (self.first_time, self.last_time),
+        )
+    }
+}
