@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use crate::model::{Message, RecordedUsage, Role, Session, Summary};
+use crate::model::{ContextUsage, Message, RecordedUsage, Role, Session, Summary};
 
 /// How much of a session a reader keeps.
 #[derive(Debug, Clone, Default)]
@@ -50,6 +50,12 @@ pub trait TurnFold: Send + Sync {
     /// next (the first is the rest of the first turn, after its request, when it has one),
     /// never the session's first request or its last turn.
     fn fold(&self, turn: Vec<Message>);
+    /// `fold`, told where the turn's first message is in the whole session and the context
+    /// the session had recorded when the turn was let go (`show` counts what its context
+    /// check will need of it).
+    fn fold_at(&self, turn: Vec<Message>, _first_place: usize, _usage: Option<&ContextUsage>) {
+        self.fold(turn)
+    }
 }
 
 /// A shared `TurnFold`.
@@ -155,10 +161,14 @@ impl FoldWindow {
                 return;
             }
         }
+        let usage = session.context_usage.clone();
+        let mut place = folded.at + folded.messages - (end - at);
         let mut taken = session.messages.drain(at..end);
         for k in 0..count {
             let len = self.turns[k + 1].0 - self.turns[k].0;
-            self.fold.fold(taken.by_ref().take(len).collect());
+            let turn = taken.by_ref().take(len).collect();
+            self.fold.fold_at(turn, place, usage.as_ref());
+            place += len;
         }
         drop(taken);
         let moved = end - at;

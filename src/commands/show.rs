@@ -103,9 +103,10 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             let keep = keep_tokens_asked();
             let mut read = super::show_read_options(size, keep.is_some());
             // A long session's older turns are counted as they are read, and let go.
+            let agent = located.adapter.map_or("", |a| a.name());
             let tally = read
                 .lean
-                .then(|| Arc::new(Tally::new(keep.unwrap_or(SHOW_KEEP_TOKENS))));
+                .then(|| Arc::new(Tally::new(keep.unwrap_or(SHOW_KEEP_TOKENS), agent)));
             read.fold = tally.as_ref().map(|t| Fold(t.clone()));
             let mut s = located.read_with(read.clone())?;
             let counted = match (&tally, s.folded.as_deref()) {
@@ -155,9 +156,33 @@ fn keep_tokens_asked() -> Option<usize> {
         .and_then(|v| v.parse().ok())
 }
 
+/// The tokenizer the context check counts with: the one of the model that recorded the
+/// context, for Claude Code; else the agent's.
+fn context_tokenizer(agent: &str, model: Option<&str>) -> tokens::Tokenizer {
+    match model {
+        Some(model) if agent == "claude" => tokens::Tokenizer::for_claude_model(model),
+        _ => crate::adapters::by_name(agent)
+            .map_or(tokens::Tokenizer::O200k, |a| a.default_tokenizer()),
+    }
+}
+
+/// What the context check counts of a message: an output cut while reading in proportion to
+/// its size in the source.
+fn context_cost(tok: tokens::Tokenizer, m: &crate::model::Message) -> usize {
+    let n = crate::plan::fit::cost(tok, m);
+    match m.metadata.get_u64("original_chars") {
+        Some(original) => {
+            let kept = m.content.chars().count().max(1);
+            (n as u64 * original / kept as u64) as usize
+        }
+        None => n,
+    }
+}
+
 /// `show`'s `TurnFold`: the counts the report gives of the turns the reader let go.
 struct Tally {
     keep: usize,
+    agent: &'static str,
     counted: Mutex<Counted>,
 }
 
@@ -172,12 +197,19 @@ struct Counted {
     /// decides between an exact count and an estimate.
     content_bytes: usize,
     cut: bool,
+    /// What the context check counts of each, in order (`context_cost`), where the session
+    /// had recorded a context by then that it may reach back to; and with which tokenizer.
+    context: Vec<Option<usize>>,
+    context_tokenizer: Option<tokens::Tokenizer>,
+    /// Counted with more than one tokenizer (the model changed).
+    mixed: bool,
 }
 
 impl Tally {
-    fn new(keep: usize) -> Tally {
+    fn new(keep: usize, agent: &'static str) -> Tally {
         Tally {
             keep,
+            agent,
             counted: Mutex::new(Counted::default()),
         }
     }
@@ -198,7 +230,36 @@ impl crate::adapter::TurnFold for Tally {
     }
 
     fn fold(&self, turn: Vec<crate::model::Message>) {
+        self.fold_at(turn, 0, None);
+    }
+
+    /// The context check reads every message from the baseline the session recorded (its
+    /// first request, or the first after a compaction) on, and a baseline only moves later:
+    /// a message before the one recorded so far is never needed, and without one yet (an
+    /// agent that records none) none is counted.
+    fn fold_at(
+        &self,
+        turn: Vec<crate::model::Message>,
+        first_place: usize,
+        usage: Option<&crate::model::ContextUsage>,
+    ) {
+        let tok = usage.map(|u| context_tokenizer(self.agent, u.model.as_deref()));
+        let costs: Vec<Option<usize>> = turn
+            .iter()
+            .enumerate()
+            .map(|(j, m)| match (usage, tok) {
+                (Some(u), Some(tok)) if first_place + j >= u.first_at_message => {
+                    Some(context_cost(tok, m))
+                }
+                _ => None,
+            })
+            .collect();
         let mut c = self.counted.lock().unwrap_or_else(|e| e.into_inner());
+        c.context.extend(costs);
+        if let Some(tok) = tok {
+            c.mixed |= c.context_tokenizer.is_some_and(|t| t != tok);
+            c.context_tokenizer = Some(tok);
+        }
         for m in &turn {
             *c.roles.entry(m.role).or_default() += 1;
             if m.role == Role::ToolCall {
@@ -231,10 +292,14 @@ impl Counted {
                 .iter()
                 .any(|m| m.metadata.contains_key("original_chars"));
         let estimated = size > EXACT_COUNT_MAX || cut;
-        let check_kept = s
-            .context_usage
-            .as_ref()
-            .is_none_or(|u| u.first_at_message.min(u.at_message) >= f.at + f.messages);
+        let check_kept = s.context_usage.as_ref().is_none_or(|u| {
+            let mut needed = u.first_at_message.max(f.at)..u.at_message.min(f.at + f.messages);
+            needed.is_empty()
+                || (!self.mixed
+                    && self.context_tokenizer
+                        == Some(context_tokenizer(&s.agent, u.model.as_deref()))
+                    && needed.all(|p| self.context.get(p - f.at).is_some_and(Option::is_some)))
+        });
         estimated && check_kept
     }
 }
@@ -308,27 +373,18 @@ fn session_report_with(s: &Session, counted: Option<&Counted>) -> SessionReport 
         (n, "estimate (characters / 4)")
     };
     let context_check = s.context_usage.as_ref().map(|u| {
-        let tok = match u.model.as_deref() {
-            Some(model) if s.agent == "claude" => tokens::Tokenizer::for_claude_model(model),
-            _ => crate::adapters::by_name(&s.agent)
-                .map_or(tokens::Tokenizer::O200k, |a| a.default_tokenizer()),
-        };
-        // Places are those of the whole session; folded messages came before the range
-        // (`Counted::answers`).
-        let gone = s.folded.as_ref().map_or(0, |f| f.messages);
-        let end = u.at_message.saturating_sub(gone).min(s.messages.len());
-        let start = u.first_at_message.saturating_sub(gone).min(end);
-        // An output cut while reading counts in proportion to its size in the source.
-        let estimated: usize = s.messages[start..end]
-            .iter()
-            .map(|m| {
-                let n = crate::plan::fit::cost(tok, m);
-                match m.metadata.get_u64("original_chars") {
-                    Some(original) => {
-                        let kept = m.content.chars().count().max(1);
-                        (n as u64 * original / kept as u64) as usize
-                    }
-                    None => n,
+        let tok = context_tokenizer(&s.agent, u.model.as_deref());
+        // Places are those of the whole session: the folded messages', counted while they
+        // were read (`Counted::answers`), lie between the kept ones.
+        let (at, gone) = s.folded.as_ref().map_or((0, 0), |f| (f.at, f.messages));
+        let estimated: usize = (u.first_at_message..u.at_message)
+            .map_while(|p| {
+                if p < at {
+                    s.messages.get(p).map(|m| context_cost(tok, m))
+                } else if p < at + gone {
+                    Some(counted.and_then(|c| c.context.get(p - at).copied().flatten())?)
+                } else {
+                    s.messages.get(p - gone).map(|m| context_cost(tok, m))
                 }
             })
             .sum();

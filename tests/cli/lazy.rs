@@ -2215,8 +2215,13 @@ fn folding_a_gemini_session_changes_nothing() {
     eprintln!("relays: folded and kept {kept} times, read again {read_again} times; {outcomes:?}");
     assert!(kept >= 10, "folded and kept only {kept} times");
     assert!(read_again > 0, "never read again after folding");
-    // `show` keeps its counts only for the session without recorded usage: its context check
-    // reads every message from the first request on (`Counted::answers`).
+    // `show` keeps its counts though these sessions record their context and never compact:
+    // its check reaches back to the first request, whose messages were counted as they went.
+    assert_eq!(
+        outcomes.get(&("show", "read again")),
+        None,
+        "show read again: {outcomes:?}"
+    );
     for what in ["show", "jsonl", "markdown"] {
         assert!(
             outcomes.get(&(what, "folded")).is_some_and(|n| *n > 0),
