@@ -28,15 +28,28 @@ use crate::model::Session;
 /// (`None`: the line is the message).
 pub type Place = (usize, Option<usize>);
 
-/// The conversation's messages in order, each with the place of its last version.
+/// The progress step of `places`, before the file's name (the read follows as `reading`).
+const PLACES_STEP: &str = "finding the last versions in";
+
+/// The conversation's messages in order, each with the place of its last version. Lines are
+/// parsed on every core, from the same text of each line as the reader parses.
 pub fn places(path: &Path) -> Result<Vec<(String, Place)>> {
     let mut conv: Conversation<Place> = Conversation::default();
-    crate::jsonl::scan_lines(path, |no, text| {
-        if let Some(r) = super::scan::light_record(text) {
-            conv.apply(r.placed(no));
-        }
-        true
-    })?;
+    crate::jsonl::for_each_line_fast(
+        path,
+        crate::jsonl::Pass {
+            step: Some(PLACES_STEP),
+            ..Default::default()
+        },
+        |no, text| Some(super::scan::light_record(text).map(|r| r.placed(no))),
+        |_, _| None,
+        |_, line| {
+            if let crate::jsonl::Line::Json(Some(r)) = line {
+                conv.apply(r);
+            }
+            Ok(())
+        },
+    )?;
     Ok(conv.into_entries())
 }
 
