@@ -7,7 +7,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+
+// Checked as `Value` checks it (`IgnoredAny` lets a lone surrogate escape, a number out of
+// range or deep nesting through): a line the reader finds malformed is one here too, so the
+// listing counts what the reader reads and a fold's first pass agrees with its read.
+use crate::jsonl::fields::Skip as IgnoredAny;
 use serde_json::{Map, Value};
 
 use super::read::{self, Conversation, PartView, Record};
@@ -478,6 +483,25 @@ mod tests {
 
     fn record(line: &str) -> Record<Light> {
         serde_json::from_str::<Raw>(line).unwrap().into_record()
+    }
+
+    #[test]
+    fn lines_the_reader_finds_malformed_are_malformed_here() {
+        let deep = format!(
+            "{{\"id\":\"a\",\"x\":{}1{}}}",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        for line in [
+            r#"{"id":"a","type":"user","toolCalls":"\ud800"}"#,
+            r#"{"id":"a","type":"user","x":{"y":"\udc00 tail"}}"#,
+            r#"{"id":"a","type":"user","x":1e400}"#,
+            deep.as_str(),
+        ] {
+            assert!(serde_json::from_str::<Value>(line).is_err(), "{line}");
+            assert!(light_record(line).is_none(), "{line}");
+        }
+        assert!(light_record(r#"{"id":"a","type":"user","x":"\ud83d\ude00"}"#).is_some());
     }
 
     #[test]
