@@ -18,6 +18,105 @@ pub mod variants;
 /// that memory stays bounded whatever the input.
 pub const MAX_LINE: usize = 32 << 20;
 
+/// In a pass that streams long lines (`Pass::stream_long`), the longest line read whole: a
+/// longer one is handed on as `Line::Long`, to be parsed from the file.
+pub const LONG_LINE: usize = 8 << 20;
+
+/// A line's bytes from a file as a reader parses them: invalid UTF-8 replaced with U+FFFD,
+/// as `String::from_utf8_lossy` replaces it in a line read whole, so that a long line read a
+/// part at a time (`Line::Long`) reads as it would whole.
+pub struct LossyUtf8<R> {
+    inner: R,
+    /// Bytes ready to hand out, and how many were handed.
+    out: Vec<u8>,
+    at: usize,
+    /// The start of a character cut by the end of what `inner` gave last.
+    carry: Vec<u8>,
+    /// Set once something was replaced, for the reader's warning.
+    replaced: std::rc::Rc<std::cell::Cell<bool>>,
+}
+
+impl<R: BufRead> LossyUtf8<R> {
+    pub fn new(inner: R) -> Self {
+        LossyUtf8 {
+            inner,
+            out: Vec::new(),
+            at: 0,
+            carry: Vec::new(),
+            replaced: Default::default(),
+        }
+    }
+
+    /// Becomes true once invalid UTF-8 was replaced.
+    pub fn replaced(&self) -> std::rc::Rc<std::cell::Cell<bool>> {
+        self.replaced.clone()
+    }
+
+    /// Fills `out` from `inner`; false at the end.
+    fn refill(&mut self) -> std::io::Result<bool> {
+        const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+        self.out.clear();
+        self.at = 0;
+        loop {
+            let chunk = self.inner.fill_buf()?;
+            if chunk.is_empty() {
+                if self.carry.is_empty() {
+                    return Ok(false);
+                }
+                // A character cut by the end of the line: one replacement, as in a whole line.
+                self.carry.clear();
+                self.out.extend_from_slice(REPLACEMENT);
+                self.replaced.set(true);
+                return Ok(true);
+            }
+            let mut bytes = std::mem::take(&mut self.carry);
+            bytes.extend_from_slice(chunk);
+            let used = chunk.len();
+            self.inner.consume(used);
+            let mut rest: &[u8] = &bytes;
+            while !rest.is_empty() {
+                match std::str::from_utf8(rest) {
+                    Ok(_) => {
+                        self.out.extend_from_slice(rest);
+                        rest = &[];
+                    }
+                    Err(e) => {
+                        let (valid, after) = rest.split_at(e.valid_up_to());
+                        self.out.extend_from_slice(valid);
+                        match e.error_len() {
+                            // Maybe the start of a character the next read completes.
+                            None => {
+                                self.carry = after.to_vec();
+                                rest = &[];
+                            }
+                            Some(n) => {
+                                self.out.extend_from_slice(REPLACEMENT);
+                                self.replaced.set(true);
+                                rest = &after[n..];
+                            }
+                        }
+                    }
+                }
+            }
+            if !self.out.is_empty() {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+impl<R: BufRead> std::io::Read for LossyUtf8<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.out.len() && !self.refill()? {
+            return Ok(0);
+        }
+        let n = buf.len().min(self.out.len() - self.at);
+        buf[..n].copy_from_slice(&self.out[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
 /// Opens a session file for reading, decompressing `.zst`.
 pub fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     let meta =
@@ -108,6 +207,12 @@ pub enum Line<T = Value> {
     Json(T),
     /// Not JSON: the parse error. The caller reports it with the line number.
     Malformed(String),
+    /// A line longer than `LONG_LINE`, in a pass that streams such lines (`Pass::stream_long`):
+    /// where its bytes lie in the file, for the reader to parse from there (`LossyUtf8`).
+    Long {
+        start: u64,
+        len: u64,
+    },
 }
 
 /// Reads one line into `buf` (without keeping more than `max` bytes of it). Returns the line's
@@ -342,6 +447,11 @@ pub struct Pass {
     /// What the pass is for, as its progress step names it before the file's name
     /// (`reading` when `None`): a relay that passes over a file twice says which pass it is in.
     pub step: Option<&'static str>,
+    /// Hand a line longer than `LONG_LINE` on as `Line::Long` instead of parsing it whole (or
+    /// salvaging it, past `MAX_LINE`): for a format whose long lines are lists of whole
+    /// messages (Gemini CLI's `$set.messages`, the whole history again at every resume), which
+    /// a cut would lose and a whole parse would hold at once. Not for `.zst`.
+    pub stream_long: bool,
 }
 
 impl Pass {
@@ -354,6 +464,7 @@ impl Pass {
             from_line: line,
             start: earlier.start_before(line),
             step: None,
+            stream_long: false,
         }
     }
 }
@@ -435,27 +546,33 @@ pub fn for_each_line_fast<T: Send>(
         no: first - 1,
         offset,
         eof: false,
+        compressed,
         spare: None,
     };
     let parse = |block: &Block| -> Vec<Parsed<T>> {
         block
             .lines
             .par_iter()
-            .map(|(no, range, terminated)| {
+            .map(|(no, range, terminated, long)| {
                 let (no, terminated) = (*no, *terminated);
+                if let Some((start, len)) = *long {
+                    return (no, terminated, false, Ok(Line::Long { start, len }));
+                }
                 let bytes = &block.data[range.clone()];
                 let (text, lossy) = match std::str::from_utf8(bytes) {
                     Ok(s) => (std::borrow::Cow::Borrowed(s), false),
                     Err(_) => (String::from_utf8_lossy(bytes), true),
                 };
                 if let Some(t) = fast(no, text.trim()) {
-                    return (no, terminated, lossy, Ok(t));
+                    return (no, terminated, lossy, Ok(Line::Json(t)));
                 }
                 let parsed = match &pass.prune {
                     Some(prune) => pruned::parse(text.trim().as_bytes(), prune),
                     None => serde_json::from_str::<Value>(text.trim()),
                 };
-                let r = parsed.map(|v| map(no, v)).map_err(|e| e.to_string());
+                let r = parsed
+                    .map(|v| Line::Json(map(no, v)))
+                    .map_err(|e| e.to_string());
                 (no, terminated, lossy, r)
             })
             .collect()
@@ -469,7 +586,7 @@ pub fn for_each_line_fast<T: Send>(
                 handed.invalid_utf8_lines.push(no);
             }
             match r {
-                Ok(v) => f(no, Line::Json(v))?,
+                Ok(line) => f(no, line)?,
                 Err(_) if !terminated => handed.truncated_tail = true,
                 Err(e) => {
                     handed.malformed.push((no, e.clone()));
@@ -529,17 +646,20 @@ struct Handed {
 
 /// A line as a block's parse hands it on: its number, whether it ended in a newline, whether
 /// invalid UTF-8 was replaced, and what it became.
-type Parsed<T> = (usize, bool, bool, Result<T, String>);
+type Parsed<T> = (usize, bool, bool, Result<Line<T>, String>);
 
 /// Raw lines read together, to be parsed on every core: their bytes in one buffer (a buffer
 /// per line would grow from empty for every line: most of the allocator's work on a long
-/// session), each line's number, range and whether it ended in a newline.
+/// session), each line's number, range, whether it ended in a newline and, for a long line
+/// streamed (`Pass::stream_long`), where it lies in the file instead.
 struct Block {
     data: Vec<u8>,
-    lines: Vec<(usize, std::ops::Range<usize>, bool)>,
+    lines: Vec<BlockLine>,
     /// Bytes of the file the block took.
     read: u64,
 }
+
+type BlockLine = (usize, std::ops::Range<usize>, bool, Option<(u64, u64)>);
 
 /// The lines of a file as `for_each_line_fast` reads them, block by block.
 struct Lines {
@@ -551,6 +671,8 @@ struct Lines {
     /// The byte offset of the next line.
     offset: u64,
     eof: bool,
+    /// A `.zst` stream: its offsets are not the file's.
+    compressed: bool,
     /// A block whose lines were parsed, to be filled again: a long read allocating a new
     /// block for every 2 MB left holes that the session's own allocations then spread over.
     spare: Option<Block>,
@@ -573,12 +695,14 @@ impl Lines {
             },
         };
         stats.block_starts.push((self.no + 1, self.offset));
+        let stream = pass.stream_long && !self.compressed;
+        let max = if stream { LONG_LINE } else { MAX_LINE };
         while block.data.len() < BLOCK {
             let (n, terminated) = read_line_keeping_end(
                 &mut *self.reader,
                 &mut self.buf,
-                MAX_LINE,
-                Some(&mut self.end),
+                max,
+                (!stream).then_some(&mut self.end),
             )
             .with_context(|| format!("read error in {} after line {}", path.display(), self.no))?;
             if n == 0 {
@@ -592,6 +716,20 @@ impl Lines {
             if no == 1 && self.buf.starts_with(BOM) {
                 stats.bom = true;
                 self.buf.drain(..BOM.len());
+            }
+            if stream && n > LONG_LINE {
+                stats.lines += 1;
+                if no >= pass.from_line {
+                    // The line's start, past a byte order mark; its end, before the newline.
+                    let bom = if no == 1 && stats.bom { BOM.len() } else { 0 };
+                    let start = self.offset - n as u64 + bom as u64;
+                    let len = (n - bom - usize::from(terminated)) as u64;
+                    let at = block.data.len();
+                    block
+                        .lines
+                        .push((no, at..at, terminated, Some((start, len))));
+                }
+                continue;
             }
             if n > MAX_LINE {
                 match salvage(&self.buf, &self.end, n) {
@@ -616,7 +754,9 @@ impl Lines {
             }
             let start = block.data.len();
             block.data.extend_from_slice(line);
-            block.lines.push((no, start..block.data.len(), terminated));
+            block
+                .lines
+                .push((no, start..block.data.len(), terminated, None));
         }
         Ok(block)
     }
@@ -788,6 +928,58 @@ pub fn tail_lines(path: &Path, max: u64) -> Result<Vec<Vec<u8>>> {
 mod tests {
     use super::*;
 
+    /// Any bytes, read through `LossyUtf8` in pieces of any size (a character cut between two
+    /// reads of the file), give what `String::from_utf8_lossy` gives of them whole, and say
+    /// whether they replaced anything.
+    #[test]
+    fn a_line_read_lossily_in_pieces_reads_as_it_does_whole() {
+        use std::io::{BufReader, Read};
+        let pieces: [&[u8]; 12] = [
+            b"ab",
+            "\u{e9}".as_bytes(),
+            "\u{65e5}\u{672c}".as_bytes(),
+            "\u{1f600}".as_bytes(),
+            b"\xff",
+            b"\xc3",
+            b"\xe6\x97",
+            b"\xf0\x9f\x98",
+            b"\xed\xa0\x80",
+            b"\x80\x80",
+            b"\\u00e9\"",
+            b"\n",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for case in 0..3000 {
+            let len = next(40);
+            let bytes: Vec<u8> = (0..len)
+                .flat_map(|_| pieces[next(pieces.len() as u64) as usize].to_vec())
+                .collect();
+            let capacity = 1 + next(7) as usize;
+            let lossy = LossyUtf8::new(BufReader::with_capacity(capacity, &bytes[..]));
+            let replaced = lossy.replaced();
+            let mut out = Vec::new();
+            let mut reader = BufReader::with_capacity(1 + next(5) as usize, lossy);
+            reader.read_to_end(&mut out).unwrap();
+            let whole = String::from_utf8_lossy(&bytes);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                whole,
+                "case {case}: {bytes:?} in pieces of {capacity}"
+            );
+            assert_eq!(
+                replaced.get(),
+                std::str::from_utf8(&bytes).is_err(),
+                "{bytes:?}"
+            );
+        }
+    }
+
     /// A pass from a line, started where an earlier pass began that line's block, hands on
     /// exactly what a pass from the file's start does from that line on: same numbers, same
     /// values, malformed and blank lines included, wherever the line falls in its block.
@@ -822,6 +1014,7 @@ mod tests {
                         match line {
                             Line::Json(v) => v.to_string(),
                             Line::Malformed(e) => format!("malformed: {e}"),
+                            Line::Long { start, len } => format!("long: {start}+{len}"),
                         },
                     ));
                     Ok(())

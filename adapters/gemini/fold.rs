@@ -39,13 +39,22 @@ pub fn places(path: &Path) -> Result<Vec<(String, Place)>> {
         path,
         crate::jsonl::Pass {
             step: Some(PLACES_STEP),
+            stream_long: true,
             ..Default::default()
         },
         |no, text| Some(super::scan::light_record(text).map(|r| r.placed(no))),
         |_, _| None,
-        |_, line| {
-            if let crate::jsonl::Line::Json(Some(r)) = line {
-                conv.apply(r);
+        |no, line| {
+            match line {
+                crate::jsonl::Line::Json(Some(r)) => conv.apply(r),
+                crate::jsonl::Line::Long { start, len } => {
+                    if let Some((r, _)) =
+                        super::scan::light_long(super::long::line(path, start, len)?)
+                    {
+                        conv.apply(r.placed(no));
+                    }
+                }
+                _ => {}
             }
             Ok(())
         },
@@ -115,6 +124,23 @@ impl Folding {
             Record::Other => Record::Other,
         };
         self.seen.apply(placed);
+        self.convert_ready(session);
+    }
+
+    /// Takes one message of the list of a long line `no` (`super::long`): its `k`th with an
+    /// id. `listed` then takes the record, its messages by place.
+    pub fn offer_listed(&mut self, id: &str, no: usize, k: usize, v: Value, session: &mut Session) {
+        self.offer(id, (no, Some(k)), v, no);
+        self.convert_ready(session);
+    }
+
+    /// Takes a long line's record, after its messages (`offer_listed`).
+    pub fn listed(&mut self, placed: Record<Place>) {
+        self.seen.apply(placed);
+    }
+
+    /// Converts the messages whose last versions were all met, in order.
+    fn convert_ready(&mut self, session: &mut Session) {
         while let Some((v, line)) = self.held.remove(&self.next) {
             if let Some(t) = str_field(&v, "timestamp").filter(|t| !t.is_empty()) {
                 if self.first_time.is_none() {

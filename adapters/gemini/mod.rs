@@ -7,6 +7,7 @@
 //! CLI; by default the user's home).
 
 mod fold;
+mod long;
 mod project;
 mod read;
 mod scan;

@@ -348,9 +348,31 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
                 shrink(v, max);
             }
         };
-        let pass = jsonl::for_each_line_prepared(path, prepare, |no, line| {
-            let Line::Json(v) = line else { return Ok(()) };
-            let r = record(v, no, &mut session);
+        let lines = jsonl::Pass {
+            stream_long: true,
+            ..Default::default()
+        };
+        let (mut long_malformed, mut long_lossy) = (Vec::new(), Vec::new());
+        let mut pass = jsonl::for_each_line_with(path, lines, prepare, |no, line| {
+            let r = match line {
+                Line::Json(v) => record(v, no, &mut session),
+                Line::Long { start, len } => {
+                    let at = (no, start, len);
+                    let read = read_long(path, at, max, &mut session, &mut folding);
+                    if read.as_ref().is_ok_and(|r| r.1) {
+                        long_lossy.push(no);
+                    }
+                    match read.map(|r| r.0) {
+                        Ok(Some(r)) => r,
+                        Ok(None) => return Ok(()),
+                        Err(e) => {
+                            long_malformed.push((no, e));
+                            return Ok(());
+                        }
+                    }
+                }
+                Line::Malformed(_) => return Ok(()),
+            };
             match folding.as_mut() {
                 Some(f) => f.apply(r, no, &mut session),
                 None => conv.apply(r),
@@ -358,7 +380,15 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
             Ok(())
         })?;
         converted = folding.map(|f| f.finish(&mut session));
+        if !long_lossy.is_empty() {
+            pass.invalid_utf8_lines.extend(long_lossy);
+            pass.invalid_utf8_lines.sort_unstable();
+        }
         session.record_pass(&pass);
+        for (no, e) in long_malformed {
+            session.stats.malformed_lines += 1;
+            session.warn(Some(no), format!("malformed JSON line skipped: {e}"));
+        }
         if let Some((meta, _, _)) = converted.as_mut() {
             conv.meta = std::mem::take(meta);
         }
@@ -435,6 +465,110 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     }
     session.pair_tool_calls();
     Ok(session)
+}
+
+/// What `read_long` read: a record to apply, and whether invalid UTF-8 was replaced.
+type LongRead = (Option<Record<(Value, usize)>>, bool);
+
+/// Reads line `no`, longer than `LONG_LINE`, from the file (`super::long`): a list of messages a
+/// message at a time, anything else whole. Returns the record to apply (`None`: the list's
+/// messages were handed to the fold already) and whether invalid UTF-8 was replaced, or why
+/// the line is malformed.
+fn read_long(
+    path: &Path,
+    (no, start, len): (usize, u64, u64),
+    max: Option<usize>,
+    session: &mut Session,
+    folding: &mut Option<super::fold::Folding>,
+) -> Result<LongRead, String> {
+    use super::long::{self, List};
+    let (line, lossy) = long::line_noting_lossy(path, start, len).map_err(|e| format!("{e:#}"))?;
+    let light = super::scan::light_long(line);
+    let lossy = lossy.get();
+    let Some((light, repeated)) = light else {
+        // Parsed again for the parser's own words.
+        return Err(match long::whole(path, start, len) {
+            Err(e) => format!("{e:#}"),
+            Ok(_) => "not valid JSON".into(),
+        });
+    };
+    let list = match light {
+        Record::Set {
+            messages: Some(_), ..
+        } => List::Set,
+        Record::Meta {
+            messages: Some(_), ..
+        } => List::Meta,
+        // A message, a rewind, metadata alone: one record, whatever its length.
+        _ => {
+            return Ok((
+                Some(whole_long(path, (no, start, len), max, session)?),
+                lossy,
+            ));
+        }
+    };
+    if repeated {
+        return Ok((
+            Some(whole_long(path, (no, start, len), max, session)?),
+            lossy,
+        ));
+    }
+    if let List::Set = list {
+        *session
+            .stats
+            .skipped_types
+            .entry("$set".into())
+            .or_default() += 1;
+    }
+    let shrunk = |mut v: Value| {
+        if let Some(max) = max {
+            shrink(&mut v, max);
+        }
+        v
+    };
+    fn listed<M>(list: List, meta: Map<String, Value>, messages: Vec<(String, M)>) -> Record<M> {
+        let messages = Some(messages);
+        match list {
+            List::Set => Record::Set { meta, messages },
+            List::Meta => Record::Meta { meta, messages },
+        }
+    }
+    let failed = |e: anyhow::Error| format!("{e:#}");
+    match folding {
+        Some(f) => {
+            let mut placed = Vec::new();
+            let meta = long::stream_list(path, start, len, list, &mut |id, v| {
+                f.offer_listed(&id, no, placed.len(), shrunk(v), session);
+                let k = placed.len();
+                placed.push((id, (no, Some(k))));
+            })
+            .map_err(failed)?;
+            f.listed(listed(list, meta, placed));
+            Ok((None, lossy))
+        }
+        None => {
+            let mut messages = Vec::new();
+            let meta = long::stream_list(path, start, len, list, &mut |id, v| {
+                messages.push((id, (shrunk(v), no)));
+            })
+            .map_err(failed)?;
+            Ok((Some(listed(list, meta, messages)), lossy))
+        }
+    }
+}
+
+/// A long line that is not a list of messages, parsed whole.
+fn whole_long(
+    path: &Path,
+    (no, start, len): (usize, u64, u64),
+    max: Option<usize>,
+    session: &mut Session,
+) -> Result<Record<(Value, usize)>, String> {
+    let mut v = super::long::whole(path, start, len).map_err(|e| format!("{e:#}"))?;
+    if let Some(max) = max {
+        shrink(&mut v, max);
+    }
+    Ok(record(v, no, session))
 }
 
 /// Reads the older single JSON document. Returns false when the file is not one (then it is

@@ -69,14 +69,29 @@ pub fn summarize(path: &Path) -> Result<Summary> {
     let mut buf = Vec::new();
     let mut relay_of = None;
     let mut line_no = 0usize;
+    let mut offset = 0u64;
     loop {
-        let (n, _) =
-            crate::jsonl::read_line_bounded(&mut *reader, &mut buf, crate::jsonl::MAX_LINE)?;
+        let (n, terminated) =
+            crate::jsonl::read_line_bounded(&mut *reader, &mut buf, crate::jsonl::LONG_LINE)?;
         if n == 0 {
             break;
         }
         line_no += 1;
-        if n > crate::jsonl::MAX_LINE {
+        let start = offset;
+        offset += n as u64;
+        if n > crate::jsonl::LONG_LINE {
+            // Read from the file as the reader reads it (`super::long`).
+            let bom = if line_no == 1 && buf.starts_with(crate::jsonl::BOM) {
+                crate::jsonl::BOM.len()
+            } else {
+                0
+            };
+            let len = (n - bom - usize::from(terminated)) as u64;
+            if let Ok(line) = super::long::line(path, start + bom as u64, len)
+                && let Some((r, _)) = light_long(line)
+            {
+                conv.apply(r);
+            }
             continue;
         }
         let text = String::from_utf8_lossy(&buf);
@@ -156,6 +171,14 @@ pub(super) fn light_record(text: &str) -> Option<Record<Light>> {
     serde_json::from_str::<Raw>(text).ok().map(Raw::into_record)
 }
 
+/// A line longer than `LONG_LINE`, read from the file (`super::long::line`) as `light_record`
+/// reads a line, and whether a `$set` or `messages` key in it repeats; `None`: not JSON.
+pub(super) fn light_long(line: impl std::io::Read) -> Option<(Record<Light>, bool)> {
+    let raw = serde_json::from_reader::<_, Raw>(line).ok()?;
+    let repeated = raw.repeated_list;
+    Some((raw.into_record(), repeated))
+}
+
 /// How many lines from the top the provenance record is looked for in.
 const PROVENANCE_LINES: usize = 4;
 
@@ -210,6 +233,9 @@ struct Raw {
     messages: Option<Vec<(String, Light)>>,
     /// Not an object at all.
     not_object: bool,
+    /// A `$set` or `messages` key came more than once (here or under `$set`): the last wins,
+    /// as in `Value`, which a long line's streamed read does not do (`super::long`).
+    repeated_list: bool,
 }
 
 const META_KEYS: &[&str] = &[
@@ -337,6 +363,7 @@ impl<'de> Visitor<'de> for RawVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Raw, A::Error> {
         let mut raw = Raw::default();
+        let (mut sets, mut lists) = (0, 0);
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match key.as_ref() {
                 "id" => raw.id = Some(map.next_value()?),
@@ -345,10 +372,15 @@ impl<'de> Visitor<'de> for RawVisitor {
                 "content" => raw.parts = map.next_value::<Content>()?.0,
                 "$rewindTo" => raw.rewind = Some(map.next_value()?),
                 "$set" => {
+                    sets += 1;
                     let set: Raw = map.next_value()?;
+                    raw.repeated_list |= set.repeated_list;
                     raw.set = Some((!set.not_object).then(|| Box::new(set)));
                 }
-                "messages" => raw.messages = map.next_value::<MessageList>()?.0,
+                "messages" => {
+                    lists += 1;
+                    raw.messages = map.next_value::<MessageList>()?.0;
+                }
                 k if k == super::RELAY_FIELD => raw.relay = Some(map.next_value()?),
                 k if META_KEYS.contains(&k) => {
                     let v: Value = map.next_value()?;
@@ -359,6 +391,7 @@ impl<'de> Visitor<'de> for RawVisitor {
                 }
             }
         }
+        raw.repeated_list |= sets > 1 || lists > 1;
         Ok(raw)
     }
 }

@@ -2229,3 +2229,285 @@ fn folding_a_gemini_session_changes_nothing() {
         );
     }
 }
+
+/// A Gemini CLI session as the CLI writes one that was resumed (`Layout::Resumed`): at the
+/// resume it writes the whole history again as one `$set.messages` line, here longer than a
+/// read takes whole (`jsonl::LONG_LINE`, or `MAX_LINE` with `past_max_line`). The same
+/// conversation with each message on its own line (`Layout::Lines`) is what it must read as.
+/// The long line has its keys in either order, a message without an id, a non-message, CJK,
+/// escapes and invalid UTF-8; after it, a message of the list is written again and new turns
+/// follow, as after a real resume.
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    Lines,
+    Resumed,
+}
+
+fn write_resumed_gemini_session(
+    env: &TestEnv,
+    seed: u64,
+    layout: Layout,
+    past_max_line: bool,
+) -> std::path::PathBuf {
+    use session_relay::jsonl::{LONG_LINE, MAX_LINE};
+    let mut rng = crate::common::Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    // Of one length, as the paths a relay's brief quotes must be for the same fit.
+    let name = if layout == Layout::Lines {
+        "by-line"
+    } else {
+        "resumed"
+    };
+    // Told apart in the listing, which shows one file of a session id.
+    let id = format!("9e000000-0000-4000-800{}-{seed:012x}", layout as u8);
+    let dir = env.home("gemini").join(format!(".gemini/tmp/{name}/chats"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("session-2026-11-04T08-00-9e{seed:06x}.jsonl"));
+    let mut sec = 0u64;
+    let mut time = |rng: &mut crate::common::Rng| {
+        sec += 1 + rng.below(20);
+        format!(
+            "2026-11-04T{:02}:{:02}:{:02}.{:03}Z",
+            8 + sec / 3600 % 12,
+            sec / 60 % 60,
+            sec % 60,
+            rng.below(1000)
+        )
+    };
+    let start = time(&mut rng);
+    let meta = json!({"sessionId": id, "projectHash": "cd".repeat(32), "startTime": start, "lastUpdated": start, "kind": "main"});
+    let context = json!({"id": "d04923d38bb0f6017037e74183378ef4", "timestamp": start, "type": "user",
+        "content": [{"text": "<session_context>\nThis is the Gemini CLI.\nWorkspace Directories:\n  - /tmp/resumed\n</session_context>"}]});
+    // The history up to the resume must be longer than a line read whole.
+    let before = if past_max_line { MAX_LINE } else { LONG_LINE } + (1 << 20);
+    let mut history: Vec<Value> = vec![context];
+    let mut size = 0usize;
+    let mut turn = |t: usize, rng: &mut crate::common::Rng, out: &mut Vec<Value>| -> usize {
+        let mut written = 0;
+        let prompt = format!(
+            "Turn {t}: fix module m{} — 日本語 \u{1f600} \"quoted\"",
+            rng.below(40)
+        );
+        out.push(
+            json!({"id": format!("u-{t}"), "timestamp": time(rng), "type": "user",
+            "content": if rng.chance(30) { json!(prompt) } else { json!([{"text": prompt}]) }}),
+        );
+        let mut calls = Vec::new();
+        let mut copies = Vec::new();
+        for c in 0..rng.below(3) {
+            let call_id = format!("run_shell_command__run_shell_command_{t}_{c}");
+            let lines = if rng.chance(10) {
+                20_000
+            } else {
+                20 + rng.below(400)
+            };
+            let mut output: String = (0..lines)
+                .map(|k| format!("line {k} of {t}.{c} \u{1b}[31mred\u{1b}[0m\ttab\n"))
+                .collect();
+            if rng.chance(15) {
+                output.push_str("export GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ012345\n");
+            }
+            if rng.chance(5) {
+                // Replaced by invalid UTF-8 once serialised.
+                output.push_str("BAD-BYTES-HERE\n");
+            }
+            written += output.len();
+            let fr = json!({"functionResponse": {"id": call_id, "name": "run_shell_command", "response": {"output": output}}});
+            calls.push(json!({"id": call_id, "name": "run_shell_command", "args": {"command": format!("cargo test m{t}")},
+                "status": "success", "timestamp": time(rng), "result": [fr.clone()]}));
+            copies.push(fr);
+        }
+        let mut g = json!({"id": format!("g-{t}"), "timestamp": time(rng), "type": "gemini",
+            "content": format!("Working on turn {t}."), "thoughts": [], "model": "gemini-2.5-flash",
+            "tokens": {"input": 1000 + 37 * t, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 1020 + 37 * t}});
+        if !calls.is_empty() {
+            g["toolCalls"] = json!(calls);
+        }
+        out.push(g);
+        if !copies.is_empty() {
+            out.push(json!({"id": format!("r-{t}"), "timestamp": time(rng), "type": "user", "content": copies}));
+        }
+        written
+    };
+    let mut t = 0;
+    while size < before {
+        size += turn(t, &mut rng, &mut history);
+        t += 1;
+    }
+    let mut after = Vec::new();
+    for k in 0..4 {
+        turn(t + k, &mut rng, &mut after);
+    }
+    // A message of the list written again after the resume, as the CLI rewrites one.
+    let mut again = history[history.len() / 2].clone();
+    again["content"] = json!("rewritten after the resume");
+    let line = |v: &Value| v.to_string();
+    let mut text: Vec<u8> = Vec::new();
+    let push = |text: &mut Vec<u8>, s: String| {
+        // Invalid UTF-8 in place of the marker: a byte that starts nothing, a cut character.
+        for (k, part) in s.split("BAD-BYTES-HERE").enumerate() {
+            if k > 0 {
+                text.extend_from_slice(b"\xff\xe6\x97");
+            }
+            text.extend_from_slice(part.as_bytes());
+        }
+        text.push(b'\n');
+    };
+    push(&mut text, meta.to_string());
+    for m in &history {
+        push(&mut text, line(m));
+    }
+    if layout == Layout::Resumed {
+        push(&mut text, json!({"$set": {"sessionId": id}}).to_string());
+        // Not a message: left out of the list as the CLI leaves it out.
+        let mut list = history.clone();
+        list.insert(1, json!({"type": "user", "content": "no id"}));
+        list.push(json!(7));
+        let list = serde_json::to_string(&list).unwrap();
+        let stamp = json!(time(&mut rng)).to_string();
+        let set = if seed.is_multiple_of(2) {
+            format!("{{\"$set\": {{\"messages\": {list}, \"lastUpdated\": {stamp}}}}}")
+        } else {
+            format!(
+                "{{ \"other\": [1, {{\"a\": 2}}], \"$set\" : {{ \"lastUpdated\" : {stamp} , \"messages\" : {list} }} }}"
+            )
+        };
+        assert!(
+            set.len() > before,
+            "the resume's line is long: {}",
+            set.len()
+        );
+        push(&mut text, set);
+    }
+    push(&mut text, line(&again));
+    for m in &after {
+        push(&mut text, line(m));
+    }
+    push(
+        &mut text,
+        json!({"$set": {"lastUpdated": "2026-11-04T20:00:00.000Z"}}).to_string(),
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// What a command says of a session, without what differs by construction between a history
+/// written as one line and as many: line numbers, the line count, the `$set` records, paths.
+fn without_lines(out: &str) -> String {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                for key in ["line", "lines", "source_path", "path", "sha256", "$set"] {
+                    o.remove(key);
+                }
+                o.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            Value::String(s) => {
+                // "invalid UTF-8 on 14 line(s), read lossily (first at line 12)"
+                if let Some(at) = s.find("invalid UTF-8 on ") {
+                    s.truncate(at + "invalid UTF-8".len());
+                }
+            }
+            _ => {}
+        }
+    }
+    let strip_text = |text: &str| -> String {
+        match serde_json::from_str::<Value>(text) {
+            Ok(mut v) => {
+                strip(&mut v);
+                v.to_string()
+            }
+            Err(_) if text.starts_with("- Source file:") => String::new(),
+            Err(_) => text.to_string(),
+        }
+    };
+    if let Ok(mut v) = serde_json::from_str::<Value>(out) {
+        strip(&mut v);
+        return serde_json::to_string_pretty(&v).unwrap();
+    }
+    out.lines().map(strip_text).collect::<Vec<_>>().join("\n")
+}
+
+/// A resumed Gemini CLI session, whose whole history is one `$set.messages` line longer than a
+/// read takes whole, lists, shows, exports and relays as the same history written a message
+/// a line does, folded or not; before, past 32 MB that line was cut to its ends and the
+/// conversation lost, and below it parsed whole at once.
+#[test]
+fn a_history_written_again_as_one_long_line_reads_as_its_lines_do() {
+    use session_relay::commands::show::{SHOW_FOLD_NOTE, SHOW_KEEP_ENV};
+    let env = TestEnv::empty();
+    for (seed, past_max_line) in [(1, false), (2, false), (3, true)] {
+        let lines = write_resumed_gemini_session(&env, seed, Layout::Lines, past_max_line);
+        let resumed = write_resumed_gemini_session(&env, seed, Layout::Resumed, past_max_line);
+        let (l, r) = (lines.to_str().unwrap(), resumed.to_str().unwrap());
+        let mut commands: Vec<Vec<&str>> = vec![vec!["show", "--json"]];
+        if !past_max_line {
+            commands.extend([
+                vec!["export"],
+                vec!["export", "--format", "markdown"],
+                vec![
+                    "export", "--to", "codex", "--budget", "20000", "--cwd", "/tmp/x",
+                ],
+                vec![
+                    "export", "--to", "claude", "--budget", "6000", "--cwd", "/tmp/x",
+                ],
+            ]);
+        }
+        for args in commands {
+            let run = |p: &str, env_var: Option<(&str, &str)>| {
+                let mut cmd = env.cmd();
+                if let Some((k, v)) = env_var {
+                    cmd.env(k, v)
+                        .env(session_relay::adapter::PART_READ_ENV, "1");
+                }
+                let out = cmd.arg(args[0]).arg(p).args(&args[1..]).output().unwrap();
+                let err = String::from_utf8_lossy(&out.stderr).into_owned();
+                assert!(out.status.success(), "{args:?} {p}: {err}");
+                (String::from_utf8(out.stdout).unwrap(), err)
+            };
+            let (want, _) = run(l, None);
+            let (got, err) = run(r, None);
+            if args[0] == "export" {
+                assert!(err.contains("invalid UTF-8"), "{args:?}: {err}");
+            }
+            let id = |layout: Layout| format!("9e000000-0000-4000-800{}-{seed:012x}", layout as u8);
+            let (id_l, id_r) = (id(Layout::Lines), id(Layout::Resumed));
+            let as_lines = |out: &str| without_lines(&out.replace(r, l).replace(&id_r, &id_l));
+            let (want, got) = (without_lines(&want), as_lines(&got));
+            if want != got {
+                panic!(
+                    "{args:?} seed {seed}: {:#?}",
+                    differing_lines(&got, &want, 4)
+                );
+            }
+            if args[0] == "show" {
+                // Folded: the long line's messages go as the turns they are in are let go.
+                let (folded, err) = run(r, Some((SHOW_KEEP_ENV, "0")));
+                let note = err.lines().find(|l| l.starts_with(SHOW_FOLD_NOTE));
+                assert!(
+                    note.is_some_and(|n| !n.ends_with("then read again in full")),
+                    "show did not keep its fold: {err}"
+                );
+                assert_eq!(as_lines(&folded), want, "show folded, seed {seed}");
+                let shown: Value = serde_json::from_str(&folded).unwrap();
+                assert!(shown["messages"].as_u64().unwrap() > 100, "{shown}");
+            }
+        }
+        let listed = |home: &str| {
+            let sessions = env.list_json(&["list", "--all", "--agent", "gemini", "--json"]);
+            let s = sessions
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["path"].as_str().unwrap().contains(home))
+                .unwrap()
+                .clone();
+            (
+                s["title"].clone(),
+                s["messages"].clone(),
+                s["updated"].clone(),
+            )
+        };
+        assert_eq!(listed("/resumed/"), listed("/by-line/"), "seed {seed}");
+    }
+}

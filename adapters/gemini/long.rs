@@ -1,0 +1,177 @@
+//! Lines longer than `jsonl::LONG_LINE`. At every resume the CLI writes the whole history again
+//! as one `$set.messages` line, so a long session that was resumed holds a line as long as
+//! itself. Parsed whole, it would be held whole; past `MAX_LINE`, cut to its ends like other
+//! agents' long lines, the conversation would be lost. So such a line is read straight from
+//! the file instead, a message at a time.
+//!
+//! A long line is read twice. The first time as the listing reads a line (`scan::light_long`):
+//! that checks all of it as `Value` would (a line that fails there fails whole, as a short one
+//! does) and tells what record it is, which depends on all its keys, in any order. The second
+//! time its list is handed on a message at a time, so that the read holds one message of it.
+//! Invalid UTF-8 is replaced as in a line read whole, so a long line reads as a short one.
+
+use std::cell::Cell;
+use std::fmt;
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+use std::rc::Rc;
+
+use anyhow::{Context, Result};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::jsonl::LossyUtf8;
+use crate::jsonl::fields::Skip;
+use crate::jsonl::str_field;
+
+/// The text of a long line, `len` bytes from `start`, as a line read whole is parsed.
+pub fn line(path: &Path, start: u64, len: u64) -> Result<impl Read + use<>> {
+    Ok(line_noting_lossy(path, start, len)?.0)
+}
+
+/// `line`, and whether invalid UTF-8 in it was replaced (once it has been read).
+pub fn line_noting_lossy(
+    path: &Path,
+    start: u64,
+    len: u64,
+) -> Result<(impl Read + use<>, Rc<Cell<bool>>)> {
+    let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    file.seek(SeekFrom::Start(start))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    // Buffered again after the replacement: the parser reads a byte at a time, which only a
+    // `BufReader` hands out without a call to `read` per byte.
+    let lossy = LossyUtf8::new(BufReader::with_capacity(1 << 20, file.take(len)));
+    let replaced = lossy.replaced();
+    Ok((BufReader::with_capacity(1 << 16, lossy), replaced))
+}
+
+/// The whole line as one `Value` (a long line that is not a list of messages).
+pub fn whole(path: &Path, start: u64, len: u64) -> Result<Value> {
+    Ok(serde_json::from_reader(line(path, start, len)?)?)
+}
+
+/// Which list of a record a long line's messages are in.
+#[derive(Clone, Copy)]
+pub enum List {
+    /// `{"$set": {"messages": [...], ...}}`
+    Set,
+    /// A metadata record's own `messages` (`sessionId`, `projectHash`, `messages`).
+    Meta,
+}
+
+/// Hands each message of the line's list that has a string `id` to `each`, in order, and
+/// returns the record's metadata: the other keys of `$set`, or of a metadata record. The line
+/// must hold `$set` or `messages` once (the first read says so).
+pub fn stream_list(
+    path: &Path,
+    start: u64,
+    len: u64,
+    list: List,
+    each: &mut dyn FnMut(String, Value),
+) -> Result<Map<String, Value>> {
+    let mut de = serde_json::Deserializer::from_reader(line(path, start, len)?);
+    let meta = Record { list, each }.deserialize(&mut de)?;
+    de.end()?;
+    Ok(meta)
+}
+
+/// The top-level object.
+struct Record<'a> {
+    list: List,
+    each: &'a mut dyn FnMut(String, Value),
+}
+
+impl<'de> DeserializeSeed<'de> for Record<'_> {
+    type Value = Map<String, Value>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Record<'_> {
+    type Value = Map<String, Value>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Gemini CLI record")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut meta = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match (self.list, key.as_str()) {
+                (List::Set, "$set") => {
+                    meta = map.next_value_seed(Set { each: self.each })?;
+                }
+                (List::Set, _) => {
+                    map.next_value::<Skip>()?;
+                }
+                (List::Meta, "messages") => map.next_value_seed(Messages { each: self.each })?,
+                (List::Meta, _) => {
+                    let v = map.next_value::<Value>()?;
+                    meta.insert(key, v);
+                }
+            }
+        }
+        Ok(meta)
+    }
+}
+
+/// The object under `$set`.
+struct Set<'a> {
+    each: &'a mut dyn FnMut(String, Value),
+}
+
+impl<'de> DeserializeSeed<'de> for Set<'_> {
+    type Value = Map<String, Value>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Set<'_> {
+    type Value = Map<String, Value>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a $set object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut meta = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "messages" {
+                map.next_value_seed(Messages {
+                    each: &mut *self.each,
+                })?;
+            } else {
+                let v = map.next_value::<Value>()?;
+                meta.insert(key, v);
+            }
+        }
+        Ok(meta)
+    }
+}
+
+/// The message list, handed on a message at a time.
+struct Messages<'a> {
+    each: &'a mut dyn FnMut(String, Value),
+}
+
+impl<'de> DeserializeSeed<'de> for Messages<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Messages<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a message list")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(m) = seq.next_element::<Value>()? {
+            // As the reader keeps a list's messages: those with a string id.
+            if let Some(id) = str_field(&m, "id") {
+                (self.each)(id.to_string(), m);
+            }
+        }
+        Ok(())
+    }
+}
