@@ -19,6 +19,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde_json::{Map, Value};
 
+use super::long::List;
 use super::read::{Conversation, Convert, Record, convert};
 use crate::adapter::{Fold, FoldWindow};
 use crate::jsonl::str_field;
@@ -31,10 +32,20 @@ pub type Place = (usize, Option<usize>);
 /// The progress step of `places`, before the file's name (the read follows as `reading`).
 const PLACES_STEP: &str = "finding the last versions in";
 
+/// What the first pass found.
+pub struct Places {
+    /// The conversation's messages in order, each with the place of its last version.
+    order: Vec<(String, Place)>,
+    /// The long lines (`super::long`) that are a list of messages, by line: the read streams
+    /// them without reading them once more first.
+    lists: foldhash::HashMap<usize, List>,
+}
+
 /// The conversation's messages in order, each with the place of its last version. Lines are
 /// parsed on every core, from the same text of each line as the reader parses.
-pub fn places(path: &Path) -> Result<Vec<(String, Place)>> {
+pub fn places(path: &Path) -> Result<Places> {
     let mut conv: Conversation<Place> = Conversation::default();
+    let mut lists = foldhash::HashMap::default();
     crate::jsonl::for_each_line_fast(
         path,
         crate::jsonl::Pass {
@@ -48,9 +59,18 @@ pub fn places(path: &Path) -> Result<Vec<(String, Place)>> {
             match line {
                 crate::jsonl::Line::Json(Some(r)) => conv.apply(r),
                 crate::jsonl::Line::Long { start, len } => {
-                    if let Some((r, _)) =
+                    if let Some((r, repeated)) =
                         super::scan::light_long(super::long::line(path, start, len)?)
                     {
+                        match &r {
+                            Record::Set {
+                                messages: Some(_), ..
+                            } if !repeated => lists.insert(no, List::Set),
+                            Record::Meta {
+                                messages: Some(_), ..
+                            } if !repeated => lists.insert(no, List::Meta),
+                            _ => None,
+                        };
                         conv.apply(r.placed(no));
                     }
                 }
@@ -59,7 +79,10 @@ pub fn places(path: &Path) -> Result<Vec<(String, Place)>> {
             Ok(())
         },
     )?;
-    Ok(conv.into_entries())
+    Ok(Places {
+        order: conv.into_entries(),
+        lists,
+    })
 }
 
 /// The first and last message times.
@@ -68,6 +91,7 @@ pub type Times = (Option<String>, Option<String>);
 /// The read's side: messages converted in order as their last versions are met.
 pub struct Folding {
     places: Vec<(String, Place)>,
+    lists: foldhash::HashMap<usize, List>,
     wanted: foldhash::HashMap<Place, usize>,
     /// Last versions met before an earlier message's: by place in the conversation.
     held: BTreeMap<usize, (Value, usize)>,
@@ -85,7 +109,11 @@ pub struct Folding {
 }
 
 impl Folding {
-    pub fn new(places: Vec<(String, Place)>, fold: &Fold) -> Folding {
+    pub fn new(found: Places, fold: &Fold) -> Folding {
+        let Places {
+            order: places,
+            lists,
+        } = found;
         let wanted = places
             .iter()
             .enumerate()
@@ -93,6 +121,7 @@ impl Folding {
             .collect();
         Folding {
             places,
+            lists,
             wanted,
             held: BTreeMap::new(),
             next: 0,
@@ -125,6 +154,12 @@ impl Folding {
         };
         self.seen.apply(placed);
         self.convert_ready(session);
+    }
+
+    /// What the first pass found long line `no` to be, if a list of messages: its record is
+    /// known, and it was read whole once, so its list can be streamed straight away.
+    pub fn long_list(&self, no: usize) -> Option<List> {
+        self.lists.get(&no).copied()
     }
 
     /// Takes one message of the list of a long line `no` (`super::long`): its `k`th with an

@@ -61,19 +61,21 @@ pub enum List {
 }
 
 /// Hands each message of the line's list that has a string `id` to `each`, in order, and
-/// returns the record's metadata: the other keys of `$set`, or of a metadata record. The line
-/// must hold `$set` or `messages` once (the first read says so).
+/// returns the record's metadata (the other keys of `$set`, or of a metadata record) and
+/// whether invalid UTF-8 was replaced. The line must hold `$set` or `messages` once (the
+/// first read says so).
 pub fn stream_list(
     path: &Path,
     start: u64,
     len: u64,
     list: List,
     each: &mut dyn FnMut(String, Value),
-) -> Result<Map<String, Value>> {
-    let mut de = serde_json::Deserializer::from_reader(line(path, start, len)?);
+) -> Result<(Map<String, Value>, bool)> {
+    let (line, lossy) = line_noting_lossy(path, start, len)?;
+    let mut de = serde_json::Deserializer::from_reader(line);
     let meta = Record { list, each }.deserialize(&mut de)?;
     de.end()?;
-    Ok(meta)
+    Ok((meta, lossy.get()))
 }
 
 /// The top-level object.

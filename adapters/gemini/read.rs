@@ -482,37 +482,36 @@ fn read_long(
     folding: &mut Option<super::fold::Folding>,
 ) -> Result<LongRead, String> {
     use super::long::{self, List};
-    let (line, lossy) = long::line_noting_lossy(path, start, len).map_err(|e| format!("{e:#}"))?;
-    let light = super::scan::light_long(line);
-    let lossy = lossy.get();
-    let Some((light, repeated)) = light else {
-        // Parsed again for the parser's own words.
-        return Err(match long::whole(path, start, len) {
-            Err(e) => format!("{e:#}"),
-            Ok(_) => "not valid JSON".into(),
-        });
-    };
-    let list = match light {
-        Record::Set {
-            messages: Some(_), ..
-        } => List::Set,
-        Record::Meta {
-            messages: Some(_), ..
-        } => List::Meta,
-        // A message, a rewind, metadata alone: one record, whatever its length.
-        _ => {
-            return Ok((
-                Some(whole_long(path, (no, start, len), max, session)?),
-                lossy,
-            ));
+    // A fold's first pass has read the line once already.
+    let list = match folding.as_ref().and_then(|f| f.long_list(no)) {
+        Some(list) => list,
+        None => {
+            let (line, lossy) =
+                long::line_noting_lossy(path, start, len).map_err(|e| format!("{e:#}"))?;
+            let light = super::scan::light_long(line);
+            let lossy = lossy.get();
+            let Some((light, repeated)) = light else {
+                // Parsed again for the parser's own words.
+                return Err(match long::whole(path, start, len) {
+                    Err(e) => format!("{e:#}"),
+                    Ok(_) => "not valid JSON".into(),
+                });
+            };
+            match light {
+                Record::Set {
+                    messages: Some(_), ..
+                } if !repeated => List::Set,
+                Record::Meta {
+                    messages: Some(_), ..
+                } if !repeated => List::Meta,
+                // A message, a rewind, metadata alone: one record, whatever its length.
+                _ => {
+                    let r = whole_long(path, (no, start, len), max, session)?;
+                    return Ok((Some(r), lossy));
+                }
+            }
         }
     };
-    if repeated {
-        return Ok((
-            Some(whole_long(path, (no, start, len), max, session)?),
-            lossy,
-        ));
-    }
     if let List::Set = list {
         *session
             .stats
@@ -537,18 +536,22 @@ fn read_long(
     match folding {
         Some(f) => {
             let mut placed = Vec::new();
-            let meta = long::stream_list(path, start, len, list, &mut |id, v| {
+            let (meta, lossy) = long::stream_list(path, start, len, list, &mut |id, v| {
                 f.offer_listed(&id, no, placed.len(), shrunk(v), session);
                 let k = placed.len();
                 placed.push((id, (no, Some(k))));
             })
-            .map_err(failed)?;
+            .map_err(|e| {
+                // Messages of it were taken already: the read cannot be what a full read is.
+                session.folded.get_or_insert_default().broken = true;
+                failed(e)
+            })?;
             f.listed(listed(list, meta, placed));
             Ok((None, lossy))
         }
         None => {
             let mut messages = Vec::new();
-            let meta = long::stream_list(path, start, len, list, &mut |id, v| {
+            let (meta, lossy) = long::stream_list(path, start, len, list, &mut |id, v| {
                 messages.push((id, (shrunk(v), no)));
             })
             .map_err(failed)?;
