@@ -11,6 +11,7 @@ use serde_json::Value;
 pub mod fields;
 pub mod pruned;
 pub mod skim;
+pub mod surrogates;
 #[cfg(test)]
 pub mod variants;
 
@@ -172,6 +173,23 @@ impl Document {
             }
         }
     }
+}
+
+/// The text of a whole-document session as a reader parses it (`reader_text`), with a warning
+/// when lone surrogate escapes were replaced.
+pub fn document_text(bytes: &[u8], warn: impl FnOnce(String)) -> std::borrow::Cow<'_, str> {
+    let (text, replaced) = reader_text(bytes);
+    if replaced.surrogates {
+        // An escape never spans lines: JSON strings hold no raw newline.
+        let lines: Vec<usize> = String::from_utf8_lossy(bytes)
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| surrogates::repair(l).is_some())
+            .map(|(i, _)| i + 1)
+            .collect();
+        warn(surrogates::warning(&lines));
+    }
+    text
 }
 
 /// Reads a whole-document session, refusing one over twice `MAX_LINE` (a document cannot be
@@ -351,7 +369,7 @@ pub fn salvage(head: &[u8], end: &[u8], len: usize) -> Option<Vec<u8>> {
         line.extend_from_slice(note.as_bytes());
         line.extend_from_slice(&end[start..]);
         // Invalid UTF-8 is read lossily, as for any line (the caller does the same).
-        let Ok(v) = serde_json::from_str::<Value>(&String::from_utf8_lossy(&line)) else {
+        let Ok(v) = serde_json::from_str::<Value>(&reader_text(&line).0) else {
             continue;
         };
         // (The string is measured decoded: an escape takes up to six bytes for one.)
@@ -391,6 +409,8 @@ pub struct PassStats {
     /// Lines over `MAX_LINE` read as their start and end (see `salvage`): (line number, length).
     pub salvaged: Vec<(usize, usize)>,
     pub invalid_utf8_lines: Vec<usize>,
+    /// Lines whose lone surrogate escapes were replaced (`surrogates`).
+    pub lone_surrogate_lines: Vec<usize>,
     /// The last line had no newline and did not parse: an agent cut off mid-write.
     pub truncated_tail: bool,
     /// The file started with a UTF-8 byte order mark, which was ignored.
@@ -556,13 +576,10 @@ pub fn for_each_line_fast<T: Send>(
             .map(|(no, range, terminated, long)| {
                 let (no, terminated) = (*no, *terminated);
                 if let Some((start, len)) = *long {
-                    return (no, terminated, false, Ok(Line::Long { start, len }));
+                    let line = Ok(Line::Long { start, len });
+                    return (no, terminated, Replaced::default(), line);
                 }
-                let bytes = &block.data[range.clone()];
-                let (text, lossy) = match std::str::from_utf8(bytes) {
-                    Ok(s) => (std::borrow::Cow::Borrowed(s), false),
-                    Err(_) => (String::from_utf8_lossy(bytes), true),
-                };
+                let (text, lossy) = reader_text(&block.data[range.clone()]);
                 if let Some(t) = fast(no, text.trim()) {
                     return (no, terminated, lossy, Ok(Line::Json(t)));
                 }
@@ -582,8 +599,11 @@ pub fn for_each_line_fast<T: Send>(
     let mut handed = Handed::default();
     let mut hand_on = |parsed: Vec<Parsed<T>>, handed: &mut Handed| -> Result<()> {
         for (no, terminated, lossy, r) in parsed {
-            if lossy {
+            if lossy.utf8 {
                 handed.invalid_utf8_lines.push(no);
+            }
+            if lossy.surrogates {
+                handed.lone_surrogate_lines.push(no);
             }
             match r {
                 Ok(line) => f(no, line)?,
@@ -630,6 +650,7 @@ pub fn for_each_line_fast<T: Send>(
     }
     hand_on(pending, &mut handed)?;
     stats.invalid_utf8_lines = handed.invalid_utf8_lines;
+    stats.lone_surrogate_lines = handed.lone_surrogate_lines;
     stats.malformed = handed.malformed;
     stats.truncated_tail = handed.truncated_tail;
     Ok(stats)
@@ -640,13 +661,48 @@ pub fn for_each_line_fast<T: Send>(
 #[derive(Default)]
 struct Handed {
     invalid_utf8_lines: Vec<usize>,
+    lone_surrogate_lines: Vec<usize>,
     malformed: Vec<(usize, String)>,
     truncated_tail: bool,
 }
 
-/// A line as a block's parse hands it on: its number, whether it ended in a newline, whether
-/// invalid UTF-8 was replaced, and what it became.
-type Parsed<T> = (usize, bool, bool, Result<Line<T>, String>);
+/// A line as a block's parse hands it on: its number, whether it ended in a newline, what was
+/// replaced in it, and what it became.
+type Parsed<T> = (usize, bool, Replaced, Result<Line<T>, String>);
+
+/// What a line's text had replaced before it was parsed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Replaced {
+    /// Invalid UTF-8, with U+FFFD.
+    pub utf8: bool,
+    /// Lone surrogate escapes, with `\ufffd` (`surrogates`).
+    pub surrogates: bool,
+}
+
+/// The text of a line as every reader and scan parses it: invalid UTF-8 and lone surrogate
+/// escapes replaced, so that one broken character costs that character, not the line.
+pub fn reader_text(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Replaced) {
+    let (text, utf8) = match std::str::from_utf8(bytes) {
+        Ok(s) => (std::borrow::Cow::Borrowed(s), false),
+        Err(_) => (String::from_utf8_lossy(bytes), true),
+    };
+    match surrogates::repair(&text) {
+        Some(fixed) => (
+            std::borrow::Cow::Owned(fixed),
+            Replaced {
+                utf8,
+                surrogates: true,
+            },
+        ),
+        None => (
+            text,
+            Replaced {
+                utf8,
+                surrogates: false,
+            },
+        ),
+    }
+}
 
 /// Raw lines read together, to be parsed on every core: their bytes in one buffer (a buffer
 /// per line would grow from empty for every line: most of the allocator's work on a long
@@ -790,8 +846,8 @@ pub fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
 }
 
 /// Calls `f(line_number, text)` for every line a reader parses, with the text the reader parses
-/// (see `for_each_line`): blank lines and lines over `MAX_LINE` are skipped, invalid UTF-8 is
-/// replaced, surrounding whitespace is trimmed. So a listing scanner finds a field wherever it
+/// (see `for_each_line`): blank lines and lines over `MAX_LINE` are skipped, invalid UTF-8 and
+/// lone surrogate escapes are replaced (`reader_text`), surrounding whitespace is trimmed. So a listing scanner finds a field wherever it
 /// sits in a line (a timestamp after a long tool output). `f` returns false to stop.
 ///
 /// Lines are handed over where they lie in the reader's buffer; only a line that runs past the
@@ -893,10 +949,7 @@ fn scan_line(
     if trim_ascii(bytes).is_empty() {
         return true;
     }
-    match std::str::from_utf8(bytes) {
-        Ok(s) => f(no, s.trim()),
-        Err(_) => f(no, String::from_utf8_lossy(bytes).trim()),
-    }
+    f(no, reader_text(bytes).0.trim())
 }
 
 pub fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -24,7 +24,8 @@ pub fn recorded_usage(path: &Path) -> Option<RecordedUsage> {
         if !contains(line, b"\"assistant\"") {
             return None;
         }
-        let v: Value = serde_json::from_slice(line).ok()?;
+        // As the reader reads the line: a lone surrogate in its text does not hide its usage.
+        let v: Value = serde_json::from_str(&crate::jsonl::reader_text(line).0).ok()?;
         if str_field(&v, "type") != Some("assistant")
             || v.get("isSidechain").and_then(Value::as_bool) == Some(true)
             || v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true)

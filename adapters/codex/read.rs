@@ -464,7 +464,7 @@ fn read_typescript_document(
     let Some(bytes) = jsonl::read_document(path)?.bytes(|line, w| session.warn(line, w)) else {
         return Ok(session);
     };
-    let text = String::from_utf8_lossy(&bytes);
+    let text = jsonl::document_text(&bytes, |w| session.warn(None, w));
     let doc: Value = match serde_json::from_str(&text) {
         Ok(v) => v,
         Err(e) => {
@@ -523,7 +523,7 @@ fn finish(session: &mut Session, state: State) {
             .extra
             .insert("session_meta_lines".into(), json!(state.meta_seen));
     }
-    if session.messages.is_empty() && session.warnings.is_empty() {
+    if session.messages.is_empty() && session.warnings.iter().all(|w| w.about_characters()) {
         session.warn(None, "no conversation found in this session");
     }
 }

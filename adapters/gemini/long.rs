@@ -24,26 +24,47 @@ use serde_json::{Map, Value};
 use crate::jsonl::LossyUtf8;
 use crate::jsonl::fields::Skip;
 use crate::jsonl::str_field;
+use crate::jsonl::surrogates::Repaired;
 
 /// The text of a long line, `len` bytes from `start`, as a line read whole is parsed.
 pub fn line(path: &Path, start: u64, len: u64) -> Result<impl Read + use<>> {
     Ok(line_noting_lossy(path, start, len)?.0)
 }
 
-/// `line`, and whether invalid UTF-8 in it was replaced (once it has been read).
+/// What reading a long line replaced in it, known once it has been read.
+pub struct Replacing {
+    utf8: Rc<Cell<bool>>,
+    halves: Rc<Cell<bool>>,
+}
+
+impl Replacing {
+    pub fn get(&self) -> crate::jsonl::Replaced {
+        crate::jsonl::Replaced {
+            utf8: self.utf8.get(),
+            surrogates: self.halves.get(),
+        }
+    }
+}
+
+/// `line`, and what reading it replaced.
 pub fn line_noting_lossy(
     path: &Path,
     start: u64,
     len: u64,
-) -> Result<(impl Read + use<>, Rc<Cell<bool>>)> {
+) -> Result<(impl Read + use<>, Replacing)> {
     let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     file.seek(SeekFrom::Start(start))
         .with_context(|| format!("cannot read {}", path.display()))?;
     // Buffered again after the replacement: the parser reads a byte at a time, which only a
     // `BufReader` hands out without a call to `read` per byte.
     let lossy = LossyUtf8::new(BufReader::with_capacity(1 << 20, file.take(len)));
-    let replaced = lossy.replaced();
-    Ok((BufReader::with_capacity(1 << 16, lossy), replaced))
+    let utf8 = lossy.replaced();
+    let repaired = Repaired::new(lossy);
+    let halves = repaired.replaced();
+    Ok((
+        BufReader::with_capacity(1 << 16, repaired),
+        Replacing { utf8, halves },
+    ))
 }
 
 /// The whole line as one `Value` (a long line that is not a list of messages).
@@ -62,15 +83,15 @@ pub enum List {
 
 /// Hands each message of the line's list that has a string `id` to `each`, in order, and
 /// returns the record's metadata (the other keys of `$set`, or of a metadata record) and
-/// whether invalid UTF-8 was replaced. The line must hold `$set` or `messages` once (the
-/// first read says so).
+/// what reading it replaced. The line must hold `$set` or `messages` once (the first read
+/// says so).
 pub fn stream_list(
     path: &Path,
     start: u64,
     len: u64,
     list: List,
     each: &mut dyn FnMut(String, Value),
-) -> Result<(Map<String, Value>, bool)> {
+) -> Result<(Map<String, Value>, crate::jsonl::Replaced)> {
     let (line, lossy) = line_noting_lossy(path, start, len)?;
     let mut de = serde_json::Deserializer::from_reader(line);
     let meta = Record { list, each }.deserialize(&mut de)?;

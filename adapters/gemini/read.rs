@@ -352,15 +352,21 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
             stream_long: true,
             ..Default::default()
         };
-        let (mut long_malformed, mut long_lossy) = (Vec::new(), Vec::new());
+        let (mut long_malformed, mut long_lossy, mut long_halves) =
+            (Vec::new(), Vec::new(), Vec::new());
         let mut pass = jsonl::for_each_line_with(path, lines, prepare, |no, line| {
             let r = match line {
                 Line::Json(v) => record(v, no, &mut session),
                 Line::Long { start, len } => {
                     let at = (no, start, len);
                     let read = read_long(path, at, max, &mut session, &mut folding);
-                    if read.as_ref().is_ok_and(|r| r.1) {
-                        long_lossy.push(no);
+                    if let Ok((_, replaced)) = &read {
+                        if replaced.utf8 {
+                            long_lossy.push(no);
+                        }
+                        if replaced.surrogates {
+                            long_halves.push(no);
+                        }
                     }
                     match read.map(|r| r.0) {
                         Ok(Some(r)) => r,
@@ -380,9 +386,14 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
             Ok(())
         })?;
         converted = folding.map(|f| f.finish(&mut session));
-        if !long_lossy.is_empty() {
-            pass.invalid_utf8_lines.extend(long_lossy);
-            pass.invalid_utf8_lines.sort_unstable();
+        for (lines, long) in [
+            (&mut pass.invalid_utf8_lines, long_lossy),
+            (&mut pass.lone_surrogate_lines, long_halves),
+        ] {
+            if !long.is_empty() {
+                lines.extend(long);
+                lines.sort_unstable();
+            }
         }
         session.record_pass(&pass);
         for (no, e) in long_malformed {
@@ -457,7 +468,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let conversation = session.message_count() > 0
         || session.messages.iter().any(|m| m.role == Role::ToolCall)
         || session.folded.as_ref().is_some_and(|f| f.messages > 0);
-    if !conversation && session.warnings.is_empty() {
+    if !conversation && session.warnings.iter().all(|w| w.about_characters()) {
         session.warn(
             None,
             "no conversation in this session (Gemini CLI does not list it, and deletes it at its next start)",
@@ -467,13 +478,13 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     Ok(session)
 }
 
-/// What `read_long` read: a record to apply, and whether invalid UTF-8 was replaced.
-type LongRead = (Option<Record<(Value, usize)>>, bool);
+/// What `read_long` read: a record to apply, and what reading it replaced.
+type LongRead = (Option<Record<(Value, usize)>>, jsonl::Replaced);
 
 /// Reads line `no`, longer than `LONG_LINE`, from the file (`super::long`): a list of messages a
 /// message at a time, anything else whole. Returns the record to apply (`None`: the list's
-/// messages were handed to the fold already) and whether invalid UTF-8 was replaced, or why
-/// the line is malformed.
+/// messages were handed to the fold already) and what reading it replaced, or why the line
+/// is malformed.
 fn read_long(
     path: &Path,
     (no, start, len): (usize, u64, u64),
@@ -585,7 +596,7 @@ fn read_document(
     let Some(bytes) = jsonl::read_document(path)?.bytes(|line, w| session.warn(line, w)) else {
         return Ok(true);
     };
-    let text = String::from_utf8_lossy(&bytes);
+    let text = jsonl::document_text(&bytes, |w| session.warn(None, w));
     let Ok(mut v) = serde_json::from_str::<Value>(&text) else {
         return Ok(false);
     };

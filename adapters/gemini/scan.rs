@@ -94,7 +94,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
             }
             continue;
         }
-        let text = String::from_utf8_lossy(&buf);
+        let (text, _) = crate::jsonl::reader_text(&buf);
         let text = text.trim();
         if text.is_empty() {
             continue;

@@ -465,6 +465,18 @@ pub struct Warning {
     pub message: String,
 }
 
+/// How the warnings for characters replaced while reading begin (`record_pass`).
+const INVALID_UTF8: &str = "invalid UTF-8 on ";
+const LONE_SURROGATES: &str = crate::jsonl::surrogates::WARNING;
+
+impl Warning {
+    /// About characters replaced in lines that were read all the same: it does not explain
+    /// why a session reads as empty.
+    pub fn about_characters(&self) -> bool {
+        self.message.starts_with(INVALID_UTF8) || self.message.starts_with(LONE_SURROGATES)
+    }
+}
+
 /// A subagent transcript that belongs to this session (Claude Code's `subagents/` folder).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubagentLink {
@@ -811,9 +823,15 @@ impl Session {
             self.warn(
                 Some(*first),
                 format!(
-                    "invalid UTF-8 on {} line(s), read lossily (first at line {first})",
+                    "{INVALID_UTF8}{} line(s), read lossily (first at line {first})",
                     pass.invalid_utf8_lines.len()
                 ),
+            );
+        }
+        if let Some(first) = pass.lone_surrogate_lines.first() {
+            self.warn(
+                Some(*first),
+                crate::jsonl::surrogates::warning(&pass.lone_surrogate_lines),
             );
         }
         if pass.bom {

@@ -636,3 +636,172 @@ fn claude_line(
         "message": {"role": role, "content": content}})
     .to_string()
 }
+
+/// Every string of a session file, in `edit`'s way: `\u{E000}` (which JSON writers leave as it
+/// is) appended to the longest string of each line, or of the document, then replaced in the
+/// text by `with`.
+fn with_a_character_in_every_line(path: &std::path::Path, with: &str) {
+    fn longest(v: &mut Value) -> Option<&mut String> {
+        match v {
+            Value::String(s) => Some(s),
+            Value::Array(a) => a.iter_mut().filter_map(longest).max_by_key(|s| s.len()),
+            Value::Object(o) => o.values_mut().filter_map(longest).max_by_key(|s| s.len()),
+            _ => None,
+        }
+    }
+    let mark = |mut v: Value| {
+        if let Some(s) = longest(&mut v) {
+            s.push('\u{E000}');
+        }
+        v.to_string()
+    };
+    let text = std::fs::read_to_string(path).unwrap();
+    let edited = match serde_json::from_str::<Value>(&text) {
+        // A whole document (Gemini CLI's older `.json`, the TypeScript Codex CLI's).
+        Ok(v) if !text.trim_end().contains('\n') || path.extension().unwrap() == "json" => mark(v),
+        _ => text
+            .lines()
+            .map(|l| match serde_json::from_str::<Value>(l) {
+                Ok(v) => mark(v),
+                Err(_) => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    };
+    std::fs::write(path, edited.replace('\u{E000}', with) + "\n").unwrap();
+}
+
+/// The session files in an environment's stores.
+fn store_sessions(env: &TestEnv) -> Vec<std::path::PathBuf> {
+    walkdir::WalkDir::new(env.dir.path())
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.into_path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.ends_with(".jsonl")
+                || (name.starts_with("session-") && name.ends_with(".json"))
+                || (name.starts_with("rollout-") && name.ends_with(".json"))
+        })
+        // The one with invalid UTF-8 on purpose would not survive the edit.
+        .filter(|p| std::fs::read_to_string(p).is_ok())
+        .collect()
+}
+
+/// JavaScript writes the half of an emoji it kept when it cut a string between the halves as
+/// a lone surrogate escape (`\ud83d`), and reads it back; serde_json refuses it. A line that
+/// holds one is read with U+FFFD in its place, as `\ufffd` written there reads, with a
+/// warning: by the listing, `show` (read in part or in full), exports and relays, in every
+/// fixture of every agent, whatever string of the line it is in. Before, each such line was
+/// malformed and its message lost.
+#[test]
+fn a_lone_surrogate_escape_costs_a_character_not_the_line() {
+    let (mut halves, mut replaced) = (TestEnv::with_fixtures(), TestEnv::with_fixtures());
+    halves.removing_stores();
+    replaced.removing_stores();
+    let sessions = store_sessions(&halves);
+    assert!(sessions.len() > 20, "{sessions:?}");
+    for (i, path) in sessions.iter().enumerate() {
+        // Lone high halves, lone low halves, and a high half before another escape.
+        let lone = ["\\ud83d", "\\udc00 x", "\\uDBFF\\u0041"][i % 3];
+        let fffd = ["\\ufffd", "\\ufffd x", "\\ufffd\\u0041"][i % 3];
+        with_a_character_in_every_line(path, lone);
+        let twin = replaced
+            .dir
+            .path()
+            .join(path.strip_prefix(halves.dir.path()).unwrap());
+        with_a_character_in_every_line(&twin, fffd);
+    }
+    let root_h = halves.dir.path().to_str().unwrap().to_string();
+    let root_r = replaced.dir.path().to_str().unwrap().to_string();
+    let same = |args: &[&str], part: bool| -> (String, String) {
+        let run = |env: &TestEnv, root: &str| {
+            let args: Vec<String> = args.iter().map(|a| a.replace("ROOT", root)).collect();
+            let mut cmd = env.cmd();
+            if part {
+                cmd.env(session_relay::adapter::PART_READ_ENV, "1");
+            }
+            let out = cmd.args(&args).output().unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).replace(root, "ROOT"),
+            )
+        };
+        let (h, r) = (run(&halves, &root_h), run(&replaced, &root_r));
+        assert_eq!(h.0, r.0, "{args:?}: {} / {}", h.1, r.1);
+        (h.1, r.1)
+    };
+    const WARNING: &str = "lone UTF-16 surrogate escape";
+    let warned = |s: &str| s.contains(WARNING);
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Array(a) => {
+                a.retain(|w| !w.to_string().contains(WARNING));
+                a.iter_mut().for_each(strip);
+            }
+            Value::Object(o) => {
+                o.values_mut().for_each(strip);
+                // An empty list of warnings is left out.
+                o.retain(|k, v| k != "warnings" || v.as_array().is_none_or(|a| !a.is_empty()));
+            }
+            _ => {}
+        }
+    }
+    let without_warning = |s: &str| -> String {
+        let json = |text: &str| {
+            serde_json::from_str::<Value>(text).ok().map(|mut v| {
+                strip(&mut v);
+                v.to_string()
+            })
+        };
+        json(s).unwrap_or_else(|| {
+            s.lines()
+                .filter_map(|l| match json(l) {
+                    Some(v) => Some(v),
+                    None => (!warned(l)).then(|| l.to_string()),
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+    };
+    let (h, r) = same(&["list", "--all", "--json"], false);
+    assert_eq!(h, r, "list");
+    let mut warnings = 0;
+    for path in &sessions {
+        let rel = path.strip_prefix(halves.dir.path()).unwrap();
+        let p = format!("ROOT/{}", rel.display());
+        for (args, part) in [
+            (vec!["show", &p, "--json"], false),
+            (vec!["show", &p, "--json"], true),
+            (vec!["export", &p], false),
+            (vec!["export", &p, "--format", "markdown"], false),
+            (
+                vec![
+                    "export", &p, "--to", "codex", "--budget", "4000", "--cwd", "/tmp/x",
+                ],
+                true,
+            ),
+        ] {
+            let (h, r) = same(&args, part);
+            warnings += usize::from(warned(&h));
+            let (h, r) = (without_warning(&h), without_warning(&r));
+            if h != r {
+                // Where they part, with some of what comes before.
+                let at = h.bytes().zip(r.bytes()).take_while(|(a, b)| a == b).count();
+                let from = |s: &str| {
+                    s.get(at.saturating_sub(80)..)
+                        .unwrap_or(s)
+                        .chars()
+                        .take(240)
+                        .collect::<String>()
+                };
+                panic!(
+                    "{args:?} (in part: {part}): {:?} / {:?}",
+                    from(&h),
+                    from(&r)
+                );
+            }
+        }
+    }
+    assert!(warnings >= sessions.len(), "warned {warnings} times");
+}

@@ -66,7 +66,7 @@ impl TestEnv {
         env
     }
 
-    /// For a test that removes stores on purpose: stop checking the sources at the end.
+    /// For a test that removes or edits stores on purpose: stop checking the sources at the end.
     pub fn removing_stores(&mut self) {
         self.sources = false;
     }
