@@ -24,8 +24,9 @@ pub const MAX_LINE: usize = 32 << 20;
 pub const LONG_LINE: usize = 8 << 20;
 
 /// A line's bytes from a file as a reader parses them: invalid UTF-8 replaced with U+FFFD,
-/// as `String::from_utf8_lossy` replaces it in a line read whole, so that a long line read a
-/// part at a time (`Line::Long`) reads as it would whole.
+/// as `String::from_utf8_lossy` replaces it in a line read whole, and (`trimmed`) the
+/// whitespace around it left out, as `str::trim` leaves it out of a line read whole, so that a
+/// long line read a part at a time (`Line::Long`) reads as it would whole.
 pub struct LossyUtf8<R> {
     inner: R,
     /// Bytes ready to hand out, and how many were handed.
@@ -35,6 +36,11 @@ pub struct LossyUtf8<R> {
     carry: Vec<u8>,
     /// Set once something was replaced, for the reader's warning.
     replaced: std::rc::Rc<std::cell::Cell<bool>>,
+    trim: bool,
+    /// Text was handed out: whitespace is no longer leading.
+    started: bool,
+    /// Whitespace at the end of the text so far, handed out only if more text follows.
+    held: Vec<u8>,
 }
 
 impl<R: BufRead> LossyUtf8<R> {
@@ -45,6 +51,17 @@ impl<R: BufRead> LossyUtf8<R> {
             at: 0,
             carry: Vec::new(),
             replaced: Default::default(),
+            trim: false,
+            started: false,
+            held: Vec::new(),
+        }
+    }
+
+    /// `new`, without the whitespace around the text.
+    pub fn trimmed(inner: R) -> Self {
+        LossyUtf8 {
+            trim: true,
+            ..LossyUtf8::new(inner)
         }
     }
 
@@ -55,54 +72,88 @@ impl<R: BufRead> LossyUtf8<R> {
 
     /// Fills `out` from `inner`; false at the end.
     fn refill(&mut self) -> std::io::Result<bool> {
-        const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
         self.out.clear();
         self.at = 0;
         loop {
-            let chunk = self.inner.fill_buf()?;
-            if chunk.is_empty() {
-                if self.carry.is_empty() {
-                    return Ok(false);
-                }
-                // A character cut by the end of the line: one replacement, as in a whole line.
-                self.carry.clear();
-                self.out.extend_from_slice(REPLACEMENT);
-                self.replaced.set(true);
-                return Ok(true);
-            }
-            let mut bytes = std::mem::take(&mut self.carry);
-            bytes.extend_from_slice(chunk);
-            let used = chunk.len();
-            self.inner.consume(used);
-            let mut rest: &[u8] = &bytes;
-            while !rest.is_empty() {
-                match std::str::from_utf8(rest) {
-                    Ok(_) => {
-                        self.out.extend_from_slice(rest);
-                        rest = &[];
-                    }
-                    Err(e) => {
-                        let (valid, after) = rest.split_at(e.valid_up_to());
-                        self.out.extend_from_slice(valid);
-                        match e.error_len() {
-                            // Maybe the start of a character the next read completes.
-                            None => {
-                                self.carry = after.to_vec();
-                                rest = &[];
-                            }
-                            Some(n) => {
-                                self.out.extend_from_slice(REPLACEMENT);
-                                self.replaced.set(true);
-                                rest = &after[n..];
-                            }
-                        }
-                    }
-                }
+            let mut text = Vec::new();
+            let end = self.decode(&mut text)?;
+            if self.trim {
+                self.trim_into(&text);
+            } else {
+                self.out.extend_from_slice(&text);
             }
             if !self.out.is_empty() {
                 return Ok(true);
             }
+            if end {
+                return Ok(false);
+            }
         }
+    }
+
+    /// Appends the text of what `inner` gives next to `text`; true at the end of `inner`.
+    fn decode(&mut self, text: &mut Vec<u8>) -> std::io::Result<bool> {
+        const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+        let chunk = self.inner.fill_buf()?;
+        if chunk.is_empty() {
+            if !self.carry.is_empty() {
+                // A character cut by the end of the line: one replacement, as in a whole line.
+                self.carry.clear();
+                text.extend_from_slice(REPLACEMENT);
+                self.replaced.set(true);
+            }
+            return Ok(true);
+        }
+        let mut bytes = std::mem::take(&mut self.carry);
+        bytes.extend_from_slice(chunk);
+        let used = chunk.len();
+        self.inner.consume(used);
+        let mut rest: &[u8] = &bytes;
+        while !rest.is_empty() {
+            match std::str::from_utf8(rest) {
+                Ok(_) => {
+                    text.extend_from_slice(rest);
+                    rest = &[];
+                }
+                Err(e) => {
+                    let (valid, after) = rest.split_at(e.valid_up_to());
+                    text.extend_from_slice(valid);
+                    match e.error_len() {
+                        // Maybe the start of a character the next read completes.
+                        None => {
+                            self.carry = after.to_vec();
+                            rest = &[];
+                        }
+                        Some(n) => {
+                            text.extend_from_slice(REPLACEMENT);
+                            self.replaced.set(true);
+                            rest = &after[n..];
+                        }
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Moves `text` to `out` but for leading whitespace, which is dropped, and trailing
+    /// whitespace, which waits in `held` for more text.
+    fn trim_into(&mut self, text: &[u8]) {
+        let text = std::str::from_utf8(text).expect("decoded text");
+        let text = if self.started {
+            text
+        } else {
+            text.trim_start()
+        };
+        let body = text.trim_end();
+        if body.is_empty() {
+            self.held.extend_from_slice(text.as_bytes());
+            return;
+        }
+        self.started = true;
+        self.out.append(&mut self.held);
+        self.out.extend_from_slice(body.as_bytes());
+        self.held.extend_from_slice(&text.as_bytes()[body.len()..]);
     }
 }
 
@@ -226,10 +277,13 @@ pub enum Line<T = Value> {
     /// Not JSON: the parse error. The caller reports it with the line number.
     Malformed(String),
     /// A line longer than `LONG_LINE`, in a pass that streams such lines (`Pass::stream_long`):
-    /// where its bytes lie in the file, for the reader to parse from there (`LossyUtf8`).
+    /// where its bytes lie in the file, for the reader to parse from there (`LossyUtf8`), and
+    /// whether it ended in a newline (a cut-off last line that does not parse is an agent
+    /// still writing, not a malformed line).
     Long {
         start: u64,
         len: u64,
+        terminated: bool,
     },
 }
 
@@ -576,7 +630,11 @@ pub fn for_each_line_fast<T: Send>(
             .map(|(no, range, terminated, long)| {
                 let (no, terminated) = (*no, *terminated);
                 if let Some((start, len)) = *long {
-                    let line = Ok(Line::Long { start, len });
+                    let line = Ok(Line::Long {
+                        start,
+                        len,
+                        terminated,
+                    });
                     return (no, terminated, Replaced::default(), line);
                 }
                 let (text, lossy) = reader_text(&block.data[range.clone()]);
@@ -987,8 +1045,13 @@ mod tests {
     #[test]
     fn a_line_read_lossily_in_pieces_reads_as_it_does_whole() {
         use std::io::{BufReader, Read};
-        let pieces: [&[u8]; 12] = [
+        let pieces: [&[u8]; 17] = [
             b"ab",
+            b" ",
+            b"\x0c",
+            b"\t\r",
+            "\u{a0}".as_bytes(),
+            "\u{3000}".as_bytes(),
             "\u{e9}".as_bytes(),
             "\u{65e5}\u{672c}".as_bytes(),
             "\u{1f600}".as_bytes(),
@@ -1025,6 +1088,11 @@ mod tests {
                 whole,
                 "case {case}: {bytes:?} in pieces of {capacity}"
             );
+            let mut trimmed = String::new();
+            LossyUtf8::trimmed(BufReader::with_capacity(capacity, &bytes[..]))
+                .read_to_string(&mut trimmed)
+                .unwrap();
+            assert_eq!(trimmed, whole.trim(), "case {case}: {bytes:?} trimmed");
             assert_eq!(
                 replaced.get(),
                 std::str::from_utf8(&bytes).is_err(),
@@ -1067,7 +1135,7 @@ mod tests {
                         match line {
                             Line::Json(v) => v.to_string(),
                             Line::Malformed(e) => format!("malformed: {e}"),
-                            Line::Long { start, len } => format!("long: {start}+{len}"),
+                            Line::Long { start, len, .. } => format!("long: {start}+{len}"),
                         },
                     ));
                     Ok(())

@@ -58,7 +58,7 @@ pub fn places(path: &Path) -> Result<Places> {
         |no, line| {
             match line {
                 crate::jsonl::Line::Json(Some(r)) => conv.apply(r),
-                crate::jsonl::Line::Long { start, len } => {
+                crate::jsonl::Line::Long { start, len, .. } => {
                     if let Some((r, repeated)) =
                         super::scan::light_long(super::long::line(path, start, len)?)
                     {

@@ -57,7 +57,7 @@ pub fn line_noting_lossy(
         .with_context(|| format!("cannot read {}", path.display()))?;
     // Buffered again after the replacement: the parser reads a byte at a time, which only a
     // `BufReader` hands out without a call to `read` per byte.
-    let lossy = LossyUtf8::new(BufReader::with_capacity(1 << 20, file.take(len)));
+    let lossy = LossyUtf8::trimmed(BufReader::with_capacity(1 << 20, file.take(len)));
     let utf8 = lossy.replaced();
     let repaired = Repaired::new(lossy);
     let halves = repaired.replaced();

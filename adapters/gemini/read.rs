@@ -354,10 +354,15 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         };
         let (mut long_malformed, mut long_lossy, mut long_halves) =
             (Vec::new(), Vec::new(), Vec::new());
+        let mut cut_off = false;
         let mut pass = jsonl::for_each_line_with(path, lines, prepare, |no, line| {
             let r = match line {
                 Line::Json(v) => record(v, no, &mut session),
-                Line::Long { start, len } => {
+                Line::Long {
+                    start,
+                    len,
+                    terminated,
+                } => {
                     let at = (no, start, len);
                     let read = read_long(path, at, max, &mut session, &mut folding);
                     if let Ok((_, replaced)) = &read {
@@ -371,6 +376,10 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
                     match read.map(|r| r.0) {
                         Ok(Some(r)) => r,
                         Ok(None) => return Ok(()),
+                        Err(_) if !terminated => {
+                            cut_off = true;
+                            return Ok(());
+                        }
                         Err(e) => {
                             long_malformed.push((no, e));
                             return Ok(());
@@ -386,6 +395,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
             Ok(())
         })?;
         converted = folding.map(|f| f.finish(&mut session));
+        pass.truncated_tail |= cut_off;
         for (lines, long) in [
             (&mut pass.invalid_utf8_lines, long_lossy),
             (&mut pass.lone_surrogate_lines, long_halves),

@@ -94,7 +94,12 @@ pub fn summarize(path: &Path) -> Result<Summary> {
             }
             continue;
         }
-        let (text, _) = crate::jsonl::reader_text(&buf);
+        let bytes = if line_no == 1 {
+            crate::jsonl::strip_bom(&buf)
+        } else {
+            &buf
+        };
+        let (text, _) = crate::jsonl::reader_text(bytes);
         let text = text.trim();
         if text.is_empty() {
             continue;

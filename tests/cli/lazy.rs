@@ -2376,6 +2376,11 @@ fn write_resumed_gemini_session(
             "the resume's line is long: {}",
             set.len()
         );
+        // Around it, whitespace a line read whole is trimmed of, JSON's or not.
+        let set = match seed {
+            2 => format!("\u{c}\u{a0} {set}\t\u{3000}"),
+            _ => set,
+        };
         push(&mut text, set);
     }
     push(&mut text, line(&again));
@@ -2510,4 +2515,62 @@ fn a_history_written_again_as_one_long_line_reads_as_its_lines_do() {
         };
         assert_eq!(listed("/resumed/"), listed("/by-line/"), "seed {seed}");
     }
+}
+
+/// A long last line cut off without a newline is an agent still writing, as a short one is:
+/// ignored and noted, not reported as malformed. The listing and `show` agree on a first line
+/// that starts with a byte order mark, long or short.
+#[test]
+fn a_long_line_cut_off_or_after_a_byte_order_mark_reads_as_a_short_one() {
+    let env = TestEnv::empty();
+    let dir = env.home("gemini").join(".gemini/tmp/cut/chats");
+    std::fs::create_dir_all(&dir).unwrap();
+    let meta = json!({"sessionId": "9e000000-0000-4000-8000-00000000c0de", "projectHash": "ef".repeat(32),
+        "startTime": "2026-11-04T08:00:00.000Z", "lastUpdated": "2026-11-04T09:00:00.000Z", "summary": "Cut session"});
+    let user = json!({"id": "u1", "timestamp": "2026-11-04T08:01:00.000Z", "type": "user", "content": [{"text": "first request"}]});
+    let answer = |output: usize| {
+        json!({"id": "g1", "timestamp": "2026-11-04T08:02:00.000Z", "type": "gemini", "content": "answered",
+            "toolCalls": [{"id": "c1", "name": "run_shell_command", "args": {"command": "ls"}, "status": "success",
+                "result": [{"functionResponse": {"id": "c1", "name": "run_shell_command", "response": {"output": "x".repeat(output)}}}]}]})
+    };
+    let mut seen = Vec::new();
+    for (name, output) in [("short", 100), ("long", session_relay::jsonl::LONG_LINE)] {
+        // A resume's list cut off mid-write, with no newline.
+        let set = json!({"$set": {"messages": [user.clone(), answer(output)]}}).to_string();
+        let cut = &set[..set.len() - 40];
+        let path = dir.join(format!("session-2026-11-04T08-00-{name}.jsonl"));
+        std::fs::write(&path, format!("{meta}\n{user}\n{cut}")).unwrap();
+        let v = env.json(&["show", path.to_str().unwrap(), "--json"]);
+        assert_eq!(v["session"]["stats"]["malformed_lines"], 0, "{name}: {v}");
+        assert_eq!(
+            v["session"]["extra"]["truncated_last_line"], true,
+            "{name}: {v}"
+        );
+        seen.push((v["messages"].clone(), v["session"]["warnings"].clone()));
+        // A byte order mark before the metadata line, the conversation in one long line or not.
+        let bom = dir.join(format!("session-2026-11-04T09-00-{name}.jsonl"));
+        let whole = json!({"$set": {"messages": [user.clone(), answer(output)]}});
+        // Its own session id: the listing shows one file of an id.
+        let mut meta = meta.clone();
+        meta["sessionId"] = json!(format!(
+            "9e000000-0000-4000-8000-0000000b0{}",
+            output % 10 + 10
+        ));
+        std::fs::write(&bom, format!("\u{feff}{meta}\n{whole}\n")).unwrap();
+        let shown = env.json(&["show", bom.to_str().unwrap(), "--json"]);
+        let listed = env.list_json(&["list", "--all", "--agent", "gemini", "--json"]);
+        let listed = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["path"] == json!(bom.to_str().unwrap()))
+            .unwrap_or_else(|| panic!("{name}: {listed}"))
+            .clone();
+        assert_eq!(shown["session"]["title"], "Cut session", "{name}");
+        for key in ["id", "title", "updated"] {
+            assert_eq!(listed[key], shown["session"][key], "{name}: {key}");
+        }
+        assert_eq!(listed["messages"], shown["messages"], "{name}");
+    }
+    assert_eq!(seen[0], seen[1]);
 }
