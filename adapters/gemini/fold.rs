@@ -62,15 +62,9 @@ pub fn places(path: &Path) -> Result<Places> {
                     if let Some((r, repeated)) =
                         super::scan::light_long(super::long::line(path, start, len)?)
                     {
-                        match &r {
-                            Record::Set {
-                                messages: Some(_), ..
-                            } if !repeated => lists.insert(no, List::Set),
-                            Record::Meta {
-                                messages: Some(_), ..
-                            } if !repeated => lists.insert(no, List::Meta),
-                            _ => None,
-                        };
+                        if let Some(list) = super::long::list_of(&r, repeated) {
+                            lists.insert(no, list);
+                        }
                         conv.apply(r.placed(no));
                     }
                 }

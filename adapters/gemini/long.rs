@@ -81,6 +81,22 @@ pub enum List {
     Meta,
 }
 
+/// The list a long line's record (as the first read found it) holds, if it can be streamed:
+/// a `$set` or metadata record with a list, whose `$set` and `messages` keys do not repeat.
+pub fn list_of<M>(record: &super::read::Record<M>, repeated: bool) -> Option<List> {
+    use super::read::Record;
+    match record {
+        _ if repeated => None,
+        Record::Set {
+            messages: Some(_), ..
+        } => Some(List::Set),
+        Record::Meta {
+            messages: Some(_), ..
+        } => Some(List::Meta),
+        _ => None,
+    }
+}
+
 /// Hands each message of the line's list that has a string `id` to `each`, in order, and
 /// returns the record's metadata (the other keys of `$set`, or of a metadata record) and
 /// what reading it replaced. The line must hold `$set` or `messages` once (the first read
@@ -94,66 +110,64 @@ pub fn stream_list(
 ) -> Result<(Map<String, Value>, crate::jsonl::Replaced)> {
     let (line, lossy) = line_noting_lossy(path, start, len)?;
     let mut de = serde_json::Deserializer::from_reader(line);
-    let meta = Record { list, each }.deserialize(&mut de)?;
+    let meta = match list {
+        List::Set => SetRecord { each }.deserialize(&mut de)?,
+        // The record itself holds the list and the metadata.
+        List::Meta => Holder { each }.deserialize(&mut de)?,
+    };
     de.end()?;
     Ok((meta, lossy.get()))
 }
 
-/// The top-level object.
-struct Record<'a> {
-    list: List,
+/// A `$set` record: only its `$set` counts.
+struct SetRecord<'a> {
     each: &'a mut dyn FnMut(String, Value),
 }
 
-impl<'de> DeserializeSeed<'de> for Record<'_> {
+impl<'de> DeserializeSeed<'de> for SetRecord<'_> {
     type Value = Map<String, Value>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for Record<'_> {
+impl<'de> Visitor<'de> for SetRecord<'_> {
     type Value = Map<String, Value>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a Gemini CLI record")
+        f.write_str("a $set record")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut meta = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            match (self.list, key.as_str()) {
-                (List::Set, "$set") => {
-                    meta = map.next_value_seed(Set { each: self.each })?;
-                }
-                (List::Set, _) => {
-                    map.next_value::<Skip>()?;
-                }
-                (List::Meta, "messages") => map.next_value_seed(Messages { each: self.each })?,
-                (List::Meta, _) => {
-                    let v = map.next_value::<Value>()?;
-                    meta.insert(key, v);
-                }
+            if key == "$set" {
+                meta = map.next_value_seed(Holder {
+                    each: &mut *self.each,
+                })?;
+            } else {
+                map.next_value::<Skip>()?;
             }
         }
         Ok(meta)
     }
 }
 
-/// The object under `$set`.
-struct Set<'a> {
+/// The object holding the list (`$set`'s value, or a metadata record): its `messages` handed
+/// on, its other keys the metadata.
+struct Holder<'a> {
     each: &'a mut dyn FnMut(String, Value),
 }
 
-impl<'de> DeserializeSeed<'de> for Set<'_> {
+impl<'de> DeserializeSeed<'de> for Holder<'_> {
     type Value = Map<String, Value>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for Set<'_> {
+impl<'de> Visitor<'de> for Holder<'_> {
     type Value = Map<String, Value>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a $set object")
+        f.write_str("an object with a message list")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut meta = Map::new();

@@ -343,11 +343,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     };
     let mut converted = None;
     if read_lines {
-        let prepare = move |v: &mut Value| {
-            if let Some(max) = max {
-                shrink(v, max);
-            }
-        };
+        let prepare = move |v: &mut Value| shrink_to(v, max);
         let lines = jsonl::Pass {
             stream_long: true,
             ..Default::default()
@@ -518,15 +514,10 @@ fn read_long(
                     Ok(_) => "not valid JSON".into(),
                 });
             };
-            match light {
-                Record::Set {
-                    messages: Some(_), ..
-                } if !repeated => List::Set,
-                Record::Meta {
-                    messages: Some(_), ..
-                } if !repeated => List::Meta,
+            match long::list_of(&light, repeated) {
+                Some(list) => list,
                 // A message, a rewind, metadata alone: one record, whatever its length.
-                _ => {
+                None => {
                     let r = whole_long(path, (no, start, len), max, session)?;
                     return Ok((Some(r), lossy));
                 }
@@ -541,9 +532,7 @@ fn read_long(
             .or_default() += 1;
     }
     let shrunk = |mut v: Value| {
-        if let Some(max) = max {
-            shrink(&mut v, max);
-        }
+        shrink_to(&mut v, max);
         v
     };
     fn listed<M>(list: List, meta: Map<String, Value>, messages: Vec<(String, M)>) -> Record<M> {
@@ -589,9 +578,7 @@ fn whole_long(
     session: &mut Session,
 ) -> Result<Record<(Value, usize)>, String> {
     let mut v = super::long::whole(path, start, len).map_err(|e| format!("{e:#}"))?;
-    if let Some(max) = max {
-        shrink(&mut v, max);
-    }
+    shrink_to(&mut v, max);
     Ok(record(v, no, session))
 }
 
@@ -1074,6 +1061,13 @@ pub fn exit_code(output: &str) -> Option<i64> {
 
 /// Drops what a relay will not keep before a line is stored: the TUI's drawing of each result
 /// (`resultDisplay`), and the middle of tool outputs over `max` characters.
+/// `shrink` when the read cuts outputs (`ReadOptions::max_tool_output`).
+fn shrink_to(v: &mut Value, max: Option<usize>) {
+    if let Some(max) = max {
+        shrink(v, max);
+    }
+}
+
 fn shrink(v: &mut Value, max: usize) {
     if let Some(set) = v.get_mut("$set").and_then(|s| s.get_mut("messages"))
         && let Some(items) = set.as_array_mut()

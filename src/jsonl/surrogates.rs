@@ -57,7 +57,11 @@ pub fn repair_into(b: &[u8], out: &mut Vec<u8>, at_end: bool) -> (usize, bool) {
         if !at_end && b.len() - at < 12 {
             return (at, replaced);
         }
-        let next = match unit(b, at) {
+        // Only `\ud...` can be a surrogate: other escapes are stepped over undecoded.
+        let may_be_half =
+            b.get(at + 1) == Some(&b'u') && matches!(b.get(at + 2), Some(b'd' | b'D'));
+        let here = if may_be_half { unit(b, at) } else { None };
+        let next = match here {
             Some(0xD800..=0xDBFF) => match unit(b, at + 6) {
                 Some(0xDC00..=0xDFFF) => at + 12,
                 _ => {
@@ -74,7 +78,8 @@ pub fn repair_into(b: &[u8], out: &mut Vec<u8>, at_end: bool) -> (usize, bool) {
                 continue;
             }
             Some(_) => at + 6,
-            // Any other escape, `\\` included; a bad one is the parser's to report.
+            // Any other escape, `\\` included (its hex digits hold no backslash to mistake);
+            // a bad one is the parser's to report.
             None => (at + 2).min(b.len()),
         };
         out.extend_from_slice(&b[at..next]);
