@@ -1013,6 +1013,17 @@ fn scan_line(
 pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(hay, needle).is_some()
 }
+
+/// Whether a JSON line may hold `text` (ASCII, the inside of a key or a string) once its escapes
+/// are read: it holds it as written, or it has an escape that could be one of its characters
+/// (`\u00..`, how JSON can write any ASCII character; `"t\u006fken_count"` is `"token_count"`).
+/// Lets a search skip the lines it would find nothing in without parsing them, and still read
+/// a line any serializer wrote.
+pub fn may_hold(line: &[u8], text: &[u8]) -> bool {
+    debug_assert!(text.is_ascii());
+    contains(line, text) || contains(line, b"\\u00")
+}
+
 /// The complete lines in the last `max` bytes of a file, oldest first (for what agents record
 /// at the end: usage, context windows). Compressed files are not read.
 pub fn tail_lines(path: &Path, max: u64) -> Result<Vec<Vec<u8>>> {
@@ -1099,6 +1110,55 @@ mod tests {
                 "{bytes:?}"
             );
         }
+    }
+
+    /// No line whose strings hold the text once read is skipped, however a serializer wrote
+    /// its characters: as they are or as `\u00..` escapes in either case, among other escapes.
+    #[test]
+    fn may_hold_misses_no_line_that_holds_the_text() {
+        let text = "token_count";
+        let others = ["x", " ", "\\\\", "\\n", "\\u00e9", "é", "\\\"", "\\/"];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let (mut held, mut escaped) = (0, 0);
+        for _ in 0..5000 {
+            let mut written = String::new();
+            for _ in 0..next(4) {
+                written.push_str(others[next(others.len() as u64) as usize]);
+            }
+            // The text, perhaps with one character left out or changed, its characters
+            // perhaps escaped.
+            let skip = next(text.len() as u64 * 2) as usize;
+            for (i, c) in text.chars().enumerate() {
+                match next(4) {
+                    _ if i == skip => written.push('-'),
+                    0 => written.push_str(&format!("\\u{:04x}", c as u32)),
+                    1 => written.push_str(&format!("\\u{:04X}", c as u32)),
+                    _ => written.push(c),
+                }
+            }
+            for _ in 0..next(3) {
+                written.push_str(others[next(others.len() as u64) as usize]);
+            }
+            let line = format!("{{\"k\":\"{written}\"}}");
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v["k"].as_str().unwrap().contains(text) {
+                held += 1;
+                escaped += usize::from(!line.contains(text));
+                assert!(may_hold(line.as_bytes(), text.as_bytes()), "{line}");
+            } else if !line.contains("\\u00") {
+                assert!(!may_hold(line.as_bytes(), text.as_bytes()), "{line}");
+            }
+        }
+        assert!(
+            held > 500 && escaped > 300,
+            "{held} lines held it, {escaped} escaped"
+        );
     }
 
     /// A pass from a line, started where an earlier pass began that line's block, hands on

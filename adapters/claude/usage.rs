@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::jsonl::{contains, str_field, tail_rfind};
+use crate::jsonl::{may_hold, str_field, tail_rfind};
 use crate::model::RecordedUsage;
 
 /// How far back from the end of a transcript to look. Claude Code writes an answer's usage on
@@ -21,7 +21,7 @@ const TAIL: u64 = 8 << 20;
 /// start.
 pub fn recorded_usage(path: &Path) -> Option<RecordedUsage> {
     tail_rfind(path, TAIL, |line| {
-        if !contains(line, b"\"assistant\"") {
+        if !may_hold(line, b"\"assistant\"") {
             return None;
         }
         // As the reader reads the line: a lone surrogate in its text does not hide its usage.

@@ -80,13 +80,20 @@ impl Adapter for Codex {
             .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
             .collect();
         files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+        // Sessions session-relay wrote record none: only the lines that may name the window are
+        // parsed, or each relay into a store of earlier relays parsed their tails whole.
         files.into_iter().take(20).find_map(|(_, p)| {
-            let lines = crate::jsonl::tail_lines(&p, 256 << 10).ok()?;
-            lines.iter().rev().find_map(|l| {
+            crate::jsonl::tail_rfind(&p, 256 << 10, |l| {
+                if !crate::jsonl::may_hold(l, b"model_context_window") {
+                    return None;
+                }
                 let v: Value = serde_json::from_slice(l).ok()?;
                 let w = v.pointer("/payload/info/model_context_window")?.as_u64()?;
-                (w > 0).then(|| (w, p.clone()))
+                (w > 0).then_some(w)
             })
+            .ok()
+            .flatten()
+            .map(|w| (w, p))
         })
     }
 

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::jsonl::{contains, tail_rfind};
+use crate::jsonl::{may_hold, tail_rfind};
 use crate::model::RecordedUsage;
 
 /// How far back from the end of a rollout to look: Codex writes a `token_count` event after
@@ -17,7 +17,7 @@ const TAIL: u64 = 8 << 20;
 /// `last_token_usage` (so a file that never records it is not read to its start).
 pub fn recorded_usage(path: &Path) -> Option<RecordedUsage> {
     tail_rfind(path, TAIL, |line| {
-        if !contains(line, b"\"token_count\"") {
+        if !may_hold(line, b"\"token_count\"") {
             return None;
         }
         let v: Value = serde_json::from_slice(line).ok()?;

@@ -1,7 +1,8 @@
 //! The listing must not depend on how a serializer lays out its JSON. Every fixture session is
 //! rewritten line by line in several equivalent ways (spacing, key order at every depth, `\u`
-//! and `\/` escapes), put at the same path in a fresh store, and `list` and `show` must say of
-//! it what they say of the original, and agree with each other.
+//! and `\/` escapes), put at the same path in a fresh store, and `list`, `show` and `status`
+//! must say of it what they say of the original (`list` and `show` agreeing with each other),
+//! and a relay to Codex must find the same recorded window.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -232,12 +233,17 @@ fn relative(agent: &str, path: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-/// What `list` and `show` say of every session file, keyed by its path in the store.
+/// What `list`, `show` and `status` say of every session file, keyed by its path in the store,
+/// and where a relay to Codex takes its budget from.
 struct Answers {
     /// Listing rows: id, messages, title, cwd, created, updated.
     list: BTreeMap<PathBuf, Value>,
     /// What `show --json` prints, with the environment's own folder taken out of paths.
     show: BTreeMap<PathBuf, Value>,
+    /// The context usage `status` finds at the end of each live session.
+    status: BTreeMap<PathBuf, Value>,
+    /// `budget_from` of a relay to Codex: the window its newest rollouts record.
+    budget_from: Value,
 }
 
 /// What of `show` must not change: all but the token estimate. Tool inputs keep the key order
@@ -266,7 +272,21 @@ fn show_fields(shown: &Value) -> Value {
 
 const LISTED: &[&str] = &["id", "messages", "title", "cwd", "created", "updated"];
 
+/// Every session file's modification time set from its path: copying and rewriting leave them
+/// in the order the files were written, and the newest rollout is where a relay to Codex looks
+/// for the recorded window first.
+fn same_times(env: &TestEnv) {
+    let base = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_790_000_000);
+    for (i, (agent, path)) in fixture_sessions().into_iter().enumerate() {
+        let copy = env.home(agent).join(relative(agent, &path));
+        let f = std::fs::File::options().write(true).open(&copy).unwrap();
+        f.set_modified(base + std::time::Duration::from_secs(i as u64 * 60))
+            .unwrap();
+    }
+}
+
 fn answers(env: &TestEnv) -> Answers {
+    same_times(env);
     let root = env.dir.path().display().to_string();
     let mut list = BTreeMap::new();
     for row in env
@@ -305,7 +325,39 @@ fn answers(env: &TestEnv) -> Answers {
         let text = String::from_utf8(out).unwrap().replace(&root, "<ENV>");
         show.insert(rel, serde_json::from_str(&text).unwrap());
     }
-    Answers { list, show }
+    let status = env.json(&["status", "--all", "--json"])["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let path = Path::new(row["path"].as_str().unwrap());
+            let rel = path.strip_prefix(env.dir.path()).unwrap().to_path_buf();
+            (rel, row["context"].clone())
+        })
+        .collect();
+    let proj = env.project();
+    let relay = env.json(&[
+        "relay",
+        "771ce1df",
+        "--to",
+        "codex",
+        "--cwd",
+        &proj,
+        "--dry-run",
+        "--json",
+    ]);
+    let budget_from = Value::String(
+        relay["budget_from"]
+            .as_str()
+            .unwrap()
+            .replace(&root, "<ENV>"),
+    );
+    Answers {
+        list,
+        show,
+        status,
+        budget_from,
+    }
 }
 
 /// Where `list` and `show` disagree on a field both report.
@@ -356,6 +408,17 @@ fn listing_and_show_do_not_depend_on_json_layout() {
     let mut problems = Vec::new();
     let original = answers(&TestEnv::with_fixtures());
     assert!(original.list.len() >= 20, "{}", original.list.len());
+    let with_usage = original.status.values().filter(|c| !c.is_null()).count();
+    assert!(with_usage >= 5, "only {with_usage} sessions record usage");
+    assert!(
+        original
+            .budget_from
+            .as_str()
+            .unwrap()
+            .contains("recorded by Codex CLI"),
+        "{}",
+        original.budget_from
+    );
     disagreements(&original, "original", &mut problems);
     let files = fixture_sessions().len();
     let mut variants = 0;
@@ -396,6 +459,21 @@ fn listing_and_show_do_not_depend_on_json_layout() {
                     ));
                 }
             }
+            for (path, context) in &original.status {
+                if got.status.get(path) != Some(context) {
+                    problems.push(format!(
+                        "{what}: status changed for {}: {context} -> {:?}",
+                        path.display(),
+                        got.status.get(path)
+                    ));
+                }
+            }
+            if got.budget_from != original.budget_from {
+                problems.push(format!(
+                    "{what}: a relay to Codex took its budget from {} instead of {}",
+                    got.budget_from, original.budget_from
+                ));
+            }
             disagreements(&got, &what, &mut problems);
             variants += 1;
         }
@@ -407,7 +485,7 @@ fn listing_and_show_do_not_depend_on_json_layout() {
         problems.join("\n")
     );
     eprintln!(
-        "{files} session files x {variants} variants: list and show unchanged and in agreement"
+        "{files} session files x {variants} variants: list, show, status and the budget unchanged"
     );
 }
 
