@@ -525,8 +525,9 @@ pub trait Adapter: Sync {
     }
     /// `read`, keeping only what `opts` asks for.
     fn read_with(&self, path: &Path, home: Option<&Path>, opts: ReadOptions) -> Result<Session>;
-    /// Whether a file (named `path`, starting with `head`) looks like this agent's session.
-    fn claims(&self, path: &Path, head: &[u8]) -> bool;
+    /// Whether a file outside any store (named `path`, its first lines saying `head`) looks
+    /// like this agent's session.
+    fn claims(&self, path: &Path, head: &crate::jsonl::sniff::Head) -> bool;
     /// A fresh session id in the form this agent uses.
     fn new_id(&self) -> String {
         uuid::Uuid::new_v4().to_string()

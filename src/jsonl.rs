@@ -11,6 +11,7 @@ use serde_json::Value;
 pub mod fields;
 pub mod pruned;
 pub mod skim;
+pub mod sniff;
 pub mod surrogates;
 #[cfg(test)]
 pub mod variants;

@@ -149,14 +149,13 @@ impl Adapter for Claude {
         Ok(Vec::new())
     }
 
-    fn claims(&self, path: &Path, head: &[u8]) -> bool {
+    fn claims(&self, path: &Path, head: &crate::jsonl::sniff::Head) -> bool {
         let under_projects = path.components().any(|c| c.as_os_str() == "projects");
         let ext_ok = path.extension().is_some_and(|e| e == "jsonl");
         // Claude lines carry `sessionId` and `uuid`/`parentUuid`; Codex lines never do.
-        let looks = crate::jsonl::contains(head, b"\"sessionId\"")
-            && (crate::jsonl::contains(head, b"\"parentUuid\"")
-                || crate::jsonl::contains(head, b"\"leafUuid\""));
-        ext_ok && (looks || (under_projects && !crate::jsonl::contains(head, b"\"payload\"")))
+        let looks =
+            head.has_key("sessionId") && (head.has_key("parentUuid") || head.has_key("leafUuid"));
+        ext_ok && (looks || (under_projects && !head.has_key("payload")))
     }
 }
 

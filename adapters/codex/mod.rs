@@ -237,15 +237,16 @@ impl Adapter for Codex {
         Ok(notes)
     }
 
-    fn claims(&self, path: &Path, head: &[u8]) -> bool {
+    fn claims(&self, path: &Path, head: &crate::jsonl::sniff::Head) -> bool {
         let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
         name.starts_with("rollout-")
-            || crate::jsonl::contains(first, b"\"type\":\"session_meta\"")
-            || (crate::jsonl::contains(head, b"\"payload\"")
-                && crate::jsonl::contains(head, b"\"response_item\""))
-            || (crate::jsonl::contains(head, b"\"session\"")
-                && crate::jsonl::contains(head, b"\"items\""))
+            || head.first_has("type", "session_meta")
+            || (head.has_key("payload") && head.has_value("response_item"))
+            || (head.has_key("session") && head.has_key("items"))
+            // The rollouts before the `payload` envelope (mid 2025): state lines between the
+            // response items, whose content parts are typed as the Responses API types them.
+            || head.has("record_type", "state")
+            || head.has("type", "input_text")
     }
 }
 

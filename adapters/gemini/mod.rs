@@ -130,13 +130,11 @@ impl Adapter for Gemini {
         Ok(Vec::new())
     }
 
-    fn claims(&self, path: &Path, head: &[u8]) -> bool {
+    fn claims(&self, path: &Path, head: &crate::jsonl::sniff::Head) -> bool {
         let name = path.file_name().unwrap_or_default().to_string_lossy();
         let named =
             name.starts_with("session-") && (name.ends_with(".jsonl") || name.ends_with(".json"));
-        named
-            || (crate::jsonl::contains(head, b"\"sessionId\"")
-                && crate::jsonl::contains(head, b"\"projectHash\""))
+        named || (head.has_key("sessionId") && head.has_key("projectHash"))
     }
 }
 

@@ -126,13 +126,21 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
         };
         let path = Path::new(&e.target.path);
         match judge(path, &e, store, args, relayed, cutoff) {
-            Verdict::Delete => {
+            Verdict::Delete { continued } => {
                 o.action = "would_delete";
-                o.reason = if args.superseded {
-                    "superseded by a newer relay, unchanged".into()
-                } else {
-                    "relayed by session-relay, unchanged".into()
-                };
+                o.reason = format!(
+                    "{}, {}",
+                    if args.superseded {
+                        "superseded by a newer relay"
+                    } else {
+                        "relayed by session-relay"
+                    },
+                    if continued {
+                        "continued after the relay (--include-continued)"
+                    } else {
+                        "unchanged"
+                    }
+                );
                 outcomes.push((o, Some(e)));
             }
             Verdict::Missing => {
@@ -199,7 +207,10 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
 }
 
 enum Verdict {
-    Delete,
+    /// `continued`: the file changed since the relay (deleted with `--include-continued`).
+    Delete {
+        continued: bool,
+    },
     Missing,
     Keep(String),
 }
@@ -280,7 +291,7 @@ fn judge(
     if changed && !args.include_continued {
         return Verdict::Keep("continued after the relay (use --include-continued)".into());
     }
-    Verdict::Delete
+    Verdict::Delete { continued: changed }
 }
 
 /// Whether the file holds a provenance record naming the source the ledger recorded.
@@ -289,7 +300,7 @@ fn carries_provenance(path: &Path, e: &Entry) -> Result<bool> {
     let reader = std::io::BufReader::new(f);
     for line in reader.split(b'\n') {
         let line = line?;
-        if !crate::jsonl::contains(&line, b"session-relay") {
+        if !crate::jsonl::may_hold(&line, b"session-relay") {
             continue;
         }
         let Ok(v) = serde_json::from_slice::<Value>(&line) else {

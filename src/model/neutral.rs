@@ -66,12 +66,8 @@ fn write_messages(messages: &[Message], out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-pub fn claims(head: &[u8]) -> bool {
-    let first = crate::jsonl::strip_bom(head)
-        .split(|&b| b == b'\n')
-        .next()
-        .unwrap_or_default();
-    crate::jsonl::contains(first, format!("\"record\":\"{RECORD}\"").as_bytes())
+pub fn claims(head: &crate::jsonl::sniff::Head) -> bool {
+    head.first_has("record", RECORD)
 }
 
 pub fn read(path: &Path) -> Result<Session> {

@@ -449,8 +449,8 @@ pub fn locate_file(cfg: &Config, path: &Path) -> Result<Located> {
         }
     }
     let head = crate::jsonl::head(path, 64 * 1024)?;
-    let head = crate::jsonl::strip_bom(&head);
-    if neutral::claims(head) {
+    let head = crate::jsonl::sniff::Head::new(crate::jsonl::strip_bom(&head));
+    if neutral::claims(&head) {
         return Ok(Located {
             path: path.to_path_buf(),
             adapter: None,
@@ -458,7 +458,7 @@ pub fn locate_file(cfg: &Config, path: &Path) -> Result<Located> {
         });
     }
     for a in adapters::registry() {
-        if a.claims(path, head) {
+        if a.claims(path, &head) {
             return Ok(Located {
                 path: path.to_path_buf(),
                 adapter: Some(*a),

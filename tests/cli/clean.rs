@@ -164,6 +164,64 @@ fn clean_deletes_exactly_the_old_unchanged_relays() {
     }
 }
 
+fn reason(v: &Value, id: &str) -> String {
+    v["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id)
+        .and_then(|s| s["reason"].as_str())
+        .unwrap_or("absent")
+        .to_string()
+}
+
+/// A relayed session written again by another serializer (its provenance record's words as
+/// `\u` escapes) is still proven to be session-relay's, and one deleted with
+/// `--include-continued` is said to have been continued, not to be unchanged.
+#[test]
+fn a_relay_written_again_is_still_proven_and_said_to_be_continued() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let (kept_id, _) = relay(&env, "771ce1df", "gemini", &proj);
+    let (id, path) = relay(&env, "01a22a5d", "claude", &proj);
+    age(&env, &[&id, &kept_id], 40);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("session-relay"));
+    let again: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let t = v
+                .to_string()
+                .replace("session-relay", "\\u0073ession-relay");
+            assert_eq!(serde_json::from_str::<Value>(&t).unwrap(), v);
+            t
+        })
+        .collect();
+    std::fs::write(&path, again.join("\n") + "\n").unwrap();
+    let dry = env.json(&["clean", "--older-than", "30d", "--dry-run", "--json"]);
+    assert_eq!(action(&dry, &id), "kept");
+    assert!(reason(&dry, &id).contains("continued"), "{dry}");
+    let all = env.json(&[
+        "clean",
+        "--older-than",
+        "30d",
+        "--include-continued",
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(action(&all, &id), "would_delete", "{all}");
+    assert_eq!(
+        reason(&all, &id),
+        "relayed by session-relay, continued after the relay (--include-continued)"
+    );
+    assert_eq!(action(&all, &kept_id), "would_delete");
+    assert_eq!(
+        reason(&all, &kept_id),
+        "relayed by session-relay, unchanged"
+    );
+}
+
 #[test]
 fn clean_never_follows_a_symlink_out_of_a_store() {
     let env = TestEnv::with_fixtures();

@@ -49,6 +49,23 @@ fn exported_jsonl_is_itself_a_session_the_cli_reads() {
         let original = env.json(&["show", id, "--json"]);
         let exported = env.json(&["show", a.to_str().unwrap(), "--json"]);
         assert_eq!(original, exported, "{id}: same report from the export");
+        // Written again by another serializer (spacing, key order, escapes): still an export.
+        for (seed, (name, style)) in crate::reformat::STYLES.iter().enumerate() {
+            let c = env.work().join(format!("{id}-c{seed}.jsonl"));
+            let bytes = std::fs::read(&a).unwrap();
+            let mut r = crate::common::Rng(seed as u64 + 7);
+            std::fs::write(&c, crate::reformat::rewrite(&bytes, style, &mut r)).unwrap();
+            let mut again = env.json(&["show", c.to_str().unwrap(), "--json"]);
+            again["session"]["source_path"] = exported["session"]["source_path"].clone();
+            assert_eq!(
+                again["session"], exported["session"],
+                "{id}: export written {name}"
+            );
+            assert_eq!(
+                again["messages"], exported["messages"],
+                "{id}: export written {name}"
+            );
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use crate::common::{Rng, TestEnv, copy_tree, fixture_sessions, fixtures};
 
 /// How one variant rewrites a line.
 #[derive(Clone, Copy, Debug)]
-struct Style {
+pub(crate) struct Style {
     /// 0: compact; 1: a space after colons and commas; 2: spaces inside brackets and around
     /// colons; 3: random runs of spaces and tabs between all tokens.
     spacing: u8,
@@ -31,7 +31,7 @@ struct Style {
     escape_letters: u64,
 }
 
-const STYLES: &[(&str, Style)] = &[
+pub(crate) const STYLES: &[(&str, Style)] = &[
     (
         "spaced",
         Style {
@@ -178,7 +178,7 @@ fn write_value(v: &Value, style: &Style, r: &mut Rng, out: &mut String) {
 
 /// The file rewritten line by line; lines that are not JSON stay as they are. A file that is
 /// one JSON document over many lines (Gemini's older `session-*.json`) is rewritten whole.
-fn rewrite(bytes: &[u8], style: &Style, r: &mut Rng) -> Vec<u8> {
+pub(crate) fn rewrite(bytes: &[u8], style: &Style, r: &mut Rng) -> Vec<u8> {
     if bytes.trim_ascii().contains(&b'\n')
         && let Ok(v) = serde_json::from_slice::<Value>(bytes)
     {
@@ -242,6 +242,9 @@ struct Answers {
     show: BTreeMap<PathBuf, Value>,
     /// The context usage `status` finds at the end of each live session.
     status: BTreeMap<PathBuf, Value>,
+    /// What `show --json` prints of a copy of each file outside any store, named so that only
+    /// its content tells the agent (or the error it gives).
+    loose: BTreeMap<PathBuf, Value>,
     /// `budget_from` of a relay to Codex: the window its newest rollouts record.
     budget_from: Value,
 }
@@ -325,6 +328,40 @@ fn answers(env: &TestEnv) -> Answers {
         let text = String::from_utf8(out).unwrap().replace(&root, "<ENV>");
         show.insert(rel, serde_json::from_str(&text).unwrap());
     }
+    let mut loose = BTreeMap::new();
+    for (i, (agent, path)) in fixture_sessions().into_iter().enumerate() {
+        let rel = Path::new(agent).join(relative(agent, &path));
+        let name = match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => "s.json",
+            Some("zst") => continue,
+            _ => "s.jsonl",
+        };
+        let copy = env.dir.path().join(format!("loose/{i}/{name}"));
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::copy(env.dir.path().join(&rel), &copy).unwrap();
+        let opts = commands::show::Options {
+            session: copy.display().to_string(),
+            scope: commands::Scope {
+                agent: None,
+                cwd: None,
+                all: false,
+            },
+            to: None,
+            budget: None,
+            no_redact: false,
+            progress: Default::default(),
+        };
+        let shown = match commands::show::run(&cfg, &opts) {
+            Ok(report) => {
+                let mut out = Vec::new();
+                render::json(&report, &mut out).unwrap();
+                let text = String::from_utf8(out).unwrap().replace(&root, "<ENV>");
+                show_fields(&serde_json::from_str(&text).unwrap())
+            }
+            Err(e) => Value::String(format!("{e:#}").replace(&root, "<ENV>")),
+        };
+        loose.insert(rel, shown);
+    }
     let status = env.json(&["status", "--all", "--json"])["sessions"]
         .as_array()
         .unwrap()
@@ -356,6 +393,7 @@ fn answers(env: &TestEnv) -> Answers {
         list,
         show,
         status,
+        loose,
         budget_from,
     }
 }
@@ -408,6 +446,18 @@ fn listing_and_show_do_not_depend_on_json_layout() {
     let mut problems = Vec::new();
     let original = answers(&TestEnv::with_fixtures());
     assert!(original.list.len() >= 20, "{}", original.list.len());
+    // Outside a store, each agent's sessions are told by their content alone.
+    for agent in ["claude", "codex", "gemini"] {
+        let told = original
+            .loose
+            .iter()
+            .filter(|(p, v)| p.starts_with(agent) && v["session"]["agent"] == agent)
+            .count();
+        assert!(
+            told >= 3,
+            "{agent}: only {told} copies outside the store recognised"
+        );
+    }
     let with_usage = original.status.values().filter(|c| !c.is_null()).count();
     assert!(with_usage >= 5, "only {with_usage} sessions record usage");
     assert!(
@@ -465,6 +515,17 @@ fn listing_and_show_do_not_depend_on_json_layout() {
                         "{what}: status changed for {}: {context} -> {:?}",
                         path.display(),
                         got.status.get(path)
+                    ));
+                }
+            }
+            for (path, shown) in &original.loose {
+                if &got.loose[path] != shown {
+                    let mut fields = Vec::new();
+                    differing_fields(shown, &got.loose[path], "", &mut fields);
+                    problems.push(format!(
+                        "{what}: show of a copy outside the store changed for {}: {}",
+                        path.display(),
+                        fields.join(", ")
                     ));
                 }
             }
