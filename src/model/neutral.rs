@@ -107,15 +107,18 @@ pub fn read(path: &Path) -> Result<Session> {
     {
         bail!("{}:1: not a session-relay export", path.display());
     }
-    let version = obj
-        .get("schema_version")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    if version != SCHEMA_VERSION as u64 {
-        bail!(
-            "{}: schema_version {version} is not supported by this build (it reads {SCHEMA_VERSION})",
-            path.display()
-        );
+    // As written (`1.0` is 1 to a JSON reader in JavaScript or Python).
+    match obj.get("schema_version") {
+        Some(v) if v.as_f64() == Some(f64::from(SCHEMA_VERSION)) => {
+            obj.insert("schema_version".into(), SCHEMA_VERSION.into());
+        }
+        written => bail!(
+            "{}:1: {} is not supported by this build (it reads schema_version {SCHEMA_VERSION})",
+            path.display(),
+            written.map_or("no schema_version".to_string(), |v| format!(
+                "schema_version {v}"
+            ))
+        ),
     }
     let mut session: Session = serde_json::from_value(header)
         .with_context(|| format!("{}:1: invalid session header", path.display()))?;

@@ -214,3 +214,42 @@ fn an_export_into_a_closed_pipe_ends_quietly() {
         (Some(0), String::new())
     );
 }
+
+/// An export's schema version is read as a number, as JSON readers read it: `1.0` is 1; any
+/// other version, or none, is named in the error as written.
+#[test]
+fn an_exports_schema_version_is_read_as_a_number() {
+    let env = TestEnv::with_fixtures();
+    let a = env.work().join("a.jsonl");
+    env.ok(&["export", "771ce1df", "-o", a.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&a).unwrap();
+    let shown = env.json(&["show", a.to_str().unwrap(), "--json"]);
+    assert!(text.contains("\"schema_version\":1,"), "{}", &text[..200]);
+    for (written, error) in [
+        ("\"schema_version\":1.0,", None),
+        ("\"schema_version\":1e0,", None),
+        (
+            "\"schema_version\":2,",
+            Some("schema_version 2 is not supported"),
+        ),
+        (
+            "\"schema_version\":\"1\",",
+            Some("schema_version \"1\" is not supported"),
+        ),
+        ("", Some("no schema_version is not supported")),
+    ] {
+        let b = env.work().join("b.jsonl");
+        std::fs::write(&b, text.replacen("\"schema_version\":1,", written, 1)).unwrap();
+        match error {
+            None => {
+                let mut again = env.json(&["show", b.to_str().unwrap(), "--json"]);
+                again["session"]["source_path"] = shown["session"]["source_path"].clone();
+                assert_eq!(again, shown, "{written}");
+            }
+            Some(error) => {
+                let (_, err) = env.fails(&["show", b.to_str().unwrap()]);
+                assert!(err.contains(error), "{written}: {err}");
+            }
+        }
+    }
+}
