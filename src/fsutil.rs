@@ -77,9 +77,22 @@ pub fn folder_of(path: &Path) -> PathBuf {
     }
 }
 
+/// The file a path names: a symbolic link's target (a dotfile manager keeps agents' settings
+/// and indexes as links into its own folder), else the path itself.
+fn link_target(path: &Path) -> PathBuf {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+        }
+        _ => path.to_path_buf(),
+    }
+}
+
 /// Replaces a file's content atomically (temp file in the same folder with the file's
-/// permissions, fsync, rename over it), or creates it.
+/// permissions, fsync, rename over it), or creates it. A symbolic link is followed: the file
+/// it points to is replaced and the link stays.
 pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let path = &link_target(path);
     let dir = folder_of(path);
     let mut tmp = tempfile::Builder::new()
         .prefix(".session-relay-")
@@ -93,6 +106,63 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
     tmp.persist(path)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
     Ok(())
+}
+
+/// Removes the lines of a file an agent owns (an index) for which `ours` holds, keeping every
+/// other byte; false when there is none. The file is replaced atomically (`replace_file`), and
+/// lines the agent appends meanwhile are kept: what reached the old file after it was read is
+/// appended to the new one once it is in place (an agent opens the index to append a line).
+pub fn remove_lines(path: &Path, ours: impl Fn(&[u8]) -> bool) -> Result<bool> {
+    use std::io::Read;
+    use std::os::unix::fs::FileExt;
+    let path = &link_target(path);
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes)?;
+    let mut kept = Vec::with_capacity(bytes.len());
+    let mut removed = false;
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        if ours(line) {
+            removed = true;
+        } else {
+            kept.extend_from_slice(line);
+        }
+    }
+    if !removed {
+        return Ok(false);
+    }
+    let dir = folder_of(path);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".session-relay-")
+        .tempfile_in(&dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.as_file().set_permissions(f.metadata()?.permissions())?;
+    tmp.write_all(&kept)?;
+    tmp.as_file().sync_all()?;
+    let mut new = tmp
+        .persist(path)
+        .map_err(|e| anyhow::anyhow!("cannot rewrite {}: {}", path.display(), e.error))?;
+    // Appended to the old file after it was read (`f` still reads it), until it has not
+    // grown for a moment: a line the agent was writing as the new file took its place.
+    let mut copied = bytes.len() as u64;
+    for _ in 0..100 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let now = f.metadata()?.len();
+        if now <= copied {
+            break;
+        }
+        let mut late = vec![0u8; (now - copied) as usize];
+        f.read_exact_at(&mut late, copied)?;
+        std::io::Seek::seek(&mut new, std::io::SeekFrom::End(0))?;
+        new.write_all(&late)?;
+        copied = now;
+    }
+    new.sync_all()?;
+    Ok(true)
 }
 
 /// Appends one line to a file an agent owns (an index), whole or not at all: if the file does
@@ -153,6 +223,98 @@ pub fn append_line(path: &Path, line: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An agent appending to its index while session-relay removes its own lines loses none
+    /// of them: the agent's lines all stay, once each, and ours all go. (A line written as the
+    /// new file takes the old one's place may come after one written just later.)
+    #[test]
+    fn removing_lines_keeps_what_is_appended_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join("session_index.jsonl");
+        let ours: String = (0..40)
+            .map(|i| format!("{{\"id\":\"ours-{i}\"}}\n"))
+            .collect();
+        std::fs::write(&index, ours).unwrap();
+        let appender = {
+            let index = index.clone();
+            std::thread::spawn(move || {
+                for i in 0..400 {
+                    // As an agent appends: open, write the line, close (here every half millisecond; Codex appends a line per session).
+                    std::thread::sleep(std::time::Duration::from_micros(500));
+                    let mut f = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(&index)
+                        .unwrap();
+                    f.write_all(format!("{{\"id\":\"agent-{i}\"}}\n").as_bytes())
+                        .unwrap();
+                }
+            })
+        };
+        for i in 0..40 {
+            let id = format!("\"ours-{i}\"");
+            remove_lines(&index, |l| {
+                std::str::from_utf8(l).is_ok_and(|l| l.contains(&id))
+            })
+            .unwrap();
+        }
+        appender.join().unwrap();
+        let text = std::fs::read_to_string(&index).unwrap();
+        let mut agent: Vec<&str> = text.lines().filter(|l| l.contains("agent-")).collect();
+        agent.sort_unstable();
+        let mut expected: Vec<String> = (0..400)
+            .map(|i| format!("{{\"id\":\"agent-{i}\"}}"))
+            .collect();
+        expected.sort_unstable();
+        let missing = expected
+            .iter()
+            .filter(|e| !agent.contains(&e.as_str()))
+            .count();
+        assert!(
+            agent.len() == expected.len() && missing == 0,
+            "{} of the agent's 400 lines in the index, {missing} missing",
+            agent.len()
+        );
+        assert!(!text.contains("ours-"), "ours all removed");
+        assert!(text.ends_with('\n'));
+    }
+
+    /// A file kept as a symbolic link (a dotfile manager's) is written through the link.
+    #[test]
+    fn a_linked_file_is_replaced_where_it_lies_and_the_link_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let dotfiles = dir.path().join("dotfiles");
+        std::fs::create_dir(&dotfiles).unwrap();
+        let real = dotfiles.join("index.jsonl");
+        std::fs::write(&real, "{\"id\":\"a\"}\n{\"id\":\"b\"}\n").unwrap();
+        let link = dir.path().join("index.jsonl");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(remove_lines(&link, |l| l.starts_with(b"{\"id\":\"a\"")).unwrap());
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "{\"id\":\"b\"}\n");
+        replace_file(&link, b"{}\n").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "{}\n");
+        // No temporary file left beside the link or the file.
+        for d in [dir.path(), dotfiles.as_path()] {
+            for e in std::fs::read_dir(d).unwrap() {
+                let name = e.unwrap().file_name();
+                assert!(
+                    !name.to_string_lossy().starts_with(".session-relay-"),
+                    "{name:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn an_append_never_glues_onto_a_cut_off_line() {

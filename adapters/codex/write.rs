@@ -228,35 +228,9 @@ pub fn register(home: &Path, id: &str, title: &str) -> Result<Vec<String>> {
 /// Removes `id`'s lines from `session_index.jsonl`, keeping every other line byte for byte.
 /// The file is rewritten atomically (temporary file, fsync, rename).
 pub fn unindex(home: &Path, id: &str) -> Result<bool> {
-    use std::io::Write;
-    let index = home.join("session_index.jsonl");
-    let Ok(bytes) = std::fs::read(&index) else {
-        return Ok(false);
-    };
-    let mut kept = Vec::with_capacity(bytes.len());
-    let mut removed = false;
-    for line in bytes.split_inclusive(|&b| b == b'\n') {
-        let ours = serde_json::from_slice::<Value>(line)
+    crate::fsutil::remove_lines(&home.join("session_index.jsonl"), |line| {
+        serde_json::from_slice::<Value>(line)
             .ok()
-            .is_some_and(|v| v.get("id").and_then(Value::as_str) == Some(id));
-        if ours {
-            removed = true;
-        } else {
-            kept.extend_from_slice(line);
-        }
-    }
-    if !removed {
-        return Ok(false);
-    }
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".session_index.")
-        .tempfile_in(home)?;
-    tmp.write_all(&kept)?;
-    if let Ok(meta) = std::fs::metadata(&index) {
-        tmp.as_file().set_permissions(meta.permissions())?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(&index)
-        .map_err(|e| anyhow::anyhow!("cannot rewrite {}: {}", index.display(), e.error))?;
-    Ok(true)
+            .is_some_and(|v| v.get("id").and_then(Value::as_str) == Some(id))
+    })
 }

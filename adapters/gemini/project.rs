@@ -228,7 +228,7 @@ pub fn register(home: &Path, written: &NativeSession, cwd: &str) -> Result<Vec<S
             }
             projects.insert(cwd.clone(), json!(slug));
             let text = serde_json::to_string_pretty(&doc)?;
-            replace_file(&path, text.as_bytes())?;
+            crate::fsutil::replace_file(&path, text.as_bytes())?;
             notes.push(format!(
                 "{cwd} registered as Gemini project `{slug}` in {}",
                 path.display()
@@ -258,25 +258,6 @@ fn write_marker(path: &Path, cwd: &str) -> Result<()> {
         }
         Err(e) => Err(e).with_context(|| format!("cannot create {}", path.display())),
     }
-}
-
-/// Replaces a file the CLI owns with new content, atomically (temporary file beside it, fsync,
-/// rename), keeping its permissions.
-fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".projects.json.session-relay-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        tmp.as_file().set_permissions(meta.permissions())?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .map_err(|e| anyhow::anyhow!("cannot replace {}: {}", path.display(), e.error))?;
-    Ok(())
 }
 
 /// The lock Gemini CLI takes on `projects.json` (proper-lockfile: a `projects.json.lock`
