@@ -1,7 +1,6 @@
 //! The relay ledger: one JSON line per relay in the platform state dir. Idempotence (and the
 //! later `clean`) rely on it: it is the record of what session-relay wrote.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -49,25 +48,35 @@ impl Entry {
     }
 }
 
+/// The event that takes back a `relay` entry whose session did not land: a relay is recorded
+/// before its session is written, so that a session in a store is always one the ledger
+/// knows (and `clean` can remove), even if the relay is killed right after writing it.
+pub const WITHDRAWN: &str = "withdrawn";
+
 /// The relays still recorded as in place: every `relay` entry whose target no later `clean`
-/// entry removed, oldest first.
+/// (or `withdrawn`) entry removed, oldest first.
 pub fn live_relays(entries: &[Entry]) -> Vec<&Entry> {
     let mut live: Vec<&Entry> = Vec::new();
     for e in entries {
         match e.event.as_str() {
             "relay" => live.push(e),
-            "clean" => live.retain(|l| l.target.path != e.target.path),
+            "clean" | WITHDRAWN => live.retain(|l| l.target.path != e.target.path),
             _ => {}
         }
     }
     live
 }
 
-/// The target paths of relays that a later relay superseded.
+/// The target paths of relays that a later relay superseded (one that was not withdrawn).
 pub fn superseded(entries: &[Entry]) -> std::collections::HashSet<String> {
+    let withdrawn: std::collections::HashSet<&str> = entries
+        .iter()
+        .filter(|e| e.event == WITHDRAWN)
+        .map(|e| e.target.path.as_str())
+        .collect();
     entries
         .iter()
-        .filter(|e| e.event == "relay")
+        .filter(|e| e.event == "relay" && !withdrawn.contains(e.target.path.as_str()))
         .flat_map(|e| e.supersedes.iter().map(|s| s.path.clone()))
         .collect()
 }
@@ -81,14 +90,9 @@ pub fn append(entry: &Entry) -> Result<PathBuf> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .with_context(|| format!("cannot open the ledger {}", path.display()))?;
-    let line = format!("{}\n", serde_json::to_string(entry)?);
-    f.write_all(line.as_bytes())?;
-    f.sync_all()?;
+    // Whole or not at all, and never glued onto a line an earlier run left cut off.
+    crate::fsutil::append_line(&path, &serde_json::to_string(entry)?)
+        .with_context(|| format!("cannot record the relay in the ledger {}", path.display()))?;
     Ok(path)
 }
 

@@ -163,10 +163,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &a.options(terminal.then_some(&ask as &dyn Fn(_) -> _), handle(&bar)),
             )?;
             drop(bar);
-            if a.quiet && !a.json {
-                return Ok(());
+            if !a.quiet || a.json {
+                render::emit(&report, a.json)?;
             }
-            render::emit(&report, a.json)
+            match report.failures() {
+                0 => Ok(()),
+                n => Err(anyhow::anyhow!(
+                    "{n} relayed session(s) could not be deleted; they are kept and a later clean tries again"
+                )),
+            }
         }
         Command::Completions(_) | Command::Man(_) | Command::Doctor(_) | Command::Hook(_) => {
             unreachable!()

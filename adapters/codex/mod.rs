@@ -228,11 +228,12 @@ impl Adapter for Codex {
 
     fn unregister(&self, home: &Path, id: &str) -> Result<Vec<String>> {
         let mut notes = Vec::new();
-        if write::unindex(home, id)? {
-            notes.push(format!("{id}: title line removed from session_index.jsonl"));
-        }
+        // The database first: Codex may hold it locked, and then nothing has changed yet.
         if state_db::unregister(home, id)? {
             notes.push(format!("{id}: row removed from state_5.sqlite"));
+        }
+        if write::unindex(home, id)? {
+            notes.push(format!("{id}: title line removed from session_index.jsonl"));
         }
         Ok(notes)
     }

@@ -52,6 +52,19 @@ pub struct Outcome {
     pub reason: String,
 }
 
+/// The reason given for a session that was to be deleted and could not be.
+const NOT_DELETED: &str = "could not delete: ";
+
+impl Report {
+    /// How many sessions could not be deleted: a clean that leaves some behind fails.
+    pub fn failures(&self) -> usize {
+        self.sessions
+            .iter()
+            .filter(|s| s.reason.starts_with(NOT_DELETED))
+            .count()
+    }
+}
+
 pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
     let state = crate::paths::require_state_dir()?;
     std::fs::create_dir_all(&state)
@@ -106,16 +119,29 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
             crate::progress::Unit::Items,
         );
     }
+    let verdict = |e: &Entry| {
+        let store = existing
+            .iter()
+            .find(|s| s.adapter.name() == e.target.agent)?;
+        let relayed = DateTime::parse_from_rfc3339(&e.time)
+            .map(|t| t.with_timezone(&Utc))
+            .ok();
+        Some(judge(
+            Path::new(&e.target.path),
+            e,
+            store,
+            args,
+            relayed,
+            cutoff,
+        ))
+    };
     for e in candidates {
         if let Some(p) = progress {
             p.advance(1);
         }
-        let Some(store) = existing.iter().find(|s| s.adapter.name() == e.target.agent) else {
+        let Some(verdict) = verdict(&e) else {
             continue;
         };
-        let relayed = DateTime::parse_from_rfc3339(&e.time)
-            .map(|t| t.with_timezone(&Utc))
-            .ok();
         let mut o = Outcome {
             agent: e.target.agent.clone(),
             id: e.target.id.clone(),
@@ -124,8 +150,7 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
             action: "kept",
             reason: String::new(),
         };
-        let path = Path::new(&e.target.path);
-        match judge(path, &e, store, args, relayed, cutoff) {
+        match verdict {
             Verdict::Delete { continued } => {
                 o.action = "would_delete";
                 o.reason = format!(
@@ -185,6 +210,21 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
             if let Some(p) = progress {
                 p.advance(1);
             }
+            // Judged again: the file may have been continued (or replaced) since, and a
+            // question to the user can wait for minutes.
+            match verdict(e) {
+                Some(Verdict::Delete { .. }) => {}
+                Some(Verdict::Keep(why)) => {
+                    o.action = "kept";
+                    o.reason = format!("{why} (changed since it was checked)");
+                    continue;
+                }
+                _ => {
+                    o.action = "missing";
+                    o.reason = "already gone".into();
+                    continue;
+                }
+            }
             match delete(cfg, e) {
                 Ok(mut n) => {
                     o.action = "deleted";
@@ -192,7 +232,7 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
                 }
                 Err(err) => {
                     o.action = "kept";
-                    o.reason = format!("could not delete: {err:#}");
+                    o.reason = format!("{NOT_DELETED}{err:#}");
                 }
             }
         }
@@ -225,7 +265,7 @@ fn candidates(entries: Vec<Entry>, agent: Option<&str>, superseded: bool) -> Vec
             "relay" if !e.standalone => {
                 latest.insert(e.target.path.clone(), e);
             }
-            "clean" => {
+            "clean" | ledger::WITHDRAWN => {
                 latest.remove(&e.target.path);
             }
             _ => {}
@@ -321,18 +361,21 @@ fn carries_provenance(path: &Path, e: &Entry) -> Result<bool> {
     Ok(false)
 }
 
-/// Deletes one relayed session and its index entries, and records it in the ledger.
+/// Deletes one relayed session and its index entries, and records it in the ledger. The
+/// entries go first: a session whose index entries cannot be removed (a database another
+/// program holds locked) is kept, to be cleaned by a later run, rather than left named by an
+/// index that outlives it.
 fn delete(cfg: &Config, e: &Entry) -> Result<Vec<String>> {
     let path = PathBuf::from(&e.target.path);
-    std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
     let mut notes = Vec::new();
     if let Some(adapter) = crate::adapters::by_name(&e.target.agent) {
         let home = &cfg.agent(adapter.name()).session_root;
-        match adapter.unregister(home, &e.target.id) {
-            Ok(mut n) => notes.append(&mut n),
-            Err(err) => notes.push(format!("{}: index not updated: {err:#}", e.target.id)),
-        }
+        let mut n = adapter
+            .unregister(home, &e.target.id)
+            .context("its index entries could not be removed, so it was kept")?;
+        notes.append(&mut n);
     }
+    std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
     ledger::append(&Entry {
         event: "clean".into(),
         time: Utc::now().to_rfc3339(),

@@ -471,7 +471,7 @@ fn check_state(problems: &mut Vec<Problem>) -> StateCheck {
     }
     let path = ledger::ledger_path().ok();
     let (entries, damaged) = ledger::read();
-    let mut relays = 0;
+    let mut relays: usize = 0;
     let mut cleaned = 0;
     let mut present = std::collections::BTreeSet::new();
     for e in &entries {
@@ -484,6 +484,10 @@ fn check_state(problems: &mut Vec<Problem>) -> StateCheck {
             }
             "clean" => {
                 cleaned += 1;
+                present.remove(&e.target.path);
+            }
+            ledger::WITHDRAWN => {
+                relays = relays.saturating_sub(1);
                 present.remove(&e.target.path);
             }
             _ => {}

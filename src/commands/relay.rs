@@ -299,30 +299,9 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create the folder {} for --out", dir.display()))?;
         }
-        super::step("writing and checking the relayed session");
-        let created = verify::write_and_verify(target, &native, &plan.session, &home)?;
-        if standalone.is_none() {
-            match target.register(&home, &native, &plan.session, &title) {
-                Ok(n) => notes.extend(n),
-                Err(e) => {
-                    // All or nothing: a session the index does not know is not left behind.
-                    let removed = std::fs::remove_file(&native.path).is_ok();
-                    if removed {
-                        crate::fsutil::remove_created_dirs(&created);
-                    }
-                    return Err(e.context(format!(
-                        "could not register the relayed session in {}'s index; {}",
-                        target.display_name(),
-                        if removed {
-                            format!("nothing was relayed ({} removed)", native.path.display())
-                        } else {
-                            format!("{} is left in place", native.path.display())
-                        }
-                    )));
-                }
-            }
-        }
-        ledger::append(&ledger::Entry {
+        // Recorded before it is written: a session that lands is one the ledger knows, and
+        // `clean` can remove, even if this process is killed right after writing it.
+        let entry = ledger::Entry {
             event: "relay".into(),
             time: now.to_rfc3339(),
             tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -340,7 +319,44 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             })),
             source_bytes,
             supersedes: supersedes.clone(),
-        })?;
+        };
+        ledger::append(&entry)?;
+        let withdraw = |e: anyhow::Error| -> anyhow::Error {
+            match ledger::append(&ledger::Entry {
+                event: ledger::WITHDRAWN.into(),
+                time: Utc::now().to_rfc3339(),
+                supersedes: Vec::new(),
+                ..entry.clone()
+            }) {
+                Ok(_) => e,
+                Err(w) => e.context(format!("and the ledger still records it: {w:#}")),
+            }
+        };
+        super::step("writing and checking the relayed session");
+        let created =
+            verify::write_and_verify(target, &native, &plan.session, &home).map_err(withdraw)?;
+        if standalone.is_none() {
+            match target.register(&home, &native, &plan.session, &title) {
+                Ok(n) => notes.extend(n),
+                Err(e) => {
+                    // All or nothing: a session the index does not know is not left behind.
+                    let removed = std::fs::remove_file(&native.path).is_ok();
+                    if removed {
+                        crate::fsutil::remove_created_dirs(&created);
+                    }
+                    let e = e.context(format!(
+                        "could not register the relayed session in {}'s index; {}",
+                        target.display_name(),
+                        if removed {
+                            format!("nothing was relayed ({} removed)", native.path.display())
+                        } else {
+                            format!("{} is left in place", native.path.display())
+                        }
+                    ));
+                    return Err(if removed { withdraw(e) } else { e });
+                }
+            }
+        }
     }
 
     // Freeing a long session's tens of thousands of messages one by one takes a tenth of a

@@ -298,3 +298,29 @@ fn clean_names_the_ledger_lines_it_cannot_read() {
     // The readable lines still count: the old relay is cleaned.
     assert!(!path.exists(), "{v}");
 }
+
+/// A session whose index entries cannot be removed is kept, whole and still indexed where it
+/// was, and the clean fails; a later clean, once the index can be written, deletes it.
+#[test]
+fn clean_keeps_a_session_its_index_cannot_forget() {
+    let mut env = TestEnv::with_fixtures();
+    env.removing_stores();
+    let proj = env.project();
+    let (id, path) = relay(&env, "771ce1df", "codex", &proj);
+    let index = env.codex_home().join("session_index.jsonl");
+    let text = std::fs::read(&index).unwrap();
+    std::fs::remove_file(&index).unwrap();
+    std::fs::create_dir(&index).unwrap();
+    let (code, out) = env.fails(&["clean", "--older-than", "0d", "--yes"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("could not be deleted"), "{out}");
+    assert!(path.exists(), "deleted although its index still names it");
+    let ledger_text = std::fs::read_to_string(ledger(&env)).unwrap();
+    assert!(!ledger_text.contains("\"event\":\"clean\""));
+    std::fs::remove_dir(&index).unwrap();
+    std::fs::write(&index, text).unwrap();
+    let done = env.json(&["clean", "--older-than", "0d", "--yes", "--json"]);
+    assert_eq!(action(&done, &id), "deleted");
+    assert!(!path.exists());
+    assert!(!std::fs::read_to_string(&index).unwrap().contains(&id));
+}

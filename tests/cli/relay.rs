@@ -754,3 +754,57 @@ fn no_redact_warns_only_when_something_is_written() {
     assert!(wet.status.success());
     assert!(String::from_utf8_lossy(&wet.stderr).contains("warning: --no-redact"));
 }
+
+fn ledger_events(env: &TestEnv) -> Vec<(String, String)> {
+    let text =
+        std::fs::read_to_string(env.dir.path().join("state/session-relay/ledger.jsonl")).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| {
+            (
+                v["event"].as_str().unwrap().to_string(),
+                v["target"]["path"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A relay is recorded in the ledger before its session is written, so that a session killed
+/// right after landing is still one `clean` knows; one that does not land is withdrawn, and
+/// neither blocks the next relay nor is offered to `clean`.
+#[test]
+fn a_relay_that_does_not_land_is_withdrawn_from_the_ledger() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    // Codex's index cannot be appended to: the relay's registration fails.
+    let index = env.codex_home().join("session_index.jsonl");
+    let original = std::fs::read(&index).unwrap();
+    std::fs::remove_file(&index).unwrap();
+    std::fs::create_dir(&index).unwrap();
+    let (_, err) = env.fails(&["relay", "771ce1df", "--to", "codex", "--cwd", &proj]);
+    assert!(err.contains("nothing was relayed"), "{err}");
+    let events = ledger_events(&env);
+    assert_eq!(
+        events.iter().map(|(e, _)| e.as_str()).collect::<Vec<_>>(),
+        ["relay", "withdrawn"]
+    );
+    assert_eq!(events[0].1, events[1].1);
+    assert!(!std::path::Path::new(&events[0].1).exists());
+    let clean = env.json(&["clean", "--older-than", "0d", "--dry-run", "--json"]);
+    assert!(clean["sessions"].as_array().unwrap().is_empty(), "{clean}");
+    // With the index back, the next relay is a new one.
+    std::fs::remove_dir(&index).unwrap();
+    std::fs::write(&index, original).unwrap();
+    let r = relay_json(&env, &["771ce1df", "--to", "codex", "--cwd", &proj]);
+    assert_eq!(r["already_relayed"], false);
+    assert!(r["supersedes"].as_array().unwrap().is_empty(), "{r}");
+    // An earlier run cut off mid-line: the next entry starts on a line of its own.
+    let ledger = env.dir.path().join("state/session-relay/ledger.jsonl");
+    let mut text = std::fs::read_to_string(&ledger).unwrap();
+    text.push_str("{\"event\":\"relay\",\"ti");
+    std::fs::write(&ledger, text).unwrap();
+    let r = relay_json(&env, &["5d0c3a1e", "--to", "codex", "--cwd", &proj]);
+    let again = relay_json(&env, &["5d0c3a1e", "--to", "codex", "--cwd", &proj]);
+    assert_eq!(again["already_relayed"], true, "{again}");
+    assert_eq!(again["target"]["id"], r["target"]["id"]);
+}
