@@ -403,3 +403,26 @@ fn the_codex_thread_index_row_matches_the_one_codex_writes() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// A person's prompt that starts as the target's own injected texts do (`<environment_context>`
+/// for Codex, `<system-reminder>` for Claude Code) is escaped by the writer: the real CLI takes
+/// it for the person's words, and sends it on with the conversation.
+#[test]
+#[ignore = "needs the real CLIs: tests/realclients/install.sh"]
+fn prompts_that_start_as_the_targets_own_texts_reach_the_real_cli() {
+    let scripts = realclients();
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let mut failures = Vec::new();
+    for (from, to, tag) in [
+        ("claude", "codex", "<environment_context>"),
+        ("codex", "claude", "<system-reminder>"),
+    ] {
+        let last = format!("{tag} PASTEDWORDS keep this");
+        let id = common::session_with_prompts(&env, from, &["Start here", &last]);
+        if let Err(e) = relay_and_check(&env, &scripts, &id, to, &proj, &[], &["PASTEDWORDS"]) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

@@ -1347,8 +1347,21 @@ fn classify_user_text(mut m: Message, meta: bool, compact_summary: bool) -> Mess
     if let Some(k) = injected_kind(&m.content, meta, compact_summary) {
         m.role = Role::System;
         m = m.with_meta("kind", k);
+    } else if let Some(rest) = unescaped(&m.content) {
+        m.content = rest.to_string();
     }
     m
+}
+
+/// Put before a person's words that start as Claude Code's own texts do (`<system-reminder>`,
+/// `<command-name>`): Claude Code would take them for its own, and show them as a command or
+/// not at all. The reader takes it off again (`unescaped`).
+pub(crate) const ESCAPE: &str = "(relayed) ";
+
+/// A person's words with `ESCAPE` taken off, when the writer put it there.
+pub(crate) fn unescaped(text: &str) -> Option<&str> {
+    text.strip_prefix(ESCAPE)
+        .filter(|rest| injected_kind(rest, false, false).is_some())
 }
 
 /// What a user line's text is when Claude Code wrote it rather than the person (`None`: the

@@ -410,7 +410,11 @@ fn count(kind: &str, line: &Line) -> Counted {
                 Some(_) => none,
                 None => Counted {
                     messages: 1,
-                    prompt: Some(text.into_owned()).filter(|t| !t.trim().is_empty()),
+                    prompt: Some(match super::read::unescaped(&text) {
+                        Some(rest) => rest.to_string(),
+                        None => text.into_owned(),
+                    })
+                    .filter(|t| !t.trim().is_empty()),
                 },
             }
         }

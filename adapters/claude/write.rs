@@ -150,7 +150,16 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     let mut pending_time: Option<DateTime<Utc>> = None;
     for m in &shaped.messages {
         let t = m.timestamp.as_ref().and_then(Timestamp::time);
-        let text = || json!([{"type": "text", "text": m.content}]);
+        let text = || {
+            // The person's words must not start as Claude Code's own texts do.
+            let words = match m.role {
+                Role::User if super::read::injected_kind(&m.content, false, false).is_some() => {
+                    format!("{}{}", super::read::ESCAPE, m.content)
+                }
+                _ => m.content.clone(),
+            };
+            json!([{"type": "text", "text": words}])
+        };
         match m.role {
             Role::System | Role::User => {
                 flush(

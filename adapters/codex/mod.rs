@@ -312,6 +312,29 @@ fn id_from_file_name(path: &Path) -> Option<String> {
     None
 }
 
+/// Put before a person's words that start as Codex's injected texts do (a prompt beginning
+/// with `<environment_context>`): Codex would take the message for context it injected, hide
+/// it and not count it as a turn. Codex looks at every part of a message, so the words
+/// themselves must not start so. The reader takes it off again.
+pub(crate) const ESCAPE: &str = "(relayed) ";
+
+/// A person's words as written to Codex (see `ESCAPE`).
+pub(crate) fn escaped_user_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if is_injected_user_text(text) {
+        std::borrow::Cow::Owned(format!("{ESCAPE}{text}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// A person's words as written (`escaped_user_text` undone).
+pub(crate) fn unescaped_user_text(text: String) -> String {
+    match text.strip_prefix(ESCAPE) {
+        Some(rest) if is_injected_user_text(rest) => rest.to_string(),
+        _ => text,
+    }
+}
+
 /// User-role texts that Codex injects (environment, instructions) rather than the user typing.
 pub(crate) fn is_injected_user_text(text: &str) -> bool {
     let t = text.trim_start();

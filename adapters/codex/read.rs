@@ -778,7 +778,7 @@ fn message_item(out: &mut Vec<Op>, at: &At, text: String, role: &str, phase: Opt
         }
         "user" => {
             out.push(Op::Conversation);
-            at.message(Role::User, text)
+            at.message(Role::User, super::unescaped_user_text(text))
         }
         "assistant" => {
             out.push(Op::Conversation);
@@ -1133,7 +1133,7 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
             if super::is_injected_user_text(&text) {
                 out.push(base(Role::System, text).with_meta("kind", "context"));
             } else {
-                out.push(base(Role::User, text));
+                out.push(base(Role::User, super::unescaped_user_text(text)));
             }
         }
         "agent_message" => out.push(base(

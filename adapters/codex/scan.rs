@@ -264,7 +264,7 @@ impl Scan {
 
 fn first_prompt(slot: &mut Option<String>, text: String) {
     if slot.is_none() && !text.trim().is_empty() {
-        *slot = Some(text);
+        *slot = Some(super::unescaped_user_text(text));
     }
 }
 

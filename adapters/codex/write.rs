@@ -78,18 +78,19 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
                 );
             }
             Role::User => {
+                let words = super::escaped_user_text(&m.content);
                 line(
                     &mut out,
                     t,
                     "response_item",
                     json!({"type": "message", "role": "user",
-                           "content": [{"type": "input_text", "text": m.content}]}),
+                           "content": [{"type": "input_text", "text": words}]}),
                 );
                 line(
                     &mut out,
                     t,
                     "event_msg",
-                    json!({"type": "user_message", "message": m.content, "images": [],
+                    json!({"type": "user_message", "message": words, "images": [],
                            "local_images": [], "text_elements": []}),
                 );
             }

@@ -808,3 +808,70 @@ fn a_relay_that_does_not_land_is_withdrawn_from_the_ledger() {
     assert_eq!(again["already_relayed"], true, "{again}");
     assert_eq!(again["target"]["id"], r["target"]["id"]);
 }
+
+/// A person's prompt that starts as the target agent's own injected texts do is relayed (the
+/// read-back check used to refuse the whole relay): written with an escape the target does not
+/// take for its own, and read back as the person wrote it.
+#[test]
+fn prompts_that_start_as_the_targets_own_texts_are_relayed_as_written() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    for (from, to, tags) in [
+        (
+            "claude",
+            "codex",
+            &[
+                "<environment_context>",
+                "<user_instructions>",
+                "<user_shell_command>",
+                "<turn_aborted>",
+                "<skills_instructions>",
+                "<collaboration_mode>",
+            ][..],
+        ),
+        (
+            "codex",
+            "claude",
+            &[
+                "<system-reminder>",
+                "<command-name>",
+                "<command-message>",
+                "<local-command-stdout>",
+                "<local-command-caveat>",
+                "<task-notification>",
+            ][..],
+        ),
+    ] {
+        let prompts: Vec<String> = std::iter::once("Start here".to_string())
+            .chain(
+                tags.iter()
+                    .map(|t| format!("{t} is what I pasted, keep it")),
+            )
+            .collect();
+        let refs: Vec<&str> = prompts.iter().map(String::as_str).collect();
+        let id = crate::common::session_with_prompts(&env, from, &refs);
+        let r = relay_json(&env, &[&id, "--to", to, "--cwd", &proj]);
+        let path = r["target"]["path"].as_str().unwrap();
+        let raw = std::fs::read_to_string(path).unwrap();
+        for t in tags {
+            assert!(
+                raw.contains(&format!("(relayed) {t}")),
+                "{to}: {t} not escaped"
+            );
+        }
+        let back: Vec<String> = env
+            .ok(&["export", path])
+            .lines()
+            .skip(1)
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|m| m["role"] == "user")
+            .map(|m| m["content"].as_str().unwrap().to_string())
+            .collect();
+        for p in &prompts[1..] {
+            assert!(
+                back.contains(p),
+                "{from} -> {to}: {p:?} not read back: {back:?}"
+            );
+        }
+    }
+}

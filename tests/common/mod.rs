@@ -268,3 +268,70 @@ impl Rng {
         self.below(100) < percent
     }
 }
+
+/// A source whose prompts are `prompts`, each answered: a Claude Code transcript or a Codex
+/// rollout under `env`'s homes. Returns its id.
+pub fn session_with_prompts(env: &TestEnv, agent: &str, prompts: &[&str]) -> String {
+    let mut out = Vec::new();
+    let cwd = "/home/dev/projects/odd";
+    let at = |n: usize| format!("2026-11-29T12:{:02}:{:02}.000Z", n / 60, n % 60);
+    let (id, path) = match agent {
+        "claude" => {
+            let id = "5d0c3a1e-7b2f-4e8a-9c6d-0000000000bb";
+            let mut parent = serde_json::Value::Null;
+            for (n, p) in prompts.iter().enumerate() {
+                for (k, (kind, message)) in [
+                    ("user", serde_json::json!({"role": "user", "content": p})),
+                    (
+                        "assistant",
+                        serde_json::json!({"id": format!("m{n}"), "type": "message",
+                        "role": "assistant", "model": "x",
+                        "content": [{"type": "text", "text": format!("Answer {n}.")}]}),
+                    ),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    let uuid = format!("u{n}-{k}");
+                    out.push(
+                        serde_json::json!({"parentUuid": parent, "isSidechain": false,
+                        "type": kind, "message": message, "uuid": uuid, "timestamp": at(2 * n + k),
+                        "userType": "external", "cwd": cwd, "sessionId": id,
+                        "version": "2.1.332"}),
+                    );
+                    parent = serde_json::json!(uuid);
+                }
+            }
+            let dir = env.claude_home().join("projects/-home-dev-projects-odd");
+            std::fs::create_dir_all(&dir).unwrap();
+            (id, dir.join(format!("{id}.jsonl")))
+        }
+        _ => {
+            let id = "0199a000-0000-7000-8000-0000000000bb";
+            out.push(
+                serde_json::json!({"timestamp": at(0), "type": "session_meta",
+                "payload": {"id": id, "timestamp": at(0), "cwd": cwd, "originator": "codex_cli_rs",
+                            "cli_version": "0.171.0", "source": "cli"}}),
+            );
+            for (n, p) in prompts.iter().enumerate() {
+                out.push(
+                    serde_json::json!({"timestamp": at(2 * n + 1), "type": "response_item",
+                    "payload": {"type": "message", "role": "user",
+                                "content": [{"type": "input_text", "text": p}]}}),
+                );
+                out.push(serde_json::json!({"timestamp": at(2 * n + 2), "type": "response_item",
+                    "payload": {"type": "message", "role": "assistant",
+                                "content": [{"type": "output_text", "text": format!("Answer {n}.")}]}}));
+            }
+            let dir = env.codex_home().join("sessions/2026/11/29");
+            std::fs::create_dir_all(&dir).unwrap();
+            (
+                id,
+                dir.join(format!("rollout-2026-11-29T12-00-00-{id}.jsonl")),
+            )
+        }
+    };
+    let text: Vec<String> = out.iter().map(serde_json::Value::to_string).collect();
+    std::fs::write(path, text.join("\n") + "\n").unwrap();
+    id.to_string()
+}
