@@ -54,7 +54,7 @@ pub fn write_new_file_with(
         .into());
     }
     let tmp = tempfile::Builder::new()
-        .prefix(".session-relay-")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(&dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp);
@@ -68,6 +68,10 @@ pub fn write_new_file_with(
         .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
     Ok(())
 }
+
+/// How the temporary files session-relay writes beside a file before renaming it into place
+/// begin. A process killed before the rename leaves one (`clean` removes stale ones).
+pub const TEMP_PREFIX: &str = ".session-relay-";
 
 /// The folder `path` is (or will be) in: `.` for a bare file name.
 pub fn folder_of(path: &Path) -> PathBuf {
@@ -95,7 +99,7 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let path = &link_target(path);
     let dir = folder_of(path);
     let mut tmp = tempfile::Builder::new()
-        .prefix(".session-relay-")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(&dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
     if let Ok(meta) = std::fs::metadata(path) {
@@ -137,7 +141,7 @@ pub fn remove_lines(path: &Path, ours: impl Fn(&[u8]) -> bool) -> Result<bool> {
     }
     let dir = folder_of(path);
     let mut tmp = tempfile::Builder::new()
-        .prefix(".session-relay-")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(&dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
     tmp.as_file().set_permissions(f.metadata()?.permissions())?;

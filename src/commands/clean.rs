@@ -238,12 +238,57 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
         }
     }
 
+    // Temporary files a relay killed mid-write left beside a session or an index: named as
+    // only session-relay names them, and untouched for an hour (no write still under way).
+    let mut stale = 0;
+    for s in &existing {
+        for path in stale_temp_files(&s.home, now) {
+            if args.dry_run || std::fs::remove_file(&path).is_ok() {
+                stale += 1;
+            }
+        }
+    }
+    if stale > 0 {
+        notes.push(format!(
+            "{} {stale} temporary file(s) left by interrupted relays",
+            if args.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            }
+        ));
+    }
+
     drop(lock);
     Ok(Report {
         dry_run: args.dry_run,
         sessions: outcomes.into_iter().map(|(o, _)| o).collect(),
         notes,
     })
+}
+
+/// Regular files under an agent's home (its stores and indexes, symbolic links not followed)
+/// named as session-relay names its temporary files, last written over an hour before `now`.
+fn stale_temp_files(home: &Path, now: chrono::DateTime<Utc>) -> Vec<PathBuf> {
+    let hour_ago = std::time::SystemTime::from(now) - std::time::Duration::from_secs(3600);
+    walkdir::WalkDir::new(home)
+        .max_depth(6)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(crate::fsutil::TEMP_PREFIX)
+        })
+        .filter(|e| {
+            e.metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .is_some_and(|t| t < hour_ago)
+        })
+        .map(|e| e.into_path())
+        .collect()
 }
 
 enum Verdict {

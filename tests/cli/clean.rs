@@ -324,3 +324,48 @@ fn clean_keeps_a_session_its_index_cannot_forget() {
     assert!(!path.exists());
     assert!(!std::fs::read_to_string(&index).unwrap().contains(&id));
 }
+
+/// A temporary file a relay killed mid-write left in a store is removed once it is an hour
+/// old; a fresh one (a relay may be writing it) and files not named as session-relay names
+/// its own stay.
+#[test]
+fn clean_removes_the_temporary_files_of_interrupted_relays() {
+    let mut env = TestEnv::with_fixtures();
+    env.removing_stores();
+    let dir = env.codex_home().join("sessions/2026/11/29");
+    let old = dir.join(".session-relay-AbC123");
+    let fresh = dir.join(".session-relay-XyZ789");
+    let other = dir.join(".tmp-AbC123");
+    for p in [&old, &fresh, &other] {
+        std::fs::write(p, "{\"half\":").unwrap();
+    }
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    for p in [&old, &other] {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+    }
+    let dry = env.json(&["clean", "--dry-run", "--json"]);
+    assert!(
+        dry["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "would remove 1 temporary file(s) left by interrupted relays"),
+        "{dry}"
+    );
+    assert!(old.exists());
+    let done = env.json(&["clean", "--yes", "--json"]);
+    assert!(
+        done["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "removed 1 temporary file(s) left by interrupted relays"),
+        "{done}"
+    );
+    assert!(!old.exists() && fresh.exists() && other.exists());
+}
