@@ -307,11 +307,10 @@ fn answers(env: &TestEnv) -> Answers {
     }
     // `show` in this process: the binary would load its tokenizer again for every file.
     let cfg = env.config();
-    let mut show = BTreeMap::new();
-    for (agent, path) in fixture_sessions() {
-        let rel = Path::new(agent).join(relative(agent, &path));
+    // What `show --json` prints of a file, the environment's folder taken out of paths.
+    let show_json = |file: &Path| -> anyhow::Result<Value> {
         let opts = commands::show::Options {
-            session: env.dir.path().join(&rel).display().to_string(),
+            session: file.display().to_string(),
             scope: commands::Scope {
                 agent: None,
                 cwd: None,
@@ -322,11 +321,16 @@ fn answers(env: &TestEnv) -> Answers {
             no_redact: false,
             progress: Default::default(),
         };
-        let report = commands::show::run(&cfg, &opts).unwrap();
+        let report = commands::show::run(&cfg, &opts)?;
         let mut out = Vec::new();
-        render::json(&report, &mut out).unwrap();
-        let text = String::from_utf8(out).unwrap().replace(&root, "<ENV>");
-        show.insert(rel, serde_json::from_str(&text).unwrap());
+        render::json(&report, &mut out)?;
+        let text = String::from_utf8(out)?.replace(&root, "<ENV>");
+        Ok(serde_json::from_str(&text)?)
+    };
+    let mut show = BTreeMap::new();
+    for (agent, path) in fixture_sessions() {
+        let rel = Path::new(agent).join(relative(agent, &path));
+        show.insert(rel.clone(), show_json(&env.dir.path().join(&rel)).unwrap());
     }
     let mut loose = BTreeMap::new();
     for (i, (agent, path)) in fixture_sessions().into_iter().enumerate() {
@@ -339,25 +343,8 @@ fn answers(env: &TestEnv) -> Answers {
         let copy = env.dir.path().join(format!("loose/{i}/{name}"));
         std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
         std::fs::copy(env.dir.path().join(&rel), &copy).unwrap();
-        let opts = commands::show::Options {
-            session: copy.display().to_string(),
-            scope: commands::Scope {
-                agent: None,
-                cwd: None,
-                all: false,
-            },
-            to: None,
-            budget: None,
-            no_redact: false,
-            progress: Default::default(),
-        };
-        let shown = match commands::show::run(&cfg, &opts) {
-            Ok(report) => {
-                let mut out = Vec::new();
-                render::json(&report, &mut out).unwrap();
-                let text = String::from_utf8(out).unwrap().replace(&root, "<ENV>");
-                show_fields(&serde_json::from_str(&text).unwrap())
-            }
+        let shown = match show_json(&copy) {
+            Ok(v) => show_fields(&v),
             Err(e) => Value::String(format!("{e:#}").replace(&root, "<ENV>")),
         };
         loose.insert(rel, shown);
