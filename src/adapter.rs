@@ -284,7 +284,7 @@ impl OutputCut<'_> {
             full.chars().count()
         };
         let masked = self.mask.map(|_| counts);
-        match crate::text::reduced_output(&full) {
+        match crate::text::reduced_output(&full, (n > self.max).then_some(n)) {
             Some(content) => Some(KeptOutput {
                 content,
                 original_chars: Some(chars),

@@ -96,12 +96,80 @@ pub fn trim_output_cow(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
 /// The head and tail of `text`, `n` characters long (more than `max`), around the marker.
 fn cut_output(text: &str, max: usize, n: usize) -> String {
     let head_len = max * 2 / 3;
-    let tail_len = max - head_len;
-    around_cut(
-        first_chars(text, head_len),
-        n - head_len - tail_len,
-        last_chars(text, tail_len),
-    )
+    cut_between(text, n, (head_len, max - head_len), None)
+}
+
+/// A tool output cut to `max` as `trim_output` cuts it, where the output may already be a cut
+/// of ours: a reader cut it to its head and tail from `source_chars` characters (the message's
+/// `original_chars`). Cutting such a text again takes the reader's marker with it, and the new
+/// marker must count what is missing of the source, not of the cut text (it said
+/// "24 chars cut" where 397,000 were). So a marker that the new cut reaches goes whole (the
+/// head or tail around it is shortened to its edge), and the new marker counts every character
+/// of the source that is no longer shown. Without `source_chars` (an output no reader cut, in
+/// which such a marker is the text's own), this is `trim_output`.
+pub fn recut(text: &str, max: usize, source_chars: Option<usize>) -> std::borrow::Cow<'_, str> {
+    let Some(source_chars) = source_chars else {
+        return trim_output_cow(text, max);
+    };
+    let n = text.chars().count();
+    if n <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let head_len = max * 2 / 3;
+    std::borrow::Cow::Owned(cut_between(
+        text,
+        n,
+        (head_len, max - head_len),
+        Some(source_chars),
+    ))
+}
+
+/// `text`, `n` characters long (more than `head_len + tail_len`), cut to its first
+/// `head_len` and last `tail_len` characters around a marker. With `source_chars` (see
+/// `recut`), a marker of ours that the cut reaches goes whole, and the new marker counts what
+/// is missing of the source.
+fn cut_between(
+    text: &str,
+    n: usize,
+    (head_len, tail_len): (usize, usize),
+    source_chars: Option<usize>,
+) -> String {
+    let (head, tail) = (first_chars(text, head_len), last_chars(text, tail_len));
+    let plain = n - head_len - tail_len;
+    let Some(source_chars) = source_chars else {
+        return around_cut(head, plain, tail);
+    };
+    let (mut cut_from, mut cut_to) = (head.len(), text.len() - tail.len());
+    let mut markers_chars = 0;
+    for (start, end) in cut_markers(text) {
+        if start < cut_to && end > cut_from {
+            cut_from = cut_from.min(start);
+            cut_to = cut_to.max(end);
+            markers_chars += text[start..end].chars().count();
+        }
+    }
+    if markers_chars == 0 {
+        return around_cut(head, plain, tail);
+    }
+    let (head, tail) = (&text[..cut_from], &text[cut_to..]);
+    let shown = head.chars().count() + tail.chars().count();
+    // Never less than what this cut itself removes, should `source_chars` be short.
+    let cut = source_chars
+        .saturating_sub(shown)
+        .max((n - shown).saturating_sub(markers_chars));
+    around_cut(head, cut, tail)
+}
+
+/// Where `text` holds a cut marker (`\n[… N chars cut …]\n`), as byte ranges.
+fn cut_markers(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    const OPEN: &str = "\n[… ";
+    const CLOSE: &str = " chars cut …]\n";
+    text.match_indices(OPEN).filter_map(|(start, _)| {
+        let rest = &text[start + OPEN.len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        (digits > 0 && rest[digits..].starts_with(CLOSE))
+            .then(|| (start, start + OPEN.len() + digits + CLOSE.len()))
+    })
 }
 
 /// `head`, the marker of `cut` characters cut, and `tail`, in a string of the exact size: a
@@ -176,19 +244,20 @@ pub const QUOTED_LINE_CHARS: usize = 400;
 
 /// What a reader keeps of an older turn's tool output it reads only in part (see
 /// `adapter::OutputCut::keep`), given `full`: the output as a full read keeps it, already
-/// masked. `None`: `full` itself.
+/// masked, and `source_chars` long before the reader cut it, if it did (see `recut`).
+/// `None`: `full` itself.
 ///
 /// The relay reads such an output for its length, whether it failed, and the start of its
 /// first line that is not blank, which the summary quotes (`quoted_line`). The fit also costs
 /// its turn whole, and must not find it dearer than a full read would (it reads the session
 /// again when it chooses such a turn whole). So the output is cut as the fit's own cuts
-/// (`trim_output`) cut it: a head of `REDUCED_OUTPUT_CHARS` two thirds, or longer, up to the
+/// (`recut`) cut it: a head of `REDUCED_OUTPUT_CHARS` two thirds, or longer, up to the
 /// end of the quoted line (and one character more, for a `\r` that would go with a line
 /// break), but within the head of the fit's cut to 2,000; its last third; and only when that
 /// leaves out at least `REDUCED_MIN_CUT` characters. Such a cut costs at most the marker's
 /// 8 or 9 tokens and a token or two where it splits a word at each end more than the text it
 /// cuts from (the fit allows for that: `fit::REDUCED_SLACK`).
-pub fn reduced_output(full: &str) -> Option<String> {
+pub fn reduced_output(full: &str, source_chars: Option<usize>) -> Option<String> {
     const FIT_HEAD: usize = 2000 * 2 / 3;
     if full.len() <= REDUCED_OUTPUT_CHARS + REDUCED_MIN_CUT {
         return None;
@@ -206,11 +275,7 @@ pub fn reduced_output(full: &str) -> Option<String> {
     if head_len > FIT_HEAD || n < head_len + tail_len + REDUCED_MIN_CUT {
         return None;
     }
-    let out = around_cut(
-        first_chars(full, head_len),
-        n - head_len - tail_len,
-        last_chars(full, tail_len),
-    );
+    let out = cut_between(full, n, (head_len, tail_len), source_chars);
     (quoted_line(&out) == quoted_line(full)).then_some(out)
 }
 
@@ -351,7 +416,7 @@ mod tests {
             for _ in 0..[0, 5, 1200, 3000][next(4)] {
                 full.push_str(pieces[next(7)]);
             }
-            let Some(r) = reduced_output(&full) else {
+            let Some(r) = reduced_output(&full, None) else {
                 continue;
             };
             reduced += 1;
@@ -508,6 +573,87 @@ mod tests {
                 "{text:?} {max} {more}"
             );
         }
+    }
+
+    /// A reader's cut cut again says how much of the source is missing, and shows only the
+    /// source's own head and tail: cutting the source once to the smaller size gives the same
+    /// text, and whatever the sizes, what is shown and what the marker counts add up to the
+    /// source's length. Sources hold markers of their own too, which count as text.
+    #[test]
+    fn a_cut_cut_again_counts_what_the_source_lost() {
+        let pieces = [
+            "a",
+            "é",
+            "日",
+            "😀",
+            "\n",
+            " ",
+            "\n[… 5 chars cut …]\n",
+            "\n[… ",
+            " chars cut …]\n",
+        ];
+        let mut next = test_rng(0x51ab_77c3_0e21_9d45);
+        let (mut same, mut other_markers) = (0, 0);
+        for _ in 0..4000 {
+            let with_markers = next(2) == 0;
+            let source: String = (0..next(400))
+                .map(|_| {
+                    pieces[if with_markers && next(20) == 0 {
+                        6 + next(3)
+                    } else {
+                        next(6)
+                    }]
+                })
+                .collect();
+            let n = source.chars().count();
+            let first_max = next(160);
+            let read = trim_output(&source, first_max);
+            let read_chars = read.chars().count();
+            let source_chars = (n > first_max).then_some(n);
+            let max = next(read_chars as u64 + 20);
+            let again = recut(&read, max, source_chars);
+            if read_chars <= max {
+                assert_eq!(again, read);
+                continue;
+            }
+            if source_chars.is_none() {
+                assert_eq!(again, trim_output(&read, max), "{read:?} {max}");
+                continue;
+            }
+            // One of its markers is ours, around the source's own head and tail.
+            let ours = cut_markers(&again).find(|&(open, close)| {
+                let (head, tail) = (&again[..open], &again[close..]);
+                let cut: usize = again[open + "\n[… ".len()..close - " chars cut …]\n".len()]
+                    .parse()
+                    .unwrap();
+                source.starts_with(head)
+                    && source.ends_with(tail)
+                    && head.chars().count() + cut + tail.chars().count() == n
+            });
+            let Some((open, close)) = ours else {
+                panic!("{source:?} cut to {first_max}, then {max}: {again:?}");
+            };
+            let (head, tail) = (&again[..open], &again[close..]);
+            assert!(head.chars().count() + tail.chars().count() <= max);
+            if max <= first_max && !source.contains(" chars cut …]") {
+                assert_eq!(again, trim_output(&source, max));
+                same += 1;
+            }
+            other_markers += usize::from(source.contains(" chars cut …]\n"));
+        }
+        assert!(same > 300 && other_markers > 300, "{same} {other_markers}");
+    }
+
+    #[test]
+    fn a_reduced_cut_of_a_cut_counts_what_the_source_lost() {
+        let source: String = (0..45_000).map(|i| format!("L{i:07}\n")).collect();
+        let read = trim_output(&source, 8000);
+        let reduced = reduced_output(&read, Some(source.chars().count())).unwrap();
+        assert!(
+            reduced.contains(&format!("\n[… {} chars cut …]\n", 405_000 - 666 - 334)),
+            "{reduced}"
+        );
+        assert!(source.starts_with(reduced.split("\n[…").next().unwrap()));
     }
 
     #[test]

@@ -303,10 +303,8 @@ impl Writer {
             json!([{"functionResponse": {"id": call.id, "name": call.name, "response": response(m)}}]),
         );
         call.value.insert("timestamp".into(), json!(stamp(t)));
-        call.value.insert(
-            "resultDisplay".into(),
-            json!(crate::text::trim_output(&m.content, 2000)),
-        );
+        call.value
+            .insert("resultDisplay".into(), json!(m.cut_content(2000)));
     }
 
     fn flush_current(&mut self) {

@@ -404,6 +404,13 @@ impl Message {
             .map_or_else(|| self.content.chars().count(), |n| n as usize)
     }
 
+    /// The text cut to `max` characters as `text::trim_output` cuts it, counting in its marker
+    /// what a reader cut before (see `text::recut`).
+    pub fn cut_content(&self, max: usize) -> std::borrow::Cow<'_, str> {
+        let source_chars = self.metadata.get_u64("original_chars");
+        crate::text::recut(&self.content, max, source_chars.map(|n| n as usize))
+    }
+
     /// A user message typed by a person, as opposed to injected context.
     pub fn is_real_user(&self) -> bool {
         self.role == Role::User

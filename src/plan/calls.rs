@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::model::{Message, generic_key_arg};
-use crate::text::{one_line as collapse, trim_output_cow, truncate_chars};
+use crate::text::{one_line as collapse, truncate_chars};
 
 /// Longest tool output carried as text before it is cut to head and tail.
 const TRANSCRIPT_OUTPUT_MAX: usize = 2000;
@@ -15,7 +15,7 @@ pub fn transcript(call: &Message, result: Option<&Message>) -> String {
     let name = call.tool_name.as_deref().unwrap_or("?");
     let arg = truncate_chars(&collapse(&key_arg(call)), 300);
     // Sized once: a long session has a transcript for every call the target has no tool for.
-    let body = result.map(|r| trim_output_cow(&r.content, TRANSCRIPT_OUTPUT_MAX));
+    let body = result.map(|r| r.cut_content(TRANSCRIPT_OUTPUT_MAX));
     let mut text = String::with_capacity(
         name.len() + arg.len() + body.as_ref().map_or(32, |b| b.len() + 48) + 16,
     );

@@ -26,7 +26,6 @@ use serde::Serialize;
 use super::calls::one_line;
 use super::summary::{self, Candidates, FoldedTurn, LeftOut};
 use crate::model::{Message, Role, Session};
-use crate::text::trim_output;
 use crate::tokens::{MESSAGE_OVERHEAD, Tokenizer};
 
 /// Longest tool output kept whole, in characters, before head/tail trimming.
@@ -285,7 +284,7 @@ fn render_parts(msgs: &[Message], form: Form) -> (Vec<Rendered>, ToolStats) {
         let m = &msgs[i];
         if max != WHOLE && m.content.chars().count() > max {
             let mut c = m.clone();
-            c.content = trim_output(&m.content, max);
+            c.content = m.cut_content(max).into_owned();
             Rendered::New(Box::new(c))
         } else {
             Rendered::Same(i)
@@ -423,7 +422,7 @@ fn oneline_message(m: &Message, result: Option<&Message>) -> Message {
             .metadata
             .get_str("oneline")
             .map(str::to_string)
-            .unwrap_or_else(|| trim_output(&m.content, 200)),
+            .unwrap_or_else(|| m.cut_content(200).into_owned()),
     };
     Message::new(Role::Assistant, line)
         .with_time(m.timestamp.clone())
@@ -1160,7 +1159,7 @@ impl Fixed {
                                     limit
                                 };
                                 if m.content.chars().count() > limit {
-                                    m.content = trim_output(&m.content, limit);
+                                    m.content = m.cut_content(limit).into_owned();
                                 }
                                 m
                             })

@@ -875,3 +875,56 @@ fn prompts_that_start_as_the_targets_own_texts_are_relayed_as_written() {
         }
     }
 }
+
+/// A long output is cut when it is read and again to fit the budget. The marker the target
+/// reads must still say how much of the output is missing: after two cuts it said
+/// "[… 24 chars cut …]" where 397,000 characters were.
+#[test]
+fn an_output_cut_twice_says_how_much_of_it_is_missing() {
+    let output: String = (0..45_000).map(|i| format!("L{i:07}\n")).collect();
+    let full = output.chars().count();
+    for (from, to) in [
+        ("claude", "codex"),
+        ("codex", "claude"),
+        ("claude", "gemini"),
+        ("codex", "gemini"),
+    ] {
+        for budget in [None, Some("6000")] {
+            let env = TestEnv::with_fixtures();
+            let proj = env.project();
+            let id = crate::common::session_with_output(&env, from, &output);
+            let mut args = vec![id.as_str(), "--to", to, "--cwd", &proj];
+            args.extend(budget.iter().flat_map(|b| ["--budget", b]));
+            let r = relay_json(&env, &args);
+            let path = r["target"]["path"].as_str().unwrap();
+            let mut seen = 0;
+            for line in env.ok(&["export", path]).lines().skip(1) {
+                let m: Value = serde_json::from_str(line).unwrap();
+                let text = m["content"].as_str().unwrap_or("");
+                let Some(open) = text.find("L0000000") else {
+                    continue;
+                };
+                let shown = &text[open..];
+                let (head, rest) = shown.split_once("\n[… ").unwrap();
+                let (cut, tail) = rest.split_once(" chars cut …]\n").unwrap();
+                let tail = tail.split_once("\n[").map_or(tail, |(t, _)| t);
+                let tail = &tail[..tail.rfind("\n").map_or(0, |i| i + 1)];
+                let cut: usize = cut.parse().unwrap();
+                assert!(output.starts_with(head), "{from} -> {to}: {head:?}");
+                // The tail is the output's own end, up to what the target shows after it.
+                let tail_at = output.rfind(tail).unwrap();
+                assert_eq!(
+                    head.len() + cut + (output.len() - tail_at),
+                    full,
+                    "{from} -> {to} (budget {budget:?}): {}",
+                    &text[..text.len().min(300)]
+                );
+                seen += 1;
+            }
+            assert!(
+                seen > 0,
+                "{from} -> {to} (budget {budget:?}): no output relayed"
+            );
+        }
+    }
+}

@@ -272,6 +272,43 @@ impl Rng {
 /// A source whose prompts are `prompts`, each answered: a Claude Code transcript or a Codex
 /// rollout under `env`'s homes. Returns its id.
 pub fn session_with_prompts(env: &TestEnv, agent: &str, prompts: &[&str]) -> String {
+    let entries: Vec<Entry> = prompts
+        .iter()
+        .enumerate()
+        .flat_map(|(n, p)| {
+            [
+                Entry::User(p.to_string()),
+                Entry::Answer(format!("Answer {n}.")),
+            ]
+        })
+        .collect();
+    write_session(env, agent, &entries)
+}
+
+/// A source in which one shell command printed `output`, between two prompts.
+pub fn session_with_output(env: &TestEnv, agent: &str, output: &str) -> String {
+    let entries = [
+        Entry::User("Print the numbers".into()),
+        Entry::Command("seq 45000".into(), output.into()),
+        Entry::Answer("Printed.".into()),
+        Entry::User("Now sum them".into()),
+        Entry::Answer("Done.".into()),
+    ];
+    write_session(env, agent, &entries)
+}
+
+/// What a generated source session holds, in order.
+pub enum Entry {
+    User(String),
+    Answer(String),
+    /// A shell command and its output.
+    Command(String, String),
+}
+
+/// `entries` as a Claude Code transcript or a Codex rollout under `env`'s homes, in the shape
+/// the real CLIs write. Returns its id.
+pub fn write_session(env: &TestEnv, agent: &str, entries: &[Entry]) -> String {
+    use serde_json::json;
     let mut out = Vec::new();
     let cwd = "/home/dev/projects/odd";
     let at = |n: usize| format!("2026-11-29T12:{:02}:{:02}.000Z", n / 60, n % 60);
@@ -279,27 +316,38 @@ pub fn session_with_prompts(env: &TestEnv, agent: &str, prompts: &[&str]) -> Str
         "claude" => {
             let id = "5d0c3a1e-7b2f-4e8a-9c6d-0000000000bb";
             let mut parent = serde_json::Value::Null;
-            for (n, p) in prompts.iter().enumerate() {
-                for (k, (kind, message)) in [
-                    ("user", serde_json::json!({"role": "user", "content": p})),
-                    (
+            for (n, entry) in entries.iter().enumerate() {
+                let messages = match entry {
+                    Entry::User(p) => vec![("user", json!({"role": "user", "content": p}))],
+                    Entry::Answer(a) => vec![(
                         "assistant",
-                        serde_json::json!({"id": format!("m{n}"), "type": "message",
+                        json!({"id": format!("m{n}"), "type": "message",
                         "role": "assistant", "model": "x",
-                        "content": [{"type": "text", "text": format!("Answer {n}.")}]}),
-                    ),
-                ]
-                .into_iter()
-                .enumerate()
-                {
+                        "content": [{"type": "text", "text": a}]}),
+                    )],
+                    Entry::Command(command, output) => vec![
+                        (
+                            "assistant",
+                            json!({"id": format!("m{n}"), "type": "message",
+                            "role": "assistant", "model": "x",
+                            "content": [{"type": "tool_use", "id": format!("toolu_{n}"),
+                                         "name": "Bash", "input": {"command": command}}]}),
+                        ),
+                        (
+                            "user",
+                            json!({"role": "user", "content": [{"type": "tool_result",
+                            "tool_use_id": format!("toolu_{n}"), "content": output,
+                            "is_error": false}]}),
+                        ),
+                    ],
+                };
+                for (k, (kind, message)) in messages.into_iter().enumerate() {
                     let uuid = format!("u{n}-{k}");
-                    out.push(
-                        serde_json::json!({"parentUuid": parent, "isSidechain": false,
+                    out.push(json!({"parentUuid": parent, "isSidechain": false,
                         "type": kind, "message": message, "uuid": uuid, "timestamp": at(2 * n + k),
                         "userType": "external", "cwd": cwd, "sessionId": id,
-                        "version": "2.1.332"}),
-                    );
-                    parent = serde_json::json!(uuid);
+                        "version": "2.1.332"}));
+                    parent = json!(uuid);
                 }
             }
             let dir = env.claude_home().join("projects/-home-dev-projects-odd");
@@ -308,20 +356,27 @@ pub fn session_with_prompts(env: &TestEnv, agent: &str, prompts: &[&str]) -> Str
         }
         _ => {
             let id = "0199a000-0000-7000-8000-0000000000bb";
-            out.push(
-                serde_json::json!({"timestamp": at(0), "type": "session_meta",
+            out.push(json!({"timestamp": at(0), "type": "session_meta",
                 "payload": {"id": id, "timestamp": at(0), "cwd": cwd, "originator": "codex_cli_rs",
-                            "cli_version": "0.171.0", "source": "cli"}}),
-            );
-            for (n, p) in prompts.iter().enumerate() {
-                out.push(
-                    serde_json::json!({"timestamp": at(2 * n + 1), "type": "response_item",
-                    "payload": {"type": "message", "role": "user",
-                                "content": [{"type": "input_text", "text": p}]}}),
-                );
-                out.push(serde_json::json!({"timestamp": at(2 * n + 2), "type": "response_item",
-                    "payload": {"type": "message", "role": "assistant",
-                                "content": [{"type": "output_text", "text": format!("Answer {n}.")}]}}));
+                            "cli_version": "0.171.0", "source": "cli"}}));
+            for (n, entry) in entries.iter().enumerate() {
+                let payloads = match entry {
+                    Entry::User(p) => vec![json!({"type": "message", "role": "user",
+                                "content": [{"type": "input_text", "text": p}]})],
+                    Entry::Answer(a) => vec![json!({"type": "message", "role": "assistant",
+                                "content": [{"type": "output_text", "text": a}]})],
+                    Entry::Command(command, output) => vec![
+                        json!({"type": "function_call", "name": "exec_command",
+                               "arguments": json!({"cmd": command}).to_string(),
+                               "call_id": format!("call_{n}")}),
+                        json!({"type": "function_call_output", "call_id": format!("call_{n}"),
+                               "output": output}),
+                    ],
+                };
+                for payload in payloads {
+                    out.push(json!({"timestamp": at(out.len()), "type": "response_item",
+                        "payload": payload}));
+                }
             }
             let dir = env.codex_home().join("sessions/2026/11/29");
             std::fs::create_dir_all(&dir).unwrap();
