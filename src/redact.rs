@@ -129,12 +129,20 @@ impl RuleSet {
             .map(|u| u.matches(text).into_iter().collect())
             .unwrap_or_default();
         let offset = self.user.as_ref().map_or(0, RegexSet::len);
+        let mut cache = self.caches.get();
+        // Most texts hold no secret. Whether any rule matches is a plain search that stops at
+        // the first match, a fifth faster than the overlapping one that names every rule
+        // (1.6 against 2.1 ms for the 1 MB of texts of the bench's 1 MB session).
+        if let Ok(None) = self
+            .builtin
+            .try_search_fwd(&mut cache, &Input::new(text).earliest(true))
+        {
+            return hits;
+        }
         let mut found = PatternSet::new(self.builtin.pattern_len());
-        let searched = self.builtin.try_which_overlapping_matches(
-            &mut self.caches.get(),
-            &Input::new(text),
-            &mut found,
-        );
+        let searched =
+            self.builtin
+                .try_which_overlapping_matches(&mut cache, &Input::new(text), &mut found);
         match searched {
             Ok(()) => hits.extend(found.iter().map(|p| offset + p.as_usize())),
             // Never expected (no quit bytes, no give-up); then every rule looks for itself.
