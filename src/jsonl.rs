@@ -1011,6 +1011,35 @@ fn scan_line(
     f(no, reader_text(bytes).0.trim())
 }
 
+/// A whole number as JSON may write it: `1200`, `1200.0` and `1.2e3` are one number, and a
+/// serializer that keeps numbers as floats writes the last two (`Value::as_u64` reads only the
+/// first). `None` for a negative, fractional or out-of-range number, or a value that is none.
+pub fn as_count(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        let f = v.as_f64()?;
+        // 2^64 is exact in an f64; every whole float below it converts exactly.
+        (f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f)).then_some(f as u64)
+    })
+}
+
+/// `as_count` for a whole number that may be negative (an exit code).
+pub fn as_whole(v: &Value) -> Option<i64> {
+    v.as_i64().or_else(|| {
+        let f = v.as_f64()?;
+        // -2^63 and 2^63 are exact in an f64.
+        (f.fract() == 0.0
+            && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f))
+        .then_some(f as i64)
+    })
+}
+
+/// Deserializes an optional whole number as `as_count` reads it (for typed fast paths); a
+/// value that is none is `None`, as the slow path's `as_count` makes it.
+pub fn de_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<Value>::deserialize(d)?.as_ref().and_then(as_count))
+}
+
 pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(hay, needle).is_some()
 }
@@ -1049,6 +1078,32 @@ pub fn tail_lines(path: &Path, max: u64) -> Result<Vec<Vec<u8>>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_whole_number_is_read_whatever_its_form() {
+        use serde_json::Value;
+        for (text, count, whole) in [
+            ("1200", Some(1200), Some(1200)),
+            ("1200.0", Some(1200), Some(1200)),
+            ("1.2e3", Some(1200), Some(1200)),
+            ("12E2", Some(1200), Some(1200)),
+            ("0.0", Some(0), Some(0)),
+            ("-0.0", Some(0), Some(0)),
+            ("-3", None, Some(-3)),
+            ("-3.0", None, Some(-3)),
+            ("-3e0", None, Some(-3)),
+            ("1.5", None, None),
+            ("-0.5", None, None),
+            ("1e300", None, None),
+            ("18446744073709551615", Some(u64::MAX), None),
+            ("\"12\"", None, None),
+            ("null", None, None),
+        ] {
+            let v: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(super::as_count(&v), count, "{text}");
+            assert_eq!(super::as_whole(&v), whole, "{text}");
+        }
+    }
+
     use super::*;
 
     /// Any bytes, read through `LossyUtf8` in pieces of any size (a character cut between two

@@ -1039,7 +1039,7 @@ fn stage(
                 lean,
             };
             if let Some(u) = message_field(v, "usage") {
-                let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+                let n = |k: &str| u.get(k).and_then(crate::jsonl::as_count).unwrap_or(0);
                 ids.usage(
                     session,
                     n("input_tokens")

@@ -37,7 +37,7 @@ pub fn recorded_usage(path: &Path) -> Option<RecordedUsage> {
             return None;
         }
         let usage = v.pointer("/message/usage").and_then(|u| {
-            let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+            let n = |k: &str| u.get(k).and_then(crate::jsonl::as_count).unwrap_or(0);
             let tokens =
                 n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens");
             (tokens > 0).then(|| RecordedUsage {

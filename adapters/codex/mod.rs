@@ -88,7 +88,7 @@ impl Adapter for Codex {
                     return None;
                 }
                 let v: Value = serde_json::from_slice(l).ok()?;
-                let w = v.pointer("/payload/info/model_context_window")?.as_u64()?;
+                let w = crate::jsonl::as_count(v.pointer("/payload/info/model_context_window")?)?;
                 (w > 0).then_some(w)
             })
             .ok()

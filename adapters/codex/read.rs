@@ -892,7 +892,9 @@ fn tool_output(output: Option<&Value>) -> (String, Option<i64>) {
         && let Ok(v) = serde_json::from_str::<Value>(&text)
         && let Some(inner) = v.get("output")
     {
-        let exit = v.pointer("/metadata/exit_code").and_then(Value::as_i64);
+        let exit = v
+            .pointer("/metadata/exit_code")
+            .and_then(crate::jsonl::as_whole);
         let inner = match inner {
             Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -1185,7 +1187,7 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
                             .to_string(),
                     );
                     result.tool_call_id = Some(id);
-                    if let Some(code) = item.get("exit_code").and_then(Value::as_i64) {
+                    if let Some(code) = item.get("exit_code").and_then(crate::jsonl::as_whole) {
                         result.is_error = code != 0;
                         result = result.with_meta("exit_code", code);
                     }

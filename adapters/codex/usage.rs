@@ -29,16 +29,16 @@ pub fn recorded_usage(path: &Path) -> Option<RecordedUsage> {
         let usage = info.get("last_token_usage").and_then(|last| {
             let tokens = last
                 .get("total_tokens")
-                .and_then(Value::as_u64)
+                .and_then(crate::jsonl::as_count)
                 .or_else(|| {
-                    let n = |k: &str| last.get(k).and_then(Value::as_u64).unwrap_or(0);
+                    let n = |k: &str| last.get(k).and_then(crate::jsonl::as_count).unwrap_or(0);
                     Some(n("input_tokens") + n("output_tokens"))
                 })?;
             Some(RecordedUsage {
                 tokens,
                 window: info
                     .get("model_context_window")
-                    .and_then(Value::as_u64)
+                    .and_then(crate::jsonl::as_count)
                     .filter(|w| *w > 0),
                 model: None,
             })

@@ -907,7 +907,10 @@ fn gemini(
 
 /// The context the request that produced a gemini message carried, as the CLI recorded it.
 fn usage(tokens: &Value, at: usize, model: Option<&str>, session: &mut Session) {
-    let input = tokens.get("input").and_then(Value::as_u64).unwrap_or(0);
+    let input = tokens
+        .get("input")
+        .and_then(crate::jsonl::as_count)
+        .unwrap_or(0);
     if input == 0 {
         return;
     }

@@ -120,6 +120,8 @@ pub fn read(path: &Path) -> Result<Session> {
             ))
         ),
     }
+    // Counts written as floats (`2.0`) by a serializer that keeps every number so.
+    whole_numbers(&mut header);
     let mut session: Session = serde_json::from_value(header)
         .with_context(|| format!("{}:1: invalid session header", path.display()))?;
     let mut n = 1;
@@ -134,4 +136,21 @@ pub fn read(path: &Path) -> Result<Session> {
         session.messages.push(m);
     }
     Ok(session)
+}
+
+/// Every whole number in `v` written as a float (`2.0`, `1.2e3`) as the integer it is, for the
+/// header's typed counts (see `jsonl::as_count`).
+fn whole_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(u) = crate::jsonl::as_count(v) {
+                *v = u.into();
+            } else if let Some(i) = crate::jsonl::as_whole(v) {
+                *v = i.into();
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers),
+        Value::Object(map) => map.values_mut().for_each(whole_numbers),
+        _ => {}
+    }
 }

@@ -29,6 +29,9 @@ pub(crate) struct Style {
     escape_slash: bool,
     /// Percent of ASCII letters written as `\u00XX`.
     escape_letters: u64,
+    /// Percent of whole numbers written as floats (`1200.0`, `1.2e3`), as serializers that keep
+    /// every number as a float write them.
+    whole_as_float: u64,
 }
 
 pub(crate) const STYLES: &[(&str, Style)] = &[
@@ -41,6 +44,7 @@ pub(crate) const STYLES: &[(&str, Style)] = &[
             escape_html: false,
             escape_slash: false,
             escape_letters: 0,
+            whole_as_float: 0,
         },
     ),
     (
@@ -52,6 +56,7 @@ pub(crate) const STYLES: &[(&str, Style)] = &[
             escape_html: false,
             escape_slash: false,
             escape_letters: 0,
+            whole_as_float: 0,
         },
     ),
     (
@@ -63,6 +68,7 @@ pub(crate) const STYLES: &[(&str, Style)] = &[
             escape_html: true,
             escape_slash: true,
             escape_letters: 10,
+            whole_as_float: 0,
         },
     ),
     (
@@ -74,6 +80,7 @@ pub(crate) const STYLES: &[(&str, Style)] = &[
             escape_html: true,
             escape_slash: true,
             escape_letters: 25,
+            whole_as_float: 40,
         },
     ),
 ];
@@ -172,7 +179,46 @@ fn write_value(v: &Value, style: &Style, r: &mut Rng, out: &mut String) {
             out.push_str(open_pad);
             out.push('}');
         }
+        Value::Number(n) if n.is_i64() || n.is_u64() => {
+            let digits = n.to_string();
+            // Up to 2^31: serde_json reads larger ones written so a unit or two off (it parses
+            // floats fast, not exactly), and a serializer that keeps floats has them so anyway.
+            if n.as_i64().is_some_and(|i| i.abs() < 1 << 31) && r.chance(style.whole_as_float) {
+                if r.chance(50) {
+                    write!(out, "{digits}.0").unwrap();
+                } else {
+                    // 1200 -> 1.2e3, 7 -> 7e0, -40 -> -4.0E1
+                    let (sign, body) = digits.split_at(usize::from(digits.starts_with('-')));
+                    let (head, rest) = body.split_at(1);
+                    let rest = rest.trim_end_matches('0');
+                    let exp = body.len() - 1;
+                    let e = if r.chance(50) { 'e' } else { 'E' };
+                    match rest {
+                        "" => write!(out, "{sign}{head}{e}{exp}").unwrap(),
+                        _ => write!(out, "{sign}{head}.{rest}{e}{exp}").unwrap(),
+                    }
+                }
+            } else {
+                out.push_str(&digits);
+            }
+        }
         scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// Whether two JSON values are the same document, a whole number being one whatever its form.
+pub(crate) fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
     }
 }
 
@@ -185,7 +231,7 @@ pub(crate) fn rewrite(bytes: &[u8], style: &Style, r: &mut Rng) -> Vec<u8> {
         let mut text = String::new();
         write_value(&v, style, r, &mut text);
         let back: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(back, v, "rewriting changed the document");
+        assert!(same_json(&back, &v), "rewriting changed the document");
         return text.into_bytes();
     }
     let mut out = Vec::with_capacity(bytes.len() * 2);
@@ -198,7 +244,7 @@ pub(crate) fn rewrite(bytes: &[u8], style: &Style, r: &mut Rng) -> Vec<u8> {
                 assert!(!text.contains('\n'));
                 let back: Value = serde_json::from_str(&text)
                     .unwrap_or_else(|e| panic!("rewritten line does not parse ({e}): {text}"));
-                assert_eq!(back, v, "rewriting changed a line: {text}");
+                assert!(same_json(&back, &v), "rewriting changed a line: {text}");
                 out.extend_from_slice(text.as_bytes());
             }
             _ => out.extend_from_slice(line),
@@ -409,13 +455,15 @@ fn disagreements(a: &Answers, what: &str, problems: &mut Vec<String>) {
     }
 }
 
-/// The fields of two JSON values that differ, by path.
+/// The fields of two JSON values that differ, by path. A number is the same whatever its
+/// form: an agent's own values passed through (`show` of a session's `extra`) keep the form
+/// the file wrote them in.
 fn differing_fields(a: &Value, b: &Value, prefix: &str, out: &mut Vec<String>) {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
                 match (x.get(k), y.get(k)) {
-                    (Some(va), Some(vb)) if va != vb => {
+                    (Some(va), Some(vb)) if !same_json(va, vb) => {
                         differing_fields(va, vb, &format!("{prefix}{k}."), out)
                     }
                     (Some(_), Some(_)) => {}
@@ -423,7 +471,7 @@ fn differing_fields(a: &Value, b: &Value, prefix: &str, out: &mut Vec<String>) {
                 }
             }
         }
-        _ if a != b => out.push(format!("{} ({a} -> {b})", prefix.trim_end_matches('.'))),
+        _ if !same_json(a, b) => out.push(format!("{} ({a} -> {b})", prefix.trim_end_matches('.'))),
         _ => {}
     }
 }
@@ -474,7 +522,7 @@ fn listing_and_show_do_not_depend_on_json_layout() {
                 "{what}: listed files"
             );
             for (path, row) in &original.list {
-                if &got.list[path] != row {
+                if !same_json(&got.list[path], row) {
                     let mut fields = Vec::new();
                     differing_fields(row, &got.list[path], "", &mut fields);
                     problems.push(format!(
@@ -486,7 +534,7 @@ fn listing_and_show_do_not_depend_on_json_layout() {
             }
             for (path, shown) in &original.show {
                 let (before, after) = (show_fields(shown), show_fields(&got.show[path]));
-                if before != after {
+                if !same_json(&before, &after) {
                     let mut fields = Vec::new();
                     differing_fields(&before, &after, "", &mut fields);
                     problems.push(format!(
@@ -506,7 +554,7 @@ fn listing_and_show_do_not_depend_on_json_layout() {
                 }
             }
             for (path, shown) in &original.loose {
-                if &got.loose[path] != shown {
+                if !same_json(&got.loose[path], shown) {
                     let mut fields = Vec::new();
                     differing_fields(shown, &got.loose[path], "", &mut fields);
                     problems.push(format!(

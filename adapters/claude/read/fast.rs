@@ -79,11 +79,11 @@ struct Msg<'a> {
 
 #[derive(Deserialize)]
 struct Usage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::jsonl::de_count")]
     input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::jsonl::de_count")]
     cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::jsonl::de_count")]
     cache_read_input_tokens: Option<u64>,
 }
 
