@@ -104,9 +104,11 @@ fn cut_output(text: &str, max: usize, n: usize) -> String {
 /// `original_chars`). Cutting such a text again takes the reader's marker with it, and the new
 /// marker must count what is missing of the source, not of the cut text (it said
 /// "24 chars cut" where 397,000 were). So a marker that the new cut reaches goes whole (the
-/// head or tail around it is shortened to its edge), and the new marker counts every character
-/// of the source that is no longer shown. Without `source_chars` (an output no reader cut, in
-/// which such a marker is the text's own), this is `trim_output`.
+/// head or tail around it is shortened to its edge), and when the reader's marker goes, the new
+/// one adds what it counted to what this cut removes: every character of the source that is no
+/// longer shown. `source_chars` tells the reader's marker from the output's own words.
+/// Without it (an output no reader cut, in which such a marker is the text's own), this is
+/// `trim_output`.
 pub fn recut(text: &str, max: usize, source_chars: Option<usize>) -> std::borrow::Cow<'_, str> {
     let Some(source_chars) = source_chars else {
         return trim_output_cow(text, max);
@@ -126,8 +128,8 @@ pub fn recut(text: &str, max: usize, source_chars: Option<usize>) -> std::borrow
 
 /// `text`, `n` characters long (more than `head_len + tail_len`), cut to its first
 /// `head_len` and last `tail_len` characters around a marker. With `source_chars` (see
-/// `recut`), a marker of ours that the cut reaches goes whole, and the new marker counts what
-/// is missing of the source.
+/// `recut`), a marker the cut reaches goes whole, and when our marker goes, the new one adds
+/// what it counted to what this cut removes.
 fn cut_between(
     text: &str,
     n: usize,
@@ -135,40 +137,60 @@ fn cut_between(
     source_chars: Option<usize>,
 ) -> String {
     let (head, tail) = (first_chars(text, head_len), last_chars(text, tail_len));
-    let plain = n - head_len - tail_len;
     let Some(source_chars) = source_chars else {
-        return around_cut(head, plain, tail);
+        return around_cut(head, n - head_len - tail_len, tail);
     };
+    let markers: Vec<Marker> = cut_markers(text).collect();
+    // Ours is the marker whose count, with what the text shows besides it, makes the source's
+    // length: the others are the output's own text. (Masking what is shown can move the sum a
+    // little; the marker's own count is what the reader cut, and stays exact.)
+    let ours = markers
+        .iter()
+        .min_by_key(|m| (m.cut.saturating_add(n - m.chars)).abs_diff(source_chars));
     let (mut cut_from, mut cut_to) = (head.len(), text.len() - tail.len());
-    let mut markers_chars = 0;
-    for (start, end) in cut_markers(text) {
-        if start < cut_to && end > cut_from {
-            cut_from = cut_from.min(start);
-            cut_to = cut_to.max(end);
-            markers_chars += text[start..end].chars().count();
+    // A marker the cut reaches goes whole, never in part.
+    for m in &markers {
+        if m.start < cut_to && m.end > cut_from {
+            cut_from = cut_from.min(m.start);
+            cut_to = cut_to.max(m.end);
         }
     }
-    if markers_chars == 0 {
-        return around_cut(head, plain, tail);
-    }
     let (head, tail) = (&text[..cut_from], &text[cut_to..]);
-    let shown = head.chars().count() + tail.chars().count();
-    // Never less than what this cut itself removes, should `source_chars` be short.
-    let cut = source_chars
-        .saturating_sub(shown)
-        .max((n - shown).saturating_sub(markers_chars));
+    let removed = text[cut_from..cut_to].chars().count();
+    let cut = match ours {
+        Some(m) if m.start >= cut_from && m.end <= cut_to => {
+            (removed - m.chars).saturating_add(m.cut)
+        }
+        _ => removed,
+    };
     around_cut(head, cut, tail)
 }
 
-/// Where `text` holds a cut marker (`\n[… N chars cut …]\n`), as byte ranges.
-fn cut_markers(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+/// A cut marker in a text: its byte range, its length in characters and the count it says.
+struct Marker {
+    start: usize,
+    end: usize,
+    chars: usize,
+    cut: usize,
+}
+
+/// Where `text` holds a cut marker (`\n[… N chars cut …]\n`). A count too large for a `usize`
+/// is the text's own words.
+fn cut_markers(text: &str) -> impl Iterator<Item = Marker> + '_ {
     const OPEN: &str = "\n[… ";
     const CLOSE: &str = " chars cut …]\n";
     text.match_indices(OPEN).filter_map(|(start, _)| {
         let rest = &text[start + OPEN.len()..];
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        (digits > 0 && rest[digits..].starts_with(CLOSE))
-            .then(|| (start, start + OPEN.len() + digits + CLOSE.len()))
+        if digits == 0 || !rest[digits..].starts_with(CLOSE) {
+            return None;
+        }
+        Some(Marker {
+            start,
+            end: start + OPEN.len() + digits + CLOSE.len(),
+            chars: OPEN.chars().count() + digits + CLOSE.chars().count(),
+            cut: rest[..digits].parse().ok()?,
+        })
     })
 }
 
@@ -593,7 +615,7 @@ mod tests {
             " chars cut …]\n",
         ];
         let mut next = test_rng(0x51ab_77c3_0e21_9d45);
-        let (mut same, mut other_markers) = (0, 0);
+        let (mut same, mut other_markers, mut recut_again) = (0, 0, 0);
         for _ in 0..4000 {
             let with_markers = next(2) == 0;
             let source: String = (0..next(400))
@@ -621,27 +643,73 @@ mod tests {
                 continue;
             }
             // One of its markers is ours, around the source's own head and tail.
-            let ours = cut_markers(&again).find(|&(open, close)| {
-                let (head, tail) = (&again[..open], &again[close..]);
-                let cut: usize = again[open + "\n[… ".len()..close - " chars cut …]\n".len()]
-                    .parse()
-                    .unwrap();
-                source.starts_with(head)
-                    && source.ends_with(tail)
-                    && head.chars().count() + cut + tail.chars().count() == n
-            });
-            let Some((open, close)) = ours else {
+            let ours = |again: &str| {
+                cut_markers(again).find(|m| {
+                    let (head, tail) = (&again[..m.start], &again[m.end..]);
+                    source.starts_with(head)
+                        && source.ends_with(tail)
+                        && head.chars().count() + m.cut + tail.chars().count() == n
+                })
+            };
+            let Some(m) = ours(&again) else {
                 panic!("{source:?} cut to {first_max}, then {max}: {again:?}");
             };
-            let (head, tail) = (&again[..open], &again[close..]);
-            assert!(head.chars().count() + tail.chars().count() <= max);
+            let shown = again[..m.start].chars().count() + again[m.end..].chars().count();
+            assert!(shown <= max);
             if max <= first_max && !source.contains(" chars cut …]") {
                 assert_eq!(again, trim_output(&source, max));
                 same += 1;
             }
             other_markers += usize::from(source.contains(" chars cut …]\n"));
+            // And cut once more, smaller: still one marker that counts what the source lost.
+            let last = max * next(100) / 100;
+            let thrice = recut(&again, last, source_chars);
+            if again.chars().count() > last {
+                assert!(
+                    ours(&thrice).is_some(),
+                    "{again:?} cut to {last}: {thrice:?}"
+                );
+                recut_again += 1;
+            }
         }
+        assert!(recut_again > 300, "{recut_again}");
         assert!(same > 300 && other_markers > 300, "{same} {other_markers}");
+    }
+
+    /// Found by a hostile helper: our marker kept in the tail while the cut takes one of the
+    /// output's own; and a secret masked in the head, which makes the text shorter than the
+    /// source it shows.
+    #[test]
+    fn a_recut_counts_by_the_readers_marker() {
+        let source = "A".repeat(100) + "\n[… 5 chars cut …]\n" + &"B".repeat(9050) + "C";
+        let read = format!(
+            "{}\n[… 9000 chars cut …]\n{}",
+            &source[..169],
+            &source[source.len() - 5..]
+        );
+        let n = source.chars().count();
+        let again = recut(&read, 90, Some(n));
+        // 60 + 102 + 3 + 9,000 + 5 = 9,170 characters of the source.
+        assert_eq!(n, 9170);
+        assert_eq!(
+            again,
+            format!(
+                "{}\n[… 102 chars cut …]\nBBB\n[… 9000 chars cut …]\nBBBBC",
+                "A".repeat(60)
+            )
+        );
+        let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        let source: String = format!("log {token} ")
+            + &(0..45_000)
+                .map(|i| format!("L{i:07}\n"))
+                .collect::<String>();
+        let n = source.chars().count();
+        let masked = trim_output(&source, 8000).replace(token, "[REDACTED:github_token]");
+        let again = recut(&masked, 7000, Some(n));
+        let m = cut_markers(&again).next().unwrap();
+        let shown = again[..m.start].chars().count() + again[m.end..].chars().count();
+        let masked_away = token.len() - "[REDACTED:github_token]".len();
+        assert_eq!(shown + masked_away + m.cut, n, "{again}");
     }
 
     #[test]

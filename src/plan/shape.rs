@@ -211,20 +211,23 @@ impl<'a> Shaper<'a> {
                         r.metadata = kept;
                         out.push(r);
                     } else if let Some(call) = self.text_calls.remove(&id) {
-                        let mut t =
-                            Message::new(Role::Assistant, calls::transcript(&call, Some(&m)))
-                                .with_time(m.timestamp.clone())
-                                .with_meta("kind", "tool_transcript")
-                                .with_meta("oneline", calls::one_line(&call, Some(&m)))
-                                // What the source held, for the report: the call's output in
-                                // full.
-                                .with_meta("source_chars", m.output_chars());
+                        let (text, cut_from) = calls::transcript_of(&call, Some(&m));
+                        let mut t = Message::new(Role::Assistant, text)
+                            .with_time(m.timestamp.clone())
+                            .with_meta("kind", "tool_transcript")
+                            .with_meta("oneline", calls::one_line(&call, Some(&m)))
+                            // What the source held, for the report: the call's output in
+                            // full.
+                            .with_meta("source_chars", m.output_chars());
                         if let Some(v) = m.metadata.get("reduced") {
                             t.metadata.insert("reduced", v);
                         }
                         // Said here, not read back from the text: an output may hold the words.
                         if m.is_error {
                             t.metadata.insert("failed", true.into());
+                        }
+                        if let Some(n) = cut_from {
+                            t.metadata.insert("original_chars", n.into());
                         }
                         out.push(t);
                     } else {
