@@ -597,9 +597,7 @@ fn read_document(
     let Ok(mut v) = serde_json::from_str::<Value>(&text) else {
         return Ok(false);
     };
-    if let Some(max) = max {
-        shrink(&mut v, max);
-    }
+    shrink_to(&mut v, max);
     session.stats.lines = text.lines().count();
     let r = record(v, 1, session);
     if !matches!(r, Record::Meta { .. }) {
@@ -991,6 +989,7 @@ fn function_response(
 fn fill_result(res: &mut Message, result: &Value, call_id: &str, status: &str) {
     let mut error = matches!(status, "error" | "cancelled");
     let mut original: Option<u64> = None;
+    let mut cut_text = None;
     let content = match result {
         Value::String(s) => s.clone(),
         other => {
@@ -1015,6 +1014,7 @@ fn fill_result(res: &mut Message, result: &Value, call_id: &str, status: &str) {
                 } else if !resp.is_null() {
                     texts.push(resp.to_string());
                 }
+                cut_text = texts.first().map(|t| t.chars().count() as u64);
             }
             for p in &ps {
                 match p.get("text").and_then(Value::as_str) {
@@ -1023,7 +1023,12 @@ fn fill_result(res: &mut Message, result: &Value, call_id: &str, status: &str) {
                     None => {}
                 }
             }
-            texts.join("\n")
+            let content = texts.join("\n");
+            // The whole result's length, not only the cut text's: other parts go with it.
+            if let (Some(n), Some(cut)) = (original, cut_text) {
+                original = Some(n + (content.chars().count() as u64 - cut));
+            }
+            content
         }
     };
     if let Some(code) = exit_code(&content) {
@@ -1065,13 +1070,12 @@ pub fn exit_code(output: &str) -> Option<i64> {
 /// Drops what a relay will not keep before a line is stored: the TUI's drawing of each result
 /// (`resultDisplay`), and the middle of tool outputs over `max` characters.
 /// `shrink` when the read cuts outputs (`ReadOptions::max_tool_output`).
+/// Without `max` it only drops a source's own `_original_chars`, which would pass for a cut.
 fn shrink_to(v: &mut Value, max: Option<usize>) {
-    if let Some(max) = max {
-        shrink(v, max);
-    }
+    shrink(v, max);
 }
 
-fn shrink(v: &mut Value, max: usize) {
+fn shrink(v: &mut Value, max: Option<usize>) {
     if let Some(set) = v.get_mut("$set").and_then(|s| s.get_mut("messages"))
         && let Some(items) = set.as_array_mut()
     {
@@ -1086,7 +1090,9 @@ fn shrink(v: &mut Value, max: usize) {
     }
     if let Some(calls) = v.get_mut("toolCalls").and_then(Value::as_array_mut) {
         for c in calls {
-            if let Some(o) = c.as_object_mut() {
+            if let Some(o) = c.as_object_mut()
+                && max.is_some()
+            {
                 o.remove("resultDisplay");
             }
             if let Some(r) = c.get_mut("result") {
@@ -1099,7 +1105,10 @@ fn shrink(v: &mut Value, max: usize) {
     }
 }
 
-fn shrink_parts(parts: &mut Value, max: usize) {
+/// Cuts a functionResponse's output and error over `max` characters, recording in
+/// `_original_chars` the length of the one the result shows (`fill_result`: the error when
+/// there is one). A source's own `_original_chars` is dropped: only this read's cut is one.
+fn shrink_parts(parts: &mut Value, max: Option<usize>) {
     let items: Vec<&mut Value> = match parts {
         Value::Array(a) => a.iter_mut().collect(),
         Value::Object(_) => vec![parts],
@@ -1109,14 +1118,27 @@ fn shrink_parts(parts: &mut Value, max: usize) {
         let Some(fr) = p.get_mut("functionResponse") else {
             continue;
         };
+        if let Some(o) = fr.as_object_mut() {
+            o.remove("_original_chars");
+        }
+        let Some(max) = max else {
+            continue;
+        };
         let mut cut = None;
         if let Some(resp) = fr.get_mut("response") {
+            let shown = if resp.get("error").is_some_and(|e| !e.is_null()) {
+                "error"
+            } else {
+                "output"
+            };
             for key in ["output", "error"] {
                 if let Some(Value::String(s)) = resp.get_mut(key) {
                     let n = s.chars().count();
                     if n > max {
                         *s = crate::text::trim_output(s, max);
-                        cut = Some(n);
+                        if key == shown {
+                            cut = Some(n);
+                        }
                     }
                 }
             }

@@ -689,3 +689,69 @@ fn a_registry_the_cli_would_not_read_is_left_as_it_is() {
         proj
     );
 }
+
+/// A Gemini result's length is what the relay shows of it whole: the output and any other
+/// parts with it, and never a length the file itself claims (`_original_chars` is the key the
+/// reader records its own cuts under). Found by a hostile helper: the source's own value made
+/// the marker say 99,999,998,000 characters were cut, and a text part beside a cut output was
+/// left out of the count.
+#[test]
+fn a_gemini_results_length_is_what_it_holds() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    // Under the 8,000 characters a relay reads of an output: Gemini holds it whole.
+    let output: String = (0..500).map(|i| format!("line {i:06}\n")).collect();
+    let id = crate::common::session_with_output(&env, "claude", &output);
+    let r = relay_json(&env, &[&id, "--to", "gemini", "--cwd", &proj]);
+    let path = r["target"]["path"].as_str().unwrap().to_string();
+    let extra = "and a note beside the output";
+    let mut held = None;
+    let edited: Vec<String> = lines(&path)
+        .into_iter()
+        .map(|mut l| {
+            if let Some(result) = l
+                .pointer_mut("/toolCalls/0/result")
+                .and_then(Value::as_array_mut)
+            {
+                let fr = &mut result[0]["functionResponse"];
+                fr["_original_chars"] = json!(100_000_000_000u64);
+                let out = fr["response"]["output"].as_str().unwrap();
+                held = Some(out.chars().count() + 1 + extra.chars().count());
+                result.push(json!({ "text": extra }));
+            }
+            l.to_string()
+        })
+        .collect();
+    let held = held.expect("the relayed session holds the call");
+    std::fs::write(&path, edited.join("\n") + "\n").unwrap();
+    for budget in [None, Some("1500"), Some("1000")] {
+        let mut args = vec![path.as_str(), "--to", "codex", "--cwd", &proj];
+        args.extend(budget.iter().flat_map(|b| ["--budget", b]));
+        let r = relay_json(&env, &args);
+        let written = r["target"]["path"].as_str().unwrap();
+        let raw = std::fs::read_to_string(written).unwrap();
+        assert!(
+            !raw.contains("100000000000"),
+            "{budget:?}: the file's own length was used"
+        );
+        let mut seen = 0;
+        for m in export(&env, written) {
+            let text = m["content"].as_str().unwrap_or("");
+            let Some(open) = text.find("line 000000") else {
+                continue;
+            };
+            let shown = &text[open..];
+            let Some((head, rest)) = shown.split_once("\n[… ") else {
+                assert_eq!(shown.chars().count(), held, "{budget:?}");
+                seen += 1;
+                continue;
+            };
+            let (cut, tail) = rest.split_once(" chars cut …]\n").unwrap();
+            let cut: usize = cut.parse().unwrap();
+            assert!(tail.ends_with(extra), "{budget:?}: {tail:?}");
+            assert_eq!(head.len() + cut + tail.len(), held, "{budget:?}: {text}");
+            seen += 1;
+        }
+        assert!(seen > 0, "{budget:?}: no output relayed");
+    }
+}
