@@ -143,10 +143,17 @@ fn cut_between(
     let markers: Vec<Marker> = cut_markers(text).collect();
     // Ours is the marker whose count, with what the text shows besides it, makes the source's
     // length: the others are the output's own text. (Masking what is shown can move the sum a
-    // little; the marker's own count is what the reader cut, and stays exact.)
-    let ours = markers
-        .iter()
-        .min_by_key(|m| (m.cut.saturating_add(n - m.chars)).abs_diff(source_chars));
+    // little; the marker's own count is what the reader cut, and stays exact.) Between markers
+    // that read the same (a reader that cut 5 characters, in an output that says "[… 5 chars
+    // cut …]"), ours is where a cut puts it: after two thirds of what is shown.
+    let ours = markers.iter().min_by_key(|m| {
+        let shown = n - m.chars;
+        let at = text[..m.start].chars().count();
+        (
+            m.cut.saturating_add(shown).abs_diff(source_chars),
+            (3 * at).abs_diff(2 * shown),
+        )
+    });
     let (mut cut_from, mut cut_to) = (head.len(), text.len() - tail.len());
     // A marker the cut reaches goes whole, never in part.
     for m in &markers {
@@ -697,6 +704,23 @@ mod tests {
                 "{}\n[… 102 chars cut …]\nBBB\n[… 9000 chars cut …]\nBBBBC",
                 "A".repeat(60)
             )
+        );
+        // A reader that cut 5 characters, of an output that says "[… 5 chars cut …]" itself.
+        let source = "x".to_string() + "\n[… 5 chars cut …]\n" + &"y".repeat(150);
+        let n = source.chars().count();
+        let read = trim_output(&source, n - 5);
+        assert_eq!(read.matches("\n[… 5 chars cut …]\n").count(), 2);
+        let again = recut(&read, 90, Some(n));
+        let m = cut_markers(&again).last().unwrap();
+        let (head, tail) = (&again[..m.start], &again[m.end..]);
+        assert!(
+            source.starts_with(head) && source.ends_with(tail),
+            "{again:?}"
+        );
+        assert_eq!(
+            head.chars().count() + m.cut + tail.chars().count(),
+            n,
+            "{again:?}"
         );
         let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
         let source: String = format!("log {token} ")
