@@ -37,17 +37,20 @@ impl From<Value> for Slot {
             // A whole number is one whatever its form (`1200`, `1200.0`, `1.2e3`; see
             // `jsonl::as_count`): an export re-saved by a serializer that keeps numbers as
             // floats reads as the original did.
-            Value::Number(n) => match (
-                crate::jsonl::as_count(&Value::Number(n.clone())),
-                crate::jsonl::as_whole(&Value::Number(n.clone())),
-                n.as_f64(),
-            ) {
-                (Some(u), _, _) => Slot::U64(u),
-                (None, Some(i), _) => Slot::I64(i),
-                (None, None, Some(f)) => Slot::F64(f),
-                // Not reachable without serde_json's arbitrary precision; kept exactly anyway.
-                (None, None, None) => Slot::Other(Box::new(Value::Number(n))),
-            },
+            Value::Number(n) => {
+                let v = Value::Number(n);
+                match (
+                    crate::jsonl::as_count(&v),
+                    crate::jsonl::as_whole(&v),
+                    v.as_f64(),
+                ) {
+                    (Some(u), _, _) => Slot::U64(u),
+                    (None, Some(i), _) => Slot::I64(i),
+                    (None, None, Some(f)) => Slot::F64(f),
+                    // Not reachable without serde_json's arbitrary precision; kept exactly anyway.
+                    (None, None, None) => Slot::Other(Box::new(v)),
+                }
+            }
             Value::String(s) => Slot::Str(s.into_boxed_str()),
             other => Slot::Other(Box::new(other)),
         }
