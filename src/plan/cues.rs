@@ -4,7 +4,7 @@
 use crate::model::{Message, Role};
 
 /// Words with which a user states a rule, strongest first.
-const CONSTRAINT_CUES: &[&str] = &[
+static CONSTRAINT_CUES: &[&str] = &[
     "never",
     "must",
     "don't",
@@ -17,7 +17,7 @@ const CONSTRAINT_CUES: &[&str] = &[
 ];
 
 /// Phrases with which a decision is announced.
-const DECISION_CUES: &[&str] = &[
+static DECISION_CUES: &[&str] = &[
     "decided",
     "decision",
     "we will",
@@ -59,21 +59,28 @@ pub fn is_decision(sentence: &str) -> bool {
 }
 
 /// Whether a text may hold any cue at all: one case-insensitive scan, so that the sentences of
-/// the many messages without one are never split or lowercased.
+/// the many messages without one are never split or lowercased. ASCII case: what the cues
+/// are then checked against is the sentence lowercased, where the only other character that
+/// turns into a letter of a cue is the Kelvin sign (into `k`); the long s (`ſ`), which a
+/// Unicode-insensitive search would also take for an `s`, stays itself and matches no cue.
 fn may_hold(text: &str, cues: &[&str]) -> bool {
+    use aho_corasick::AhoCorasick;
     use std::sync::OnceLock;
-    static RULES: OnceLock<regex::Regex> = OnceLock::new();
-    static DECISIONS: OnceLock<regex::Regex> = OnceLock::new();
+    static RULES: OnceLock<AhoCorasick> = OnceLock::new();
+    static DECISIONS: OnceLock<AhoCorasick> = OnceLock::new();
     let cell = if cues.as_ptr() == CONSTRAINT_CUES.as_ptr() {
         &RULES
     } else {
         &DECISIONS
     };
     cell.get_or_init(|| {
-        let alternatives: Vec<String> = cues.iter().map(|c| regex::escape(c)).collect();
-        regex::Regex::new(&format!("(?i){}", alternatives.join("|"))).expect("cue regex")
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(cues)
+            .expect("cue words build")
     })
     .is_match(text)
+        || text.contains('\u{212A}')
 }
 
 /// The rules a user message states, in order.
@@ -92,6 +99,53 @@ pub fn decisions_in(m: &Message) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The quick scan never hides a message that states a rule or a decision: whatever the
+    /// case and the characters that lowercase into a cue's letters, a text it turns away has
+    /// no sentence that the cues find.
+    #[test]
+    fn the_quick_scan_keeps_every_text_with_a_cue() {
+        let pieces = [
+            "never",
+            "MUST",
+            "Do Not",
+            "ma\u{212A}e sure",
+            "mu\u{17F}t",
+            "\u{130} will use",
+            "DECIDED",
+            "we'll",
+            "Going With",
+            "instead of",
+            "\u{212A}",
+            "\u{17F}",
+            "\u{130}",
+            "x",
+            " ",
+            ". ",
+            "\n",
+            "é",
+        ];
+        let mut next = crate::text::test_rng(0x3c6e_f372_fe94_f82b);
+        let (mut kept, mut turned_away) = (0, 0);
+        for _ in 0..20_000 {
+            let text: String = (0..next(6))
+                .map(|_| pieces[next(pieces.len() as u64)])
+                .collect();
+            let states = sentences(&text).any(|s| constraint_strength(s).is_some());
+            let announces = sentences(&text).any(is_decision);
+            if may_hold(&text, CONSTRAINT_CUES) {
+                kept += 1;
+            } else {
+                assert!(!states, "{text:?}");
+                turned_away += 1;
+            }
+            if !may_hold(&text, DECISION_CUES) {
+                assert!(!announces, "{text:?}");
+            }
+        }
+        assert!(kept > 1000 && turned_away > 1000, "{kept} {turned_away}");
+        assert!(may_hold("ma\u{212A}e sure it builds", CONSTRAINT_CUES));
+    }
 
     #[test]
     fn rules_and_decisions_are_found_by_whole_words() {
