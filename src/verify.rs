@@ -1,6 +1,7 @@
 //! The write and verify stages: a native session lands in the target's store whole or not at
 //! all, and is read back with our own reader and compared with what was meant.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -24,21 +25,22 @@ pub fn provenance(source: &Session, source_sha256: &str, relay_time: &str) -> Va
     })
 }
 
-/// A comparable digest of the conversation: what must survive a write and a read-back.
-pub fn digest(s: &Session) -> Vec<(Role, String)> {
+/// A comparable digest of the conversation: what must survive a write and a read-back. It
+/// borrows the texts: a relay compares the two digests of a long session once, and copying
+/// every message twice for it showed in a small relay's time.
+pub fn digest(s: &Session) -> Vec<(Role, Cow<'_, str>)> {
     s.messages
         .iter()
         .filter_map(|m| match m.role {
-            Role::User | Role::Assistant => Some((m.role, m.content.trim().to_string())),
-            Role::ToolCall => Some((m.role, m.tool_name.clone().unwrap_or_default())),
-            Role::ToolResult => Some((
+            Role::User | Role::Assistant => Some((m.role, Cow::Borrowed(m.content.trim()))),
+            Role::ToolCall => Some((
                 m.role,
-                format!(
-                    "{}{}",
-                    if m.is_error { "error: " } else { "" },
-                    m.content.trim()
-                ),
+                Cow::Borrowed(m.tool_name.as_deref().unwrap_or_default()),
             )),
+            Role::ToolResult if m.is_error => {
+                Some((m.role, Cow::Owned(format!("error: {}", m.content.trim()))))
+            }
+            Role::ToolResult => Some((m.role, Cow::Borrowed(m.content.trim()))),
             _ => None,
         })
         .collect()
