@@ -231,7 +231,7 @@ fn last_chars(text: &str, n: usize) -> &str {
 fn chars_after(text: &str, n: usize) -> usize {
     let (mut at, mut left) = (0, n);
     while left > 0 && at < text.len() {
-        let mut end = (at + left).min(text.len());
+        let mut end = at.saturating_add(left).min(text.len());
         while !text.is_char_boundary(end) {
             end -= 1;
         }
