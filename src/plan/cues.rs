@@ -1,10 +1,14 @@
 //! What the brief and the summary look for in the conversation: the user's rules and the
 //! decisions taken, found by the words people use to state them. Deterministic, no model.
 
+use std::sync::OnceLock;
+
+use aho_corasick::AhoCorasick;
+
 use crate::model::{Message, Role};
 
 /// Words with which a user states a rule, strongest first.
-static CONSTRAINT_CUES: &[&str] = &[
+static CONSTRAINT_CUES: Cues = Cues::new(&[
     "never",
     "must",
     "don't",
@@ -14,10 +18,10 @@ static CONSTRAINT_CUES: &[&str] = &[
     "prefer",
     "make sure",
     "only",
-];
+]);
 
 /// Phrases with which a decision is announced.
-static DECISION_CUES: &[&str] = &[
+static DECISION_CUES: Cues = Cues::new(&[
     "decided",
     "decision",
     "we will",
@@ -28,7 +32,7 @@ static DECISION_CUES: &[&str] = &[
     "chose",
     "instead of",
     "switched to",
-];
+]);
 
 /// Sentences of a text: split at sentence ends and line breaks, without the short scraps.
 pub fn sentences(text: &str) -> impl Iterator<Item = &str> {
@@ -49,50 +53,61 @@ pub fn has_word(text: &str, word: &str) -> bool {
 /// How strongly a sentence states a rule: `None` when it states none; lower is stronger.
 pub fn constraint_strength(sentence: &str) -> Option<usize> {
     let lower = sentence.to_lowercase();
-    CONSTRAINT_CUES.iter().position(|cue| has_word(&lower, cue))
+    CONSTRAINT_CUES
+        .words
+        .iter()
+        .position(|cue| has_word(&lower, cue))
 }
 
 /// Whether a sentence announces a decision.
 pub fn is_decision(sentence: &str) -> bool {
     let lower = sentence.to_lowercase();
-    DECISION_CUES.iter().any(|cue| lower.contains(cue))
+    DECISION_CUES.words.iter().any(|cue| lower.contains(cue))
 }
 
-/// Whether a text may hold any cue at all: one case-insensitive scan, so that the sentences of
-/// the many messages without one are never split or lowercased. ASCII case: what the cues
-/// are then checked against is the sentence lowercased, where the only other character that
-/// turns into a letter of a cue is the Kelvin sign (into `k`); the long s (`ſ`), which a
-/// Unicode-insensitive search would also take for an `s`, stays itself and matches no cue.
-fn may_hold(text: &str, cues: &[&str]) -> bool {
-    use aho_corasick::AhoCorasick;
-    use std::sync::OnceLock;
-    static RULES: OnceLock<AhoCorasick> = OnceLock::new();
-    static DECISIONS: OnceLock<AhoCorasick> = OnceLock::new();
-    let cell = if cues.as_ptr() == CONSTRAINT_CUES.as_ptr() {
-        &RULES
-    } else {
-        &DECISIONS
-    };
-    cell.get_or_init(|| {
-        AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .build(cues)
-            .expect("cue words build")
-    })
-    .is_match(text)
-        || text.contains('\u{212A}')
+/// A list of cue words, with the scan that finds any of them, built the first time it is used.
+struct Cues {
+    words: &'static [&'static str],
+    scan: OnceLock<AhoCorasick>,
+}
+
+impl Cues {
+    const fn new(words: &'static [&'static str]) -> Cues {
+        Cues {
+            words,
+            scan: OnceLock::new(),
+        }
+    }
+
+    /// Whether a text may hold any cue at all: one case-insensitive scan, so that the
+    /// sentences of the many messages without one are never split or lowercased. ASCII case:
+    /// what the cues are then checked against is the sentence lowercased, where the only other
+    /// character that turns into a letter of a cue is the Kelvin sign (into `k`); the long s
+    /// (`ſ`), which a Unicode-insensitive search would also take for an `s`, stays itself and
+    /// matches no cue.
+    fn may_hold(&self, text: &str) -> bool {
+        self.scan
+            .get_or_init(|| {
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .build(self.words)
+                    .expect("cue words build")
+            })
+            .is_match(text)
+            || text.contains('\u{212A}')
+    }
 }
 
 /// The rules a user message states, in order.
 pub fn constraints_in(m: &Message) -> impl Iterator<Item = &str> {
-    let user = m.role == Role::User && may_hold(&m.content, CONSTRAINT_CUES);
+    let user = m.role == Role::User && CONSTRAINT_CUES.may_hold(&m.content);
     sentences(if user { &m.content } else { "" }).filter(|s| constraint_strength(s).is_some())
 }
 
 /// The decisions an assistant message announces, in order.
 pub fn decisions_in(m: &Message) -> impl Iterator<Item = &str> {
     let answer =
-        m.role == Role::Assistant && m.kind().is_none() && may_hold(&m.content, DECISION_CUES);
+        m.role == Role::Assistant && m.kind().is_none() && DECISION_CUES.may_hold(&m.content);
     sentences(if answer { &m.content } else { "" }).filter(|s| is_decision(s))
 }
 
@@ -133,18 +148,18 @@ mod tests {
                 .collect();
             let states = sentences(&text).any(|s| constraint_strength(s).is_some());
             let announces = sentences(&text).any(is_decision);
-            if may_hold(&text, CONSTRAINT_CUES) {
+            if CONSTRAINT_CUES.may_hold(&text) {
                 kept += 1;
             } else {
                 assert!(!states, "{text:?}");
                 turned_away += 1;
             }
-            if !may_hold(&text, DECISION_CUES) {
+            if !DECISION_CUES.may_hold(&text) {
                 assert!(!announces, "{text:?}");
             }
         }
         assert!(kept > 1000 && turned_away > 1000, "{kept} {turned_away}");
-        assert!(may_hold("ma\u{212A}e sure it builds", CONSTRAINT_CUES));
+        assert!(CONSTRAINT_CUES.may_hold("ma\u{212A}e sure it builds"));
     }
 
     #[test]
