@@ -134,7 +134,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     } else {
         Some(relay_lock(&source_sha, target.name())?)
     };
-    let entries = ledger::entries();
+    let entries = ledger::entries_about(&source.id);
     // Relays of this source to the same agent and directory that are still in place.
     let earlier: Vec<&ledger::Entry> = ledger::live_relays(&entries)
         .into_iter()
@@ -311,12 +311,13 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             standalone: standalone.is_some(),
             bytes: native.bytes.len() as u64,
             messages: plan.session.message_count(),
-            tokens: Some(serde_json::json!({
+            tokens: serde_json::value::to_raw_value(&serde_json::json!({
                 "budget": plan.fit.budget,
                 "total": plan.fit.total_tokens,
                 "tokenizer": plan.fit.tokenizer,
                 "source_estimate": plan.fit.source.source_tokens,
-            })),
+            }))
+            .ok(),
             source_bytes,
             supersedes: supersedes.clone(),
         };
