@@ -31,9 +31,17 @@ pub fn remove_created_dirs(created: &[PathBuf]) {
 }
 
 /// Writes a new file atomically (temp file in the same folder, fsync, rename) and refuses to
-/// replace an existing one.
-pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_new_file_with(path, |w| Ok(w.write_all(bytes)?))
+/// replace an existing one. Before the file takes its name, `check` reads it back where it lies
+/// (a temporary file in the same folder, with the same extension, since a reader may go by it)
+/// while it is flushed to disk on another thread: a file that fails the check never lands, and
+/// the rename only names the bytes checked. The file then takes `mtime`, if given.
+pub fn write_new_file(
+    path: &Path,
+    bytes: &[u8],
+    mtime: Option<std::time::SystemTime>,
+    check: impl FnOnce(&Path) -> Result<()>,
+) -> Result<()> {
+    write_new_file_checked(path, |w| Ok(w.write_all(bytes)?), mtime, Some(check))
 }
 
 /// `write_new_file`, with the content written by `write` as it is made: a long session's
@@ -41,6 +49,15 @@ pub fn write_new_file(path: &Path, bytes: &[u8]) -> Result<()> {
 pub fn write_new_file_with(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    write_new_file_checked(path, write, None, None::<fn(&Path) -> Result<()>>)
+}
+
+fn write_new_file_checked(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<()>,
+    mtime: Option<std::time::SystemTime>,
+    check: Option<impl FnOnce(&Path) -> Result<()>>,
 ) -> Result<()> {
     let dir = folder_of(path);
     if path.exists() {
@@ -53,17 +70,37 @@ pub fn write_new_file_with(
         )
         .into());
     }
+    // The check reads it as the file it will be, and a reader may go by the extension.
+    let suffix = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
     let tmp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
+        .suffix(&suffix)
         .tempfile_in(&dir)
         .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp);
     write(&mut out)?;
-    // A failed write leaves nothing behind: the temporary file is removed when dropped.
+    // A failed write or check leaves nothing behind: the temporary file is removed when
+    // dropped.
     let tmp = out
         .into_inner()
         .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error()))?;
-    tmp.as_file().sync_all()?;
+    std::thread::scope(|s| -> Result<()> {
+        let synced = s.spawn(|| tmp.as_file().sync_all());
+        let checked = check.map_or(Ok(()), |check| check(tmp.path()));
+        let synced = synced
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        checked?;
+        Ok(synced?)
+    })?;
+    // Only now: `clean` takes a temporary file last written over an hour ago for one an
+    // interrupted relay left, and a source's time is often older than that.
+    if let Some(t) = mtime {
+        tmp.as_file().set_modified(t)?;
+    }
     tmp.persist_noclobber(path)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error))?;
     Ok(())
@@ -369,6 +406,63 @@ mod tests {
         let again = write_new_file_with(&p, |w| Ok(w.write_all(b"other")?));
         assert!(again.unwrap_err().to_string().contains("already exists"));
         assert_eq!(std::fs::read_to_string(&p).unwrap(), line.repeat(500));
+    }
+
+    /// The check reads the whole file, beside where it will lie and by the same extension,
+    /// before it has its name; a failed check leaves nothing, and the time given is the file's
+    /// only once it has passed (`clean` goes by a temporary file's time).
+    #[test]
+    fn a_checked_file_lands_only_after_its_check_passed() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = "{\"a\":1}\n".repeat(20_000);
+        let when =
+            std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        let names = |dir: &Path| -> Vec<String> {
+            let mut v: Vec<_> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            v.sort();
+            v
+        };
+
+        let failed = dir.path().join("bad.json");
+        let err = write_new_file(&failed, bytes.as_bytes(), Some(when), |seen| {
+            assert_eq!(seen.parent(), Some(dir.path()));
+            assert!(
+                seen.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(TEMP_PREFIX)
+            );
+            assert_eq!(seen.extension().unwrap(), "json");
+            assert_eq!(std::fs::read_to_string(seen).unwrap(), bytes);
+            assert!(!failed.exists(), "named before its check");
+            anyhow::bail!("reads back as something else")
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("reads back as something else"),
+            "{err}"
+        );
+        assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+
+        let good = dir.path().join("good.jsonl");
+        let mut checked_at = None;
+        write_new_file(&good, bytes.as_bytes(), Some(when), |seen| {
+            assert_eq!(seen.extension().unwrap(), "jsonl");
+            assert_eq!(std::fs::read(seen).unwrap(), bytes.as_bytes());
+            checked_at = Some(std::fs::metadata(seen)?.modified()?);
+            Ok(())
+        })
+        .unwrap();
+        assert!(
+            checked_at.is_some_and(|t| t != when),
+            "unchecked, or took the old time before its check"
+        );
+        assert_eq!(names(dir.path()), vec!["good.jsonl".to_string()]);
+        assert_eq!(std::fs::read(&good).unwrap(), bytes.as_bytes());
+        assert_eq!(std::fs::metadata(&good).unwrap().modified().unwrap(), when);
     }
 }
 

@@ -46,10 +46,10 @@ pub fn digest(s: &Session) -> Vec<(Role, Cow<'_, str>)> {
         .collect()
 }
 
-/// Writes atomically without replacing anything, then reads the file back with our own reader
-/// and compares it with what was meant to be written. On any difference the file is removed,
-/// and so are the folders made for it. Returns those folders, for a caller that fails later
-/// (see `fsutil::remove_created_dirs`).
+/// Writes atomically without replacing anything, reading the file back with our own reader
+/// before it takes its name, and comparing it with what was meant to be written. On any
+/// difference nothing is written, and the folders made for it are removed. Returns those
+/// folders, for a caller that fails later (see `fsutil::remove_created_dirs`).
 pub fn write_and_verify(
     target: &dyn Adapter,
     native: &NativeSession,
@@ -60,17 +60,9 @@ pub fn write_and_verify(
         Some(dir) => crate::fsutil::create_dirs(dir)?,
         None => Vec::new(),
     };
-    if let Err(e) = crate::fsutil::write_new_file(&native.path, &native.bytes) {
-        crate::fsutil::remove_created_dirs(&created);
-        return Err(e);
-    }
-    let check = || -> Result<()> {
-        if let Some(t) = native.mtime {
-            let f = std::fs::File::options().write(true).open(&native.path)?;
-            f.set_modified(std::time::SystemTime::from(t))?;
-        }
+    let check = |written: &Path| -> Result<()> {
         let back = target
-            .read(&native.path, Some(home))
+            .read(written, Some(home))
             .context("reading the written session back")?;
         let want = digest(shaped);
         let got = digest(&back);
@@ -91,10 +83,10 @@ pub fn write_and_verify(
         }
         Ok(())
     };
-    if let Err(e) = check() {
-        let _ = std::fs::remove_file(&native.path);
+    let mtime = native.mtime.map(std::time::SystemTime::from);
+    if let Err(e) = crate::fsutil::write_new_file(&native.path, &native.bytes, mtime, check) {
         crate::fsutil::remove_created_dirs(&created);
-        return Err(e.context(format!("removed {}", native.path.display())));
+        return Err(e.context(format!("nothing was written to {}", native.path.display())));
     }
     Ok(created)
 }

@@ -31,6 +31,10 @@ pub fn session_files(home: &Path) -> Vec<PathBuf> {
         .map(|e| e.into_path())
         .filter(|p| {
             p.extension().is_some_and(|e| e == "jsonl")
+                // A relay's file before it takes its name, or one an interrupted relay left.
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(crate::fsutil::TEMP_PREFIX))
                 && (p.parent().and_then(Path::parent).map(Path::to_path_buf) == Some(root.clone())
                     || super::subagent_parent(p).is_some())
         })

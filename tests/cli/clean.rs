@@ -369,3 +369,39 @@ fn clean_removes_the_temporary_files_of_interrupted_relays() {
     );
     assert!(!old.exists() && fresh.exists() && other.exists());
 }
+
+/// A Claude Code session is any `.jsonl` in a project folder, and a relay's file is checked
+/// beside where it will lie, by that extension, before it takes its name: one an interrupted
+/// relay left there is no session of the user's to list, and `clean` takes it away.
+#[test]
+fn a_relay_file_left_before_its_name_is_not_listed_as_a_session() {
+    let mut env = TestEnv::with_fixtures();
+    env.removing_stores();
+    let before = env.list_json(&["list", "--all", "--json"]);
+    let rows = before.as_array().unwrap();
+    let claude = rows
+        .iter()
+        .find(|r| r["agent"] == "claude")
+        .expect("a Claude fixture");
+    let source = PathBuf::from(claude["path"].as_str().unwrap());
+    let left = source.with_file_name(".session-relay-AbC123.jsonl");
+    std::fs::copy(&source, &left).unwrap();
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    std::fs::File::options()
+        .write(true)
+        .open(&left)
+        .unwrap()
+        .set_modified(two_hours_ago)
+        .unwrap();
+    assert_eq!(env.list_json(&["list", "--all", "--json"]), before);
+    let done = env.json(&["clean", "--yes", "--json"]);
+    assert!(
+        done["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "removed 1 temporary file(s) left by interrupted relays"),
+        "{done}"
+    );
+    assert!(!left.exists() && source.exists());
+}
