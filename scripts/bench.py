@@ -1081,7 +1081,10 @@ def main():
                     p = subprocess.run(relay + ["--dry-run", "--json"], env=env, capture_output=True, text=True)
                     fit = fit_of(p.stdout) if p.returncode == 0 else {"error": p.stderr.strip()[-300:]}
                     results["fit"].append({"shape": shape, "src": src, "dst": dst, "mb": mb, **fit})
-                r = measure(relay + ["--force"], env, args.runs, prepare=lambda t=tgt, d=dst: fresh(t, AGENT_SUB[d]))
+                # Each run from an empty ledger, as each peer run from an empty home: a ledger
+                # that grew by one relay a run made later runs slower than earlier ones.
+                r = measure(relay + ["--force"], env, args.runs,
+                            prepare=lambda t=tgt, d=dst: (fresh(t, AGENT_SUB[d]), shutil.rmtree(state, ignore_errors=True)))
                 r.pop("stdout", None)
                 out = written(tgt)
                 r["wrote"] = wrote_record(out, tgt, base_env)
