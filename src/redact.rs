@@ -121,7 +121,10 @@ impl RuleSet {
                 None => ungated.push(i),
             }
         }
+        // A DFA: searching 1 MB of texts for every gate, overlapping, took 6.8 ms with the
+        // default contiguous NFA, 2.9 ms with a DFA, which takes 0.6 ms longer to build.
         let gates = AhoCorasick::builder()
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
             .ascii_case_insensitive(true)
             .build(&strings)
             .expect("the gates' strings make an automaton (tested)");
@@ -1507,8 +1510,9 @@ mod tests {
     /// rule: checked on matches of every hinted rule, whatever the case and the spacing.
     /// `gates.rs` as the rules require it: for each built-in rule, the byte strings its pattern
     /// (its hint, if any) must start or end with, by `regex-syntax`'s literal extraction, the
-    /// longer shortest of the two; none where neither is a finite set of strings of at least
-    /// three bytes. Letters are lower-cased, since the gates are matched ignoring ASCII case.
+    /// longer shortest of the two, each cut to its first 12 bytes; none where neither is a
+    /// finite set of strings of at least three bytes. Letters are lower-cased, since the gates
+    /// are matched ignoring ASCII case.
     fn gates_table() -> String {
         use regex_syntax::hir::literal::{ExtractKind, Extractor};
         let mut out = String::from(
@@ -1527,9 +1531,12 @@ mod tests {
                 let Some(literals) = seq.literals() else {
                     continue;
                 };
+                // A required string's first bytes are required too, and twelve tell a
+                // secret's prefix well enough: the automaton of the longer strings took
+                // twice as long to build (1.9 ms), for no fewer texts named.
                 let mut strings: Vec<Vec<u8>> = literals
                     .iter()
-                    .map(|l| l.as_bytes().to_ascii_lowercase())
+                    .map(|l| l.as_bytes()[..l.len().min(12)].to_ascii_lowercase())
                     .collect();
                 strings.sort();
                 strings.dedup();
