@@ -122,10 +122,11 @@ impl RuleSet {
             }
         }
         // A DFA: searching 1 MB of texts for every gate, overlapping, took 6.8 ms with the
-        // default contiguous NFA, 2.9 ms with a DFA, which takes 0.6 ms longer to build.
+        // default contiguous NFA, 2.9 ms with a DFA. The gates are lower case and each text
+        // is searched lower-cased (`matches`): the same answers as searching ignoring ASCII
+        // case, from an automaton built in half the time (0.7 against 1.4 ms).
         let gates = AhoCorasick::builder()
             .kind(Some(aho_corasick::AhoCorasickKind::DFA))
-            .ascii_case_insensitive(true)
             .build(&strings)
             .expect("the gates' strings make an automaton (tested)");
         let builtin: Vec<&str> = ungated.iter().map(|&i| builtin[i].as_str()).collect();
@@ -163,9 +164,10 @@ impl RuleSet {
             .map(|u| u.matches(text).into_iter().collect())
             .unwrap_or_default();
         let offset = self.user.as_ref().map_or(0, RegexSet::len);
+        let lower = text.as_bytes().to_ascii_lowercase();
         let mut builtin: Vec<usize> = self
             .gates
-            .find_overlapping_iter(text)
+            .find_overlapping_iter(&lower)
             .map(|m| self.gated[m.pattern().as_usize()])
             .collect();
         let mut cache = self.caches.get();
