@@ -87,15 +87,18 @@ fn write_new_file_checked(
     let tmp = out
         .into_inner()
         .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error()))?;
-    std::thread::scope(|s| -> Result<()> {
-        let synced = s.spawn(|| tmp.as_file().sync_all());
-        let checked = check.map_or(Ok(()), |check| check(tmp.path()));
-        let synced = synced
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        checked?;
-        Ok(synced?)
-    })?;
+    match check {
+        None => tmp.as_file().sync_all()?,
+        Some(check) => std::thread::scope(|s| -> Result<()> {
+            let synced = s.spawn(|| tmp.as_file().sync_all());
+            let checked = check(tmp.path());
+            let synced = synced
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            checked?;
+            Ok(synced?)
+        })?,
+    }
     // Only now: `clean` takes a temporary file last written over an hour ago for one an
     // interrupted relay left, and a source's time is often older than that.
     if let Some(t) = mtime {

@@ -112,7 +112,7 @@ type CacheFn = Box<dyn Fn() -> hybrid::dfa::Cache + Send + Sync + UnwindSafe + R
 impl RuleSet {
     fn new(user: Option<RegexSet>, builtin: &[String]) -> RuleSet {
         let (mut ungated, mut gated, mut strings) = (Vec::new(), Vec::new(), Vec::new());
-        for (i, _) in builtin.iter().enumerate() {
+        for i in 0..builtin.len() {
             match gates::GATES.get(i).copied().flatten() {
                 Some(gate) => {
                     gated.extend(std::iter::repeat_n(i, gate.len()));

@@ -1,7 +1,7 @@
 //! `clean` over a mixed store: native sessions of both agents, relayed sessions old and new, a
 //! continued one, a relayed-looking file the ledger does not know, a symlink out of the store.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::common::TestEnv;
 use serde_json::Value;
@@ -55,6 +55,26 @@ fn action(v: &Value, id: &str) -> String {
         .find(|(i, _)| i == id)
         .map(|(_, a)| a)
         .unwrap_or_else(|| "absent".into())
+}
+
+/// Gives `path` the time it had two hours ago: older than `clean`'s hour for temporary files.
+fn two_hours_old(path: &Path) {
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(two_hours_ago)
+        .unwrap();
+}
+
+/// Whether a report's notes hold `note`.
+fn noted(report: &Value, note: &str) -> bool {
+    report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n == note)
 }
 
 #[test]
@@ -339,32 +359,24 @@ fn clean_removes_the_temporary_files_of_interrupted_relays() {
     for p in [&old, &fresh, &other] {
         std::fs::write(p, "{\"half\":").unwrap();
     }
-    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
     for p in [&old, &other] {
-        std::fs::File::options()
-            .write(true)
-            .open(p)
-            .unwrap()
-            .set_modified(two_hours_ago)
-            .unwrap();
+        two_hours_old(p);
     }
     let dry = env.json(&["clean", "--dry-run", "--json"]);
     assert!(
-        dry["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n == "would remove 1 temporary file(s) left by interrupted relays"),
+        noted(
+            &dry,
+            "would remove 1 temporary file(s) left by interrupted relays"
+        ),
         "{dry}"
     );
     assert!(old.exists());
     let done = env.json(&["clean", "--yes", "--json"]);
     assert!(
-        done["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n == "removed 1 temporary file(s) left by interrupted relays"),
+        noted(
+            &done,
+            "removed 1 temporary file(s) left by interrupted relays"
+        ),
         "{done}"
     );
     assert!(!old.exists() && fresh.exists() && other.exists());
@@ -386,21 +398,14 @@ fn a_relay_file_left_before_its_name_is_not_listed_as_a_session() {
     let source = PathBuf::from(claude["path"].as_str().unwrap());
     let left = source.with_file_name(".session-relay-AbC123.jsonl");
     std::fs::copy(&source, &left).unwrap();
-    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
-    std::fs::File::options()
-        .write(true)
-        .open(&left)
-        .unwrap()
-        .set_modified(two_hours_ago)
-        .unwrap();
+    two_hours_old(&left);
     assert_eq!(env.list_json(&["list", "--all", "--json"]), before);
     let done = env.json(&["clean", "--yes", "--json"]);
     assert!(
-        done["notes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|n| n == "removed 1 temporary file(s) left by interrupted relays"),
+        noted(
+            &done,
+            "removed 1 temporary file(s) left by interrupted relays"
+        ),
         "{done}"
     );
     assert!(!left.exists() && source.exists());
