@@ -190,20 +190,29 @@ pub fn remove_lines(path: &Path, ours: impl Fn(&[u8]) -> bool) -> Result<bool> {
     let mut new = tmp
         .persist(path)
         .map_err(|e| anyhow::anyhow!("cannot rewrite {}: {}", path.display(), e.error))?;
-    // Appended to the old file after it was read (`f` still reads it), until it has not
-    // grown for a moment: a line the agent was writing as the new file took its place.
+    // Appended to the old file after it was read (`f` still reads it): a line the agent was
+    // writing as the new file took its place. An appender that opened the old file just before
+    // the rename may be descheduled for a while before it writes, so the watch ends only after
+    // the old file has stayed quiet for `QUIET` (not after one quiet poll: on a busy machine
+    // that lost lines), and in any case after `WATCH_AT_MOST`.
+    const POLL: std::time::Duration = std::time::Duration::from_millis(2);
+    const QUIET: std::time::Duration = std::time::Duration::from_millis(40);
+    const WATCH_AT_MOST: std::time::Duration = std::time::Duration::from_secs(2);
     let mut copied = bytes.len() as u64;
-    for _ in 0..100 {
-        std::thread::sleep(std::time::Duration::from_millis(2));
+    let started = std::time::Instant::now();
+    let mut last_growth = started;
+    while last_growth.elapsed() < QUIET && started.elapsed() < WATCH_AT_MOST {
+        std::thread::sleep(POLL);
         let now = f.metadata()?.len();
         if now <= copied {
-            break;
+            continue;
         }
         let mut late = vec![0u8; (now - copied) as usize];
         f.read_exact_at(&mut late, copied)?;
         std::io::Seek::seek(&mut new, std::io::SeekFrom::End(0))?;
         new.write_all(&late)?;
         copied = now;
+        last_growth = std::time::Instant::now();
     }
     new.sync_all()?;
     Ok(true)
