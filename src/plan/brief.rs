@@ -4,6 +4,7 @@
 //! decisions taken, each deduplicated and capped. Deterministic: no model is called.
 
 use foldhash::{HashSet, HashSetExt};
+use std::borrow::Cow;
 use std::path::Path;
 use std::process::Command;
 
@@ -136,7 +137,7 @@ impl Caps {
 /// The rules the user stated, deduplicated, the latest last; at most `max`, keeping the
 /// strongest ("never", "must") over the weaker ("prefer") when there are more.
 pub fn constraints(s: &Session, max: usize) -> Vec<String> {
-    keep_strongest_latest(constraints_found(s, None), max)
+    keep_strongest_latest(constraints_found(s, None, max), max)
 }
 
 /// The rules a message states: (text, strength).
@@ -154,46 +155,110 @@ pub fn decisions_of(m: &Message) -> Vec<String> {
     cues::decisions_in(m).map(one_line).collect()
 }
 
-/// Every rule the user stated, deduplicated: (order, strength, text). The folded messages'
-/// came where they were taken out (`Session::folded`).
-fn constraints_found(s: &Session, folded: Option<&BriefFound>) -> Vec<(usize, usize, String)> {
-    let mut seen = HashSet::new();
-    let mut found: Vec<(usize, usize, String)> = Vec::new();
+/// The rules the user stated, deduplicated, as (order, strength, text): of all of them, the
+/// `most` that `keep_strongest_latest` picks, which hold what it picks for any smaller number.
+/// The folded messages' came where they were taken out (`Session::folded`). A long session
+/// states thousands; keeping them all (and a lower-case copy of each) made the brief the
+/// relay's peak of memory, growing with the session.
+fn constraints_found(
+    s: &Session,
+    folded: Option<&BriefFound>,
+    most: usize,
+) -> Vec<(usize, usize, String)> {
+    let mut seen = IdSet::default();
+    let mut found = Strongest::new(most);
     let per_message = in_each_message(s, rules_in);
-    for (text, strength) in in_order(s, per_message, folded.map(|f| f.rules.clone())) {
-        if seen.insert(text.to_lowercase()) {
-            found.push((found.len(), strength, text));
+    let folded = folded
+        .into_iter()
+        .flat_map(|f| f.rules.iter().map(|(t, n)| (Cow::Borrowed(t.as_str()), *n)));
+    let per_message = per_message
+        .into_iter()
+        .map(|rules| rules.into_iter().map(|(t, n)| (Cow::Owned(t), n)).collect());
+    for (text, strength) in in_order(s, per_message.collect(), folded) {
+        if seen.insert(&text.to_lowercase()) {
+            found.push(strength, text.into_owned());
         }
     }
-    found
+    found.finish()
+}
+
+/// The `most` strongest of a stream of rules, ties going to the latest, held in bounded memory:
+/// (order, strength, text), the order counting every rule pushed.
+struct Strongest {
+    most: usize,
+    order: usize,
+    found: Vec<(usize, usize, String)>,
+}
+
+impl Strongest {
+    fn new(most: usize) -> Strongest {
+        Strongest {
+            most,
+            order: 0,
+            found: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, strength: usize, text: String) {
+        self.found.push((self.order, strength, text));
+        self.order += 1;
+        // Cut back now and then, not at every rule: a sort per few dozen rules.
+        if self.found.len() >= self.most.saturating_mul(2).max(64) {
+            strongest_latest(&mut self.found, self.most);
+        }
+    }
+
+    fn finish(mut self) -> Vec<(usize, usize, String)> {
+        strongest_latest(&mut self.found, self.most);
+        self.found
+    }
+}
+
+/// Keeps the `max` strongest of `found`, ties going to the latest, in order.
+fn strongest_latest(found: &mut Vec<(usize, usize, String)>, max: usize) {
+    if found.len() > max {
+        found.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
+        found.truncate(max);
+        found.sort_by_key(|f| f.0);
+    }
 }
 
 /// The decisions the assistant announced, deduplicated, the latest `max`.
 pub fn decisions(s: &Session, max: usize) -> Vec<String> {
-    latest(decisions_found(s, None), max)
+    latest(decisions_found(s, None, max), max)
 }
 
-/// Every decision the assistant announced, deduplicated, in order.
-fn decisions_found(s: &Session, folded: Option<&BriefFound>) -> Vec<String> {
-    let mut seen = HashSet::new();
-    let per_message = in_each_message(s, decisions_of);
-    in_order(s, per_message, folded.map(|f| f.decisions.clone()))
-        .filter(|text| seen.insert(text.to_lowercase()))
-        .collect()
+/// The latest `most` decisions the assistant announced, deduplicated, in order.
+fn decisions_found(s: &Session, folded: Option<&BriefFound>, most: usize) -> Vec<String> {
+    let mut seen = IdSet::default();
+    let per_message = in_each_message(s, |m| decisions_of(m).into_iter().map(Cow::Owned).collect());
+    let folded = folded
+        .into_iter()
+        .flat_map(|f| f.decisions.iter().map(|t| Cow::Borrowed(t.as_str())));
+    let mut found = std::collections::VecDeque::new();
+    for text in in_order(s, per_message, folded) {
+        if seen.insert(&text.to_lowercase()) {
+            if found.len() == most {
+                found.pop_front();
+            }
+            found.push_back(text);
+        }
+    }
+    found.into_iter().map(Cow::into_owned).collect()
 }
 
 /// What was found in each kept message and in the folded ones, in the session's order.
 fn in_order<T>(
     s: &Session,
     mut per_message: Vec<Vec<T>>,
-    folded: Option<Vec<T>>,
+    folded: impl Iterator<Item = T>,
 ) -> impl Iterator<Item = T> {
     let at = s.folded.as_ref().map_or(per_message.len(), |f| f.at);
     let after = per_message.split_off(at.min(per_message.len()));
     per_message
         .into_iter()
         .flatten()
-        .chain(folded.unwrap_or_default())
+        .chain(folded)
         .chain(after.into_iter().flatten())
 }
 
@@ -246,11 +311,7 @@ fn latest(mut found: Vec<String>, max: usize) -> Vec<String> {
 
 /// From (order, strength, text): the `max` strongest, ties going to the latest, in order.
 fn keep_strongest_latest(mut found: Vec<(usize, usize, String)>, max: usize) -> Vec<String> {
-    if found.len() > max {
-        found.sort_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)));
-        found.truncate(max);
-        found.sort_by_key(|f| f.0);
-    }
+    strongest_latest(&mut found, max);
     found.into_iter().map(|f| f.2).collect()
 }
 
@@ -309,8 +370,8 @@ pub fn brief(b: &BriefInput) -> String {
         turns: s.messages.iter().filter(|m| m.role == Role::User).count()
             + b.folded.map_or(0, |f| f.user_messages),
         files: ranked_files(s),
-        rules: constraints_found(s, b.folded),
-        decisions: decisions_found(s, b.folded),
+        rules: constraints_found(s, b.folded, Caps::FULL.constraints),
+        decisions: decisions_found(s, b.folded, Caps::FULL.decisions),
     };
     let mut caps = Caps::FULL;
     loop {
@@ -448,6 +509,46 @@ fn dedup(items: impl Iterator<Item = String>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rules kept while a long session streams by pick what all of them would pick, for the
+    /// number the brief starts with and every smaller one it tries: random strengths (many
+    /// ties), lengths around the cut-back point.
+    #[test]
+    fn the_strongest_kept_while_streaming_are_those_of_all_the_rules() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for _ in 0..400 {
+            let most = [1, 2, 3, 8, 40][next(5) as usize];
+            let len = next(300) as usize;
+            let all: Vec<(usize, usize, String)> = (0..len)
+                .map(|i| {
+                    let strength = match next(5) {
+                        4 => usize::MAX,
+                        s => s as usize,
+                    };
+                    (i, strength, format!("rule {i}"))
+                })
+                .collect();
+            let mut streamed = Strongest::new(most);
+            for (_, strength, text) in &all {
+                streamed.push(*strength, text.clone());
+            }
+            let streamed = streamed.finish();
+            assert!(streamed.len() <= most);
+            for max in 1..=most {
+                assert_eq!(
+                    keep_strongest_latest(streamed.clone(), max),
+                    keep_strongest_latest(all.clone(), max),
+                    "{len} rules, {most} kept, {max} asked"
+                );
+            }
+        }
+    }
 
     /// git is started only where it could find a repository: in a checkout's folder or below
     /// it (also through a link, and where `.git` is a worktree's file), not elsewhere.
