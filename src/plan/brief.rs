@@ -167,14 +167,16 @@ fn constraints_found(
 ) -> Vec<(usize, usize, String)> {
     let mut seen = IdSet::default();
     let mut found = Strongest::new(most);
-    let per_message = in_each_message(s, rules_in);
+    let per_message = in_each_message(s, |m| {
+        rules_in(m)
+            .into_iter()
+            .map(|(t, n)| (Cow::Owned(t), n))
+            .collect()
+    });
     let folded = folded
         .into_iter()
         .flat_map(|f| f.rules.iter().map(|(t, n)| (Cow::Borrowed(t.as_str()), *n)));
-    let per_message = per_message
-        .into_iter()
-        .map(|rules| rules.into_iter().map(|(t, n)| (Cow::Owned(t), n)).collect());
-    for (text, strength) in in_order(s, per_message.collect(), folded) {
+    for (text, strength) in in_order(s, per_message, folded) {
         if seen.insert(&text.to_lowercase()) {
             found.push(strength, text.into_owned());
         }
@@ -515,21 +517,15 @@ mod tests {
     /// ties), lengths around the cut-back point.
     #[test]
     fn the_strongest_kept_while_streaming_are_those_of_all_the_rules() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut next = crate::text::test_rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..400 {
-            let most = [1, 2, 3, 8, 40][next(5) as usize];
-            let len = next(300) as usize;
+            let most = [1, 2, 3, 8, 40][next(5)];
+            let len = next(300);
             let all: Vec<(usize, usize, String)> = (0..len)
                 .map(|i| {
                     let strength = match next(5) {
                         4 => usize::MAX,
-                        s => s as usize,
+                        s => s,
                     };
                     (i, strength, format!("rule {i}"))
                 })
