@@ -302,8 +302,8 @@ pub fn read_line_bounded(
 pub const SALVAGE_HEAD: usize = 1 << 20;
 pub const SALVAGE_TAIL: usize = 64 << 10;
 
-/// `read_line_bounded`, also keeping in `end` the last `SALVAGE_TAIL` bytes (or more) of a line
-/// longer than `max`: what `salvage` needs.
+/// `read_line_bounded`, also keeping in `end` the last bytes of a line longer than `max`, as
+/// `salvage` needs them (see `keep_tail`).
 fn read_line_keeping_end(
     r: &mut dyn BufRead,
     buf: &mut Vec<u8>,
@@ -314,7 +314,18 @@ fn read_line_keeping_end(
     if let Some(e) = end.as_deref_mut() {
         e.clear();
     }
-    let mut total = 0;
+    read_line_more(r, buf, max, end, 0)
+}
+
+/// `read_line_keeping_end` for a line whose first `total` bytes were read already (into `buf`
+/// and `end` as it keeps them).
+fn read_line_more(
+    r: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+    mut end: Option<&mut Vec<u8>>,
+    mut total: usize,
+) -> std::io::Result<(usize, bool)> {
     loop {
         let chunk = match r.fill_buf() {
             Ok(c) => c,
@@ -333,16 +344,24 @@ fn read_line_keeping_end(
         if let Some(e) = end.as_deref_mut()
             && take > room
         {
-            e.extend_from_slice(&chunk[room.min(take)..take]);
-            if e.len() > 2 * SALVAGE_TAIL {
-                e.drain(..e.len() - SALVAGE_TAIL);
-            }
+            keep_tail(e, &chunk[room.min(take)..take]);
         }
         total += take;
         r.consume(take);
         if done {
             return Ok((total, true));
         }
+    }
+}
+
+/// Adds `bytes` to `end`, the last bytes of a line past `MAX_LINE` kept for `salvage`, which
+/// keeps its last `SALVAGE_TAIL` bytes before any trailing whitespace: once cut, `end` holds
+/// twice that, so that what `salvage` keeps is the same however the line was read in pieces
+/// (a cut to exactly `SALVAGE_TAIL` before a newline left one byte less to keep).
+fn keep_tail(end: &mut Vec<u8>, bytes: &[u8]) {
+    end.extend_from_slice(bytes);
+    if end.len() > 4 * SALVAGE_TAIL {
+        end.drain(..end.len() - 2 * SALVAGE_TAIL);
     }
 }
 
@@ -618,6 +637,7 @@ pub fn for_each_line_fast<T: Send>(
         reader,
         buf: Vec::new(),
         end: Vec::new(),
+        carry: Vec::new(),
         no: first - 1,
         offset,
         eof: false,
@@ -763,11 +783,13 @@ pub fn reader_text(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Replaced) {
     }
 }
 
-/// Raw lines read together, to be parsed on every core: their bytes in one buffer (a buffer
-/// per line would grow from empty for every line: most of the allocator's work on a long
-/// session), each line's number, range, whether it ended in a newline and, for a long line
-/// streamed (`Pass::stream_long`), where it lies in the file instead.
+/// Raw lines read together, to be parsed on every core: the file's bytes as read, straight
+/// into one buffer (copying each line out of a reader's buffer into a block of its own was a
+/// tenth of a long read's work), each line's number, range (its text trimmed), whether it
+/// ended in a newline and, for a long line streamed (`Pass::stream_long`), where it lies in the
+/// file instead.
 struct Block {
+    /// Zero-filled once, then reused: only `..filled` of it (in `read_block`) is the file's.
     data: Vec<u8>,
     lines: Vec<BlockLine>,
     /// Bytes of the file the block took.
@@ -779,8 +801,11 @@ type BlockLine = (usize, std::ops::Range<usize>, bool, Option<(u64, u64)>);
 /// The lines of a file as `for_each_line_fast` reads them, block by block.
 struct Lines {
     reader: Box<dyn BufRead + Send>,
+    /// The start of a line read past `LONG_LINE` or `MAX_LINE`, and (`end`) its last bytes.
     buf: Vec<u8>,
     end: Vec<u8>,
+    /// The start of a line that a block's read took but did not end: the next block's first.
+    carry: Vec<u8>,
     /// The number of the last line read.
     no: usize,
     /// The byte offset of the next line.
@@ -798,13 +823,12 @@ impl Lines {
     fn read_block(&mut self, path: &Path, pass: &Pass, stats: &mut PassStats) -> Result<Block> {
         let mut block = match self.spare.take() {
             Some(mut b) => {
-                b.data.clear();
                 b.lines.clear();
                 b.read = 0;
                 b
             }
             None => Block {
-                data: Vec::with_capacity(BLOCK + (BLOCK >> 3)),
+                data: vec![0; BLOCK + (BLOCK >> 3)],
                 lines: Vec::new(),
                 read: 0,
             },
@@ -812,68 +836,185 @@ impl Lines {
         stats.block_starts.push((self.no + 1, self.offset));
         let stream = pass.stream_long && !self.compressed;
         let max = if stream { LONG_LINE } else { MAX_LINE };
-        while block.data.len() < BLOCK {
-            let (n, terminated) = read_line_keeping_end(
-                &mut *self.reader,
-                &mut self.buf,
-                max,
-                (!stream).then_some(&mut self.end),
-            )
-            .with_context(|| format!("read error in {} after line {}", path.display(), self.no))?;
+        let read_error = |no: usize| format!("read error in {} after line {no}", path.display());
+        if block.data.len() < self.carry.len() {
+            block.data.resize(self.carry.len(), 0);
+        }
+        let mut filled = self.carry.len();
+        block.data[..filled].copy_from_slice(&self.carry);
+        self.carry.clear();
+        // Where the next line starts, and how many of its bytes are known to hold no newline.
+        let mut at = 0;
+        let mut searched = 0;
+        while at < BLOCK {
+            if let Some(i) = memchr::memchr(b'\n', &block.data[at + searched..filled]) {
+                let end = at + searched + i + 1;
+                if end - at > max {
+                    self.keep_long_start(&block.data[at..end], max, stream);
+                    self.long_line(&mut block, at, end - at, true, pass, stats);
+                } else {
+                    self.line_in_place(&mut block, at..end, true, pass, stats);
+                }
+                (at, searched) = (end, 0);
+                continue;
+            }
+            searched = filled - at;
+            if searched > max {
+                // Longer than a line is read whole: the rest of it is read as it comes, only
+                // its start (and last bytes) kept.
+                self.keep_long_start(&block.data[at..filled], max, stream);
+                let (n, terminated) = read_line_more(
+                    &mut *self.reader,
+                    &mut self.buf,
+                    max,
+                    (!stream).then_some(&mut self.end),
+                    searched,
+                )
+                .with_context(|| read_error(self.no))?;
+                self.eof = !terminated;
+                filled = self.long_line(&mut block, at, n, terminated, pass, stats);
+                (at, searched) = (filled, 0);
+                if self.eof {
+                    break;
+                }
+                continue;
+            }
+            if filled == block.data.len() {
+                if at > 0 {
+                    // The line runs past the block: it starts the next one.
+                    break;
+                }
+                // One line longer than a block: the block grows to hold it.
+                let len = block.data.len();
+                block
+                    .data
+                    .resize((2 * len).min(max + (1 << 16) + 1).max(len + 1), 0);
+            }
+            let n = loop {
+                match self.reader.read(&mut block.data[filled..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e).with_context(|| read_error(self.no)),
+                }
+            };
             if n == 0 {
                 self.eof = true;
+                if filled > at {
+                    self.line_in_place(&mut block, at..filled, false, pass, stats);
+                }
+                at = filled;
                 break;
             }
-            block.read += n as u64;
-            self.offset += n as u64;
-            self.no += 1;
-            let no = self.no;
-            if no == 1 && self.buf.starts_with(BOM) {
-                stats.bom = true;
-                self.buf.drain(..BOM.len());
-            }
-            if stream && n > LONG_LINE {
-                stats.lines += 1;
-                if no >= pass.from_line {
-                    // The line's start, past a byte order mark; its end, before the newline.
-                    let bom = if no == 1 && stats.bom { BOM.len() } else { 0 };
-                    let start = self.offset - n as u64 + bom as u64;
-                    let len = (n - bom - usize::from(terminated)) as u64;
-                    let at = block.data.len();
-                    block
-                        .lines
-                        .push((no, at..at, terminated, Some((start, len))));
-                }
-                continue;
-            }
-            if n > MAX_LINE {
-                match salvage(&self.buf, &self.end, n) {
-                    Some(line) => {
-                        stats.salvaged.push((no, n));
-                        self.buf = line;
-                    }
-                    None => {
-                        stats.lines += 1;
-                        stats.oversized.push((no, n));
-                        continue;
-                    }
-                }
-            }
-            let line = trim_ascii(&self.buf);
-            if line.is_empty() {
-                continue;
-            }
-            stats.lines += 1;
-            if no < pass.from_line {
-                continue;
-            }
-            let start = block.data.len();
-            block.data.extend_from_slice(line);
-            block
-                .lines
-                .push((no, start..block.data.len(), terminated, None));
+            filled += n;
         }
+        self.carry.extend_from_slice(&block.data[at..filled]);
         Ok(block)
+    }
+
+    /// The next line, at `range` of the block (with its newline when `terminated`).
+    fn line_in_place(
+        &mut self,
+        block: &mut Block,
+        range: std::ops::Range<usize>,
+        terminated: bool,
+        pass: &Pass,
+        stats: &mut PassStats,
+    ) {
+        let n = range.len();
+        block.read += n as u64;
+        self.offset += n as u64;
+        self.no += 1;
+        let mut line = &block.data[range.clone()];
+        if self.no == 1 && line.starts_with(BOM) {
+            stats.bom = true;
+            line = &line[BOM.len()..];
+        }
+        let text = trim_ascii(line);
+        if text.is_empty() {
+            return;
+        }
+        stats.lines += 1;
+        if self.no < pass.from_line {
+            return;
+        }
+        let start = text.as_ptr() as usize - block.data.as_ptr() as usize;
+        block
+            .lines
+            .push((self.no, start..start + text.len(), terminated, None));
+    }
+
+    /// Of a line longer than `max`, its first bytes read: its start into `self.buf`, and what
+    /// follows into `self.end` (for a salvage, not when streaming), as `read_line_more`
+    /// keeps them.
+    fn keep_long_start(&mut self, bytes: &[u8], max: usize, stream: bool) {
+        self.buf.clear();
+        self.buf.extend_from_slice(&bytes[..max]);
+        self.end.clear();
+        if !stream {
+            keep_tail(&mut self.end, &bytes[max..]);
+        }
+    }
+
+    /// The next line, longer than a line read whole: `n` bytes, its start in `self.buf` (and
+    /// last bytes in `self.end`). Streamed (`Pass::stream_long`), salvaged, or skipped; what
+    /// is kept of it (shorter than the line) goes into the block where the line started,
+    /// `at`. Returns where what was kept ends.
+    fn long_line(
+        &mut self,
+        block: &mut Block,
+        at: usize,
+        n: usize,
+        terminated: bool,
+        pass: &Pass,
+        stats: &mut PassStats,
+    ) -> usize {
+        block.read += n as u64;
+        self.offset += n as u64;
+        self.no += 1;
+        let no = self.no;
+        if no == 1 && self.buf.starts_with(BOM) {
+            stats.bom = true;
+            self.buf.drain(..BOM.len());
+        }
+        if pass.stream_long && !self.compressed && n > LONG_LINE {
+            stats.lines += 1;
+            if no >= pass.from_line {
+                // The line's start, past a byte order mark; its end, before the newline.
+                let bom = if no == 1 && stats.bom { BOM.len() } else { 0 };
+                let start = self.offset - n as u64 + bom as u64;
+                let len = (n - bom - usize::from(terminated)) as u64;
+                block
+                    .lines
+                    .push((no, at..at, terminated, Some((start, len))));
+            }
+            return at;
+        }
+        if n > MAX_LINE {
+            match salvage(&self.buf, &self.end, n) {
+                Some(line) => {
+                    stats.salvaged.push((no, n));
+                    self.buf = line;
+                }
+                None => {
+                    stats.lines += 1;
+                    stats.oversized.push((no, n));
+                    return at;
+                }
+            }
+        }
+        let line = trim_ascii(&self.buf);
+        if line.is_empty() {
+            return at;
+        }
+        stats.lines += 1;
+        if no < pass.from_line {
+            return at;
+        }
+        let end = at + line.len();
+        debug_assert!(line.len() <= n, "a salvaged line is shorter than the line");
+        block.data[at..end].copy_from_slice(line);
+        block.lines.push((no, at..end, terminated, None));
+        end
     }
 }
 
@@ -924,10 +1065,7 @@ pub fn scan_lines(path: &Path, mut f: impl FnMut(usize, &str) -> bool) -> Result
         let room = MAX_LINE.saturating_sub(partial.len());
         partial.extend_from_slice(&bytes[..bytes.len().min(room)]);
         if bytes.len() > room {
-            end.extend_from_slice(&bytes[room..]);
-            if end.len() > 2 * SALVAGE_TAIL {
-                end.drain(..end.len() - SALVAGE_TAIL);
-            }
+            keep_tail(end, &bytes[room..]);
         }
     };
     loop {
@@ -1105,6 +1243,138 @@ mod tests {
     }
 
     use super::*;
+
+    /// Files of lines of any length (a few bytes to more than a block, so that lines run past
+    /// the reader's buffer and blocks start inside them), any line ends, blank and broken
+    /// lines, a byte order mark, a last line without its newline: every pass hands on what a
+    /// plain split of the whole file into lines gives, compressed or not, and each block starts
+    /// where its first line does.
+    #[test]
+    fn blocks_hand_on_the_lines_a_plain_split_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        for seed in 1..=12u64 {
+            let mut rng = crate::text::test_rng(seed * 7919);
+            let mut file = Vec::new();
+            if rng(3) == 0 {
+                file.extend_from_slice(BOM);
+            }
+            let size = [64 << 10, 1 << 20, 3 << 20][rng(3)];
+            let mut i = 0;
+            while file.len() < size {
+                let len = match rng(10) {
+                    0 => rng(BLOCK as u64 * 5 / 2),
+                    1..=3 => rng(70_000),
+                    _ => rng(300),
+                };
+                let pad = ["a", "é", "字", "\\n", " "][rng(5)].repeat(len / 3 + 1);
+                let spaces = " ".repeat(rng(3));
+                match rng(12) {
+                    0 => file.extend_from_slice(b"{\"broken\": "),
+                    1 => {}
+                    _ => file.extend_from_slice(
+                        format!("{spaces}{{\"n\":{i},\"pad\":\"{pad}\"}}{spaces}").as_bytes(),
+                    ),
+                }
+                file.extend_from_slice([b"\n".as_slice(), b"\r\n", b"\n\n", b" \t\n"][rng(4)]);
+                i += 1;
+            }
+            if rng(2) == 0 {
+                file.pop();
+                file.extend_from_slice(br#"{"last":true}"#);
+            }
+            if rng(2) == 0 {
+                file.extend_from_slice(br#"{"cut off": "#);
+            }
+
+            // The plain split: each line's number, start, and what a pass hands on of it.
+            let mut want = Vec::new();
+            let mut starts = Vec::new();
+            let mut at = 0;
+            for (n, piece) in file.split_inclusive(|&b| b == b'\n').enumerate() {
+                starts.push(at as u64);
+                at += piece.len();
+                let piece = if n == 0 { strip_bom(piece) } else { piece };
+                let text = std::str::from_utf8(piece).unwrap().trim();
+                if text.is_empty() {
+                    continue;
+                }
+                let parsed = serde_json::from_str::<Value>(text);
+                match parsed {
+                    Ok(v) => want.push((n + 1, Some(v))),
+                    Err(_) if !piece.ends_with(b"\n") => {}
+                    Err(_) => want.push((n + 1, None)),
+                }
+            }
+            let cut_off = !file.ends_with(b"\n")
+                && serde_json::from_slice::<Value>(file.rsplit(|&b| b == b'\n').next().unwrap())
+                    .is_err();
+
+            let plain = dir.path().join(format!("{seed}.jsonl"));
+            std::fs::write(&plain, &file).unwrap();
+            let packed = dir.path().join(format!("{seed}.jsonl.zst"));
+            std::fs::write(&packed, zstd::encode_all(&file[..], 1).unwrap()).unwrap();
+            for path in [&plain, &packed] {
+                let mut seen = Vec::new();
+                let stats = for_each_line(path, |no, line| {
+                    seen.push((
+                        no,
+                        match line {
+                            Line::Json(v) => Some(v),
+                            Line::Malformed(_) => None,
+                            Line::Long { .. } => panic!("no pass here streams long lines"),
+                        },
+                    ));
+                    Ok(())
+                })
+                .unwrap();
+                let name = path.display();
+                assert_eq!(seen.len(), want.len(), "{name}");
+                assert!(seen == want, "{name}: lines differ");
+                assert_eq!(stats.truncated_tail, cut_off, "{name}");
+                assert_eq!(stats.bom, file.starts_with(BOM), "{name}");
+                assert!(stats.block_starts.len() > size / (2 * BLOCK), "{name}");
+                for &(line, offset) in &stats.block_starts {
+                    match starts.get(line - 1) {
+                        Some(&start) => assert_eq!(offset, start, "{name}: block at line {line}"),
+                        None => assert_eq!(offset, file.len() as u64, "{name}: the last block"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// A line past the limit is salvaged the same whatever the size of the pieces it was read
+    /// in, with or without whitespace after it: the listing, the reader and the reader's
+    /// blocks read it in different pieces, and `show` and `list` gave it different titles.
+    #[test]
+    fn a_salvaged_line_does_not_depend_on_the_pieces_it_was_read_in() {
+        use std::io::BufReader;
+        let max = SALVAGE_HEAD + (SALVAGE_HEAD >> 1);
+        let mut rng = crate::text::test_rng(42);
+        for ending in ["\n", "  \r\n", ""] {
+            let mut line = String::from(r#"{"type":"user","text":""#);
+            while line.len() < max + 5 * SALVAGE_TAIL {
+                line.push_str(["word ", "été ", "x"][rng(3)]);
+            }
+            line.push_str(r#""}"#);
+            line.push_str(ending);
+            let mut salvaged = None;
+            let mut sizes: Vec<usize> = (0..40).map(|_| 1 + rng(3 * SALVAGE_TAIL as u64)).collect();
+            sizes.extend([SALVAGE_TAIL, SALVAGE_TAIL - 1, 2 * SALVAGE_TAIL, 1 << 20]);
+            for size in sizes {
+                let mut reader = BufReader::with_capacity(size, line.as_bytes());
+                let (mut buf, mut end) = (Vec::new(), Vec::new());
+                let (n, _) =
+                    read_line_keeping_end(&mut reader, &mut buf, max, Some(&mut end)).unwrap();
+                assert_eq!(n, line.len());
+                let kept = salvage(&buf, &end, n).expect("the line is salvaged");
+                match &salvaged {
+                    None => salvaged = Some(kept),
+                    Some(first) => assert!(*first == kept, "read in pieces of {size} bytes"),
+                }
+            }
+        }
+    }
 
     /// Any bytes, read through `LossyUtf8` in pieces of any size (a character cut between two
     /// reads of the file), give what `String::from_utf8_lossy` gives of them whole, and say
