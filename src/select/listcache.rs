@@ -32,8 +32,9 @@ pub struct ListCache {
 /// Bumped when the scanners' answers change, so that summaries cached by an older build of the
 /// same version are scanned again. 2: the scanners read fields instead of matching bytes, and
 /// created/updated have one definition. 3: titles are masked. 4: summaries name the source of
-/// a relayed session (`relay_of`).
-const VERSION: u32 = 4;
+/// a relayed session (`relay_of`). 5: a salvaged line keeps the same tail however it was read
+/// in pieces (`jsonl::keep_tail`), so a title taken from one may change by a character.
+const VERSION: u32 = 5;
 
 #[derive(Serialize, Deserialize)]
 struct OnDisk {
