@@ -229,6 +229,73 @@ mod tests {
         }
     }
 
+    /// Generated objects whose keys and strings, short and long, hold escapes anywhere (an
+    /// escaped quote, a run of backslashes before a quote): the members, and each string
+    /// value read as a string, are what serde_json reads.
+    #[test]
+    fn generated_strings_skim_as_they_parse() {
+        let mut rng = crate::text::test_rng(7);
+        let pieces = [
+            "a", "é", "日", " ", "\\\"", "\\\\", "\\n", "\\u0041", "\\/", "]", "}",
+        ];
+        let string = |rng: &mut dyn FnMut(u64) -> usize| {
+            let len = match rng(3) {
+                0 => rng(8),
+                1 => 40 + rng(30),
+                _ => rng(150),
+            };
+            let mut t = String::from("\"");
+            while t.len() < len + 1 {
+                t.push_str(pieces[rng(pieces.len() as u64)]);
+            }
+            t.push('"');
+            t
+        };
+        let mut checked = 0;
+        for _ in 0..3000 {
+            let mut text = String::from("{");
+            for m in 0..1 + rng(5) {
+                if m > 0 {
+                    text.push(',');
+                }
+                let key = string(&mut rng);
+                let value = match rng(3) {
+                    0 => format!("[{},{{\"x\":{}}}]", string(&mut rng), string(&mut rng)),
+                    _ => string(&mut rng),
+                };
+                text.push_str(&format!("{key}:{value}"));
+            }
+            text.push('}');
+            let Ok(v) = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text)
+            else {
+                continue;
+            };
+            let mut s = Skim::new(&text);
+            let mut found = Vec::new();
+            s.object(|k, s| {
+                found.push((k.to_string(), s.str_value()?));
+                Some(())
+            })
+            .unwrap_or_else(|| panic!("{text}"));
+            let keys: Vec<&str> = found.iter().map(|(k, _)| k.as_str()).collect();
+            if keys.len() != v.len() {
+                // A key repeated: the map keeps one member for it.
+                continue;
+            }
+            checked += 1;
+            assert_eq!(
+                keys,
+                v.keys().map(String::as_str).collect::<Vec<_>>(),
+                "{text}"
+            );
+            for (k, value) in &found {
+                let want = v[k].as_str().map(str::to_string);
+                assert_eq!(value.as_deref().map(str::to_string), want, "{text}");
+            }
+        }
+        assert!(checked > 2500, "{checked}");
+    }
+
     #[test]
     fn cut_texts_do_not_skim() {
         for text in [
