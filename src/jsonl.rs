@@ -783,6 +783,9 @@ pub fn reader_text(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Replaced) {
     }
 }
 
+/// Bytes kept of a line streamed as `Line::Long` while it is read: its byte order mark.
+const LONG_KEPT: usize = BOM.len();
+
 /// Raw lines read together, to be parsed on every core: the file's bytes as read, straight
 /// into one buffer (copying each line out of a reader's buffer into a block of its own was a
 /// tenth of a long read's work), each line's number, range (its text trimmed), whether it
@@ -866,7 +869,7 @@ impl Lines {
                 let (n, terminated) = read_line_more(
                     &mut *self.reader,
                     &mut self.buf,
-                    max,
+                    if stream { LONG_KEPT } else { max },
                     (!stream).then_some(&mut self.end),
                     searched,
                 )
@@ -944,13 +947,16 @@ impl Lines {
     }
 
     /// Of a line longer than `max`, its first bytes read: its start into `self.buf`, and what
-    /// follows into `self.end` (for a salvage, not when streaming), as `read_line_more`
-    /// keeps them.
+    /// follows into `self.end`, as `read_line_more` keeps them for a salvage. A streamed line
+    /// (`Pass::stream_long`) is read again from the file: only what tells a byte order mark
+    /// is kept of it (`LONG_KEPT`), not a second copy of its first `LONG_LINE` bytes.
     fn keep_long_start(&mut self, bytes: &[u8], max: usize, stream: bool) {
         self.buf.clear();
-        self.buf.extend_from_slice(&bytes[..max]);
         self.end.clear();
-        if !stream {
+        if stream {
+            self.buf.extend_from_slice(&bytes[..LONG_KEPT]);
+        } else {
+            self.buf.extend_from_slice(&bytes[..max]);
             keep_tail(&mut self.end, &bytes[max..]);
         }
     }
