@@ -849,7 +849,10 @@ impl Lines {
         // Where the next line starts, and how many of its bytes are known to hold no newline.
         let mut at = 0;
         let mut searched = 0;
-        while at < BLOCK {
+        // Every whole line read is taken (a block that stopped at `BLOCK` carried the lines
+        // read past it over to the next one, a tenth of a block copied twice); reading more
+        // stops at `BLOCK`.
+        loop {
             if let Some(i) = memchr::memchr(b'\n', &block.data[at + searched..filled]) {
                 let end = at + searched + i + 1;
                 if end - at > max {
@@ -881,6 +884,9 @@ impl Lines {
                     break;
                 }
                 continue;
+            }
+            if at >= BLOCK {
+                break;
             }
             if filled == block.data.len() {
                 if at > 0 {
