@@ -837,7 +837,7 @@ impl Lines {
             },
         };
         stats.block_starts.push((self.no + 1, self.offset));
-        let stream = pass.stream_long && !self.compressed;
+        let stream = self.streams(pass);
         let max = if stream { LONG_LINE } else { MAX_LINE };
         let read_error = |no: usize| format!("read error in {} after line {no}", path.display());
         if block.data.len() < self.carry.len() {
@@ -924,20 +924,37 @@ impl Lines {
     fn line_in_place(
         &mut self,
         block: &mut Block,
+        mut range: std::ops::Range<usize>,
+        terminated: bool,
+        pass: &Pass,
+        stats: &mut PassStats,
+    ) {
+        self.count_line(block, range.len());
+        if self.no == 1 && block.data[range.clone()].starts_with(BOM) {
+            stats.bom = true;
+            range.start += BOM.len();
+        }
+        self.take_line(block, range, terminated, pass, stats);
+    }
+
+    /// Counts the next line, `n` bytes of the file.
+    fn count_line(&mut self, block: &mut Block, n: usize) {
+        block.read += n as u64;
+        self.offset += n as u64;
+        self.no += 1;
+    }
+
+    /// Takes the line just counted into the block's lines, its text at `range` of the block
+    /// (trimmed here), unless it is blank or comes before `pass.from_line`.
+    fn take_line(
+        &self,
+        block: &mut Block,
         range: std::ops::Range<usize>,
         terminated: bool,
         pass: &Pass,
         stats: &mut PassStats,
     ) {
-        let n = range.len();
-        block.read += n as u64;
-        self.offset += n as u64;
-        self.no += 1;
-        let mut line = &block.data[range.clone()];
-        if self.no == 1 && line.starts_with(BOM) {
-            stats.bom = true;
-            line = &line[BOM.len()..];
-        }
+        let line = &block.data[range.clone()];
         let text = trim_ascii(line);
         if text.is_empty() {
             return;
@@ -946,7 +963,7 @@ impl Lines {
         if self.no < pass.from_line {
             return;
         }
-        let start = text.as_ptr() as usize - block.data.as_ptr() as usize;
+        let start = range.start + (text.as_ptr() as usize - line.as_ptr() as usize);
         block
             .lines
             .push((self.no, start..start + text.len(), terminated, None));
@@ -980,15 +997,13 @@ impl Lines {
         pass: &Pass,
         stats: &mut PassStats,
     ) -> usize {
-        block.read += n as u64;
-        self.offset += n as u64;
-        self.no += 1;
+        self.count_line(block, n);
         let no = self.no;
         if no == 1 && self.buf.starts_with(BOM) {
             stats.bom = true;
             self.buf.drain(..BOM.len());
         }
-        if pass.stream_long && !self.compressed && n > LONG_LINE {
+        if self.streams(pass) && n > LONG_LINE {
             stats.lines += 1;
             if no >= pass.from_line {
                 // The line's start, past a byte order mark; its end, before the newline.
@@ -1014,19 +1029,19 @@ impl Lines {
                 }
             }
         }
-        let line = trim_ascii(&self.buf);
-        if line.is_empty() {
-            return at;
-        }
-        stats.lines += 1;
-        if no < pass.from_line {
-            return at;
-        }
-        let end = at + line.len();
-        debug_assert!(line.len() <= n, "a salvaged line is shorter than the line");
-        block.data[at..end].copy_from_slice(line);
-        block.lines.push((no, at..end, terminated, None));
+        let end = at + self.buf.len();
+        debug_assert!(
+            self.buf.len() <= n,
+            "a salvaged line is shorter than the line"
+        );
+        block.data[at..end].copy_from_slice(&self.buf);
+        self.take_line(block, at..end, terminated, pass, stats);
         end
+    }
+
+    /// Whether `pass` hands long lines on as `Line::Long` (never for `.zst`).
+    fn streams(&self, pass: &Pass) -> bool {
+        pass.stream_long && !self.compressed
     }
 }
 
