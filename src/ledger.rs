@@ -1,6 +1,7 @@
 //! The relay ledger: one JSON line per relay in the platform state dir. Idempotence (and the
 //! later `clean`) rely on it: it is the record of what session-relay wrote.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -50,6 +51,109 @@ impl Entry {
     }
 }
 
+/// An `Entry` read with its strings borrowed from the ledger's line, for what only looks
+/// (`list` marking relayed sessions): parsed into owned entries, a ledger of 5,000 relays took
+/// `list` 20 ms, most of it allocating. It has every field an `Entry` has, of the same types,
+/// so that a line reads as one exactly when it reads as the other.
+#[derive(Debug, Deserialize)]
+#[allow(
+    dead_code,
+    reason = "read only to accept exactly the lines an `Entry` accepts"
+)]
+pub struct EntryRef<'a> {
+    #[serde(borrow)]
+    pub event: Cow<'a, str>,
+    #[serde(borrow)]
+    pub time: Cow<'a, str>,
+    #[serde(borrow)]
+    tool_version: Cow<'a, str>,
+    #[serde(borrow)]
+    pub source: SideRef<'a>,
+    #[serde(borrow)]
+    pub target: SideRef<'a>,
+    #[serde(borrow)]
+    pub cwd: Cow<'a, str>,
+    #[serde(default)]
+    pub standalone: bool,
+    #[serde(default)]
+    bytes: u64,
+    #[serde(default)]
+    messages: usize,
+    #[serde(default, borrow)]
+    tokens: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    pub source_bytes: Option<u64>,
+    #[serde(default, borrow)]
+    pub supersedes: Vec<SideRef<'a>>,
+}
+
+impl EntryRef<'_> {
+    /// See `Entry::is_store_relay`.
+    pub fn is_store_relay(&self) -> bool {
+        self.event == "relay" && !self.standalone
+    }
+}
+
+/// A `Side` borrowed (see `EntryRef`).
+#[derive(Debug, Deserialize)]
+#[allow(
+    dead_code,
+    reason = "read only to accept exactly the lines a `Side` accepts"
+)]
+pub struct SideRef<'a> {
+    #[serde(borrow)]
+    pub agent: Cow<'a, str>,
+    #[serde(borrow)]
+    pub id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub path: Cow<'a, str>,
+    #[serde(borrow)]
+    pub sha256: Cow<'a, str>,
+}
+
+impl SideRef<'_> {
+    pub fn to_side(&self) -> Side {
+        Side {
+            agent: self.agent.to_string(),
+            id: self.id.to_string(),
+            path: self.path.to_string(),
+            sha256: self.sha256.to_string(),
+        }
+    }
+}
+
+/// What `live_relays` and `superseded` read of an entry, owned or borrowed.
+pub trait Record {
+    fn event(&self) -> &str;
+    fn target_path(&self) -> &str;
+    /// The target paths of the relays it supersedes.
+    fn superseded_paths(&self) -> impl Iterator<Item = &str>;
+}
+
+impl Record for Entry {
+    fn event(&self) -> &str {
+        &self.event
+    }
+    fn target_path(&self) -> &str {
+        &self.target.path
+    }
+    fn superseded_paths(&self) -> impl Iterator<Item = &str> {
+        self.supersedes.iter().map(|s| s.path.as_str())
+    }
+}
+
+impl Record for EntryRef<'_> {
+    fn event(&self) -> &str {
+        &self.event
+    }
+    fn target_path(&self) -> &str {
+        &self.target.path
+    }
+    fn superseded_paths(&self) -> impl Iterator<Item = &str> {
+        self.supersedes.iter().map(|s| &*s.path)
+    }
+}
+
 /// The event that takes back a `relay` entry whose session did not land: a relay is recorded
 /// before its session is written, so that a session in a store is always one the ledger
 /// knows (and `clean` can remove), even if the relay is killed right after writing it.
@@ -57,16 +161,16 @@ pub const WITHDRAWN: &str = "withdrawn";
 
 /// The relays still recorded as in place: every `relay` entry whose target no later `clean`
 /// (or `withdrawn`) entry removed, oldest first.
-pub fn live_relays(entries: &[Entry]) -> Vec<&Entry> {
+pub fn live_relays<E: Record>(entries: &[E]) -> Vec<&E> {
     // Newest first, so that one pass knows every later removal: a ledger of thousands of
     // relays and cleans would otherwise be searched once per clean.
     let mut removed: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    let mut live: Vec<&Entry> = Vec::new();
+    let mut live: Vec<&E> = Vec::new();
     for e in entries.iter().rev() {
-        match e.event.as_str() {
-            "relay" if !removed.contains(e.target.path.as_str()) => live.push(e),
+        match e.event() {
+            "relay" if !removed.contains(e.target_path()) => live.push(e),
             "clean" | WITHDRAWN => {
-                removed.insert(&e.target.path);
+                removed.insert(e.target_path());
             }
             _ => {}
         }
@@ -76,16 +180,16 @@ pub fn live_relays(entries: &[Entry]) -> Vec<&Entry> {
 }
 
 /// The target paths of relays that a later relay superseded (one that was not withdrawn).
-pub fn superseded(entries: &[Entry]) -> std::collections::HashSet<String> {
+pub fn superseded<E: Record>(entries: &[E]) -> std::collections::HashSet<String> {
     let withdrawn: std::collections::HashSet<&str> = entries
         .iter()
-        .filter(|e| e.event == WITHDRAWN)
-        .map(|e| e.target.path.as_str())
+        .filter(|e| e.event() == WITHDRAWN)
+        .map(|e| e.target_path())
         .collect();
     entries
         .iter()
-        .filter(|e| e.event == "relay" && !withdrawn.contains(e.target.path.as_str()))
-        .flat_map(|e| e.supersedes.iter().map(|s| s.path.clone()))
+        .filter(|e| e.event() == "relay" && !withdrawn.contains(e.target_path()))
+        .flat_map(|e| e.superseded_paths().map(str::to_string))
         .collect()
 }
 
@@ -107,6 +211,27 @@ pub fn append(entry: &Entry) -> Result<PathBuf> {
 /// Every readable entry, oldest first. A damaged line is skipped, not fatal.
 pub fn entries() -> Vec<Entry> {
     read().0
+}
+
+/// The ledger's bytes, to read its entries borrowed (`entry_refs`); empty when there is none.
+pub fn bytes() -> Vec<u8> {
+    ledger_path()
+        .ok()
+        .and_then(|p| std::fs::read(p).ok())
+        .unwrap_or_default()
+}
+
+/// Every readable entry of the ledger's `bytes`, oldest first, borrowed from them; a damaged
+/// line is skipped, as `entries` skips it.
+pub fn entry_refs(bytes: &[u8]) -> Vec<EntryRef<'_>> {
+    use rayon::prelude::*;
+    // On every core: the lines are independent, and a ledger of thousands of relays is
+    // megabytes of JSON.
+    let lines: Vec<&[u8]> = lines(bytes).map(|(_, l)| l).collect();
+    lines
+        .par_iter()
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect()
 }
 
 /// Every readable entry, oldest first, and a warning (file and line) for each damaged line.
@@ -395,6 +520,137 @@ mod tests {
             other => out.push_str(&other.to_string()),
         }
         space(next, out);
+    }
+
+    /// A line of entry `e` as a writer, or damage, could leave it: spelled otherwise, with a
+    /// field missing, of another type, written twice, unknown, or cut off.
+    fn line_of(e: &Entry, next: &mut impl FnMut(u64) -> usize) -> String {
+        use serde_json::{Value, json};
+        let mut v = serde_json::to_value(e).unwrap();
+        let o = v.as_object_mut().unwrap();
+        match next(14) {
+            0 => {
+                let key = ["event", "time", "tool_version", "source", "target", "cwd"][next(6)];
+                o.remove(key);
+            }
+            1 => {
+                let (key, value) = [
+                    ("time", json!(5)),
+                    ("standalone", json!("yes")),
+                    ("messages", json!(-1)),
+                    ("bytes", json!(1.5)),
+                    (
+                        "source",
+                        json!({"agent": 1, "id": "x", "path": "/p", "sha256": "0"}),
+                    ),
+                    ("target", json!({"agent": "codex", "id": "x", "path": "/p"})),
+                    ("supersedes", Value::Null),
+                    ("supersedes", json!([{"agent": "a"}])),
+                    ("tokens", Value::Null),
+                    ("tokens", json!("many")),
+                    ("source_bytes", Value::Null),
+                    ("event", json!(["relay"])),
+                ][next(12)]
+                .clone();
+                o.insert(key.to_string(), value);
+            }
+            2 => {
+                o.insert("written_by".into(), json!({"nested": [1, "two", null]}));
+            }
+            3 => {
+                let text = serde_json::to_string(&v).unwrap();
+                return format!("{{\"event\":\"clean\",{}", &text[1..]);
+            }
+            4 => {
+                let text = serde_json::to_string(&v).unwrap();
+                let cut = next(text.len() as u64);
+                return text[..text.floor_char_boundary(cut)].to_string();
+            }
+            5..=8 => {
+                let mut out = String::new();
+                respelled(&v, next, &mut out);
+                return out;
+            }
+            _ => {}
+        }
+        serde_json::to_string(&v).unwrap()
+    }
+
+    /// A ledger read borrowed (`entry_refs`, for `list` and `status`) keeps exactly the lines
+    /// an owned read keeps, and tells the same live relays and superseded targets, however its
+    /// lines are spelled or damaged.
+    #[test]
+    fn a_ledger_read_borrowed_reads_as_one_read_owned() {
+        let ids = ["s-1", "q\"uote", "back\\slash", "日本"];
+        let mut next = test_rng(0x1ed9_e7b0_7707_0003);
+        let (mut kept, mut skipped) = (0, 0);
+        for _ in 0..500 {
+            let mut entries: Vec<Entry> = Vec::new();
+            for n in 0..next(30) {
+                let relays: Vec<usize> = (0..entries.len())
+                    .filter(|&i| entries[i].event == "relay")
+                    .collect();
+                let mut e = match next(4) {
+                    0 | 1 => {
+                        let mut e = entry("relay", n, next(6));
+                        e.source.id = ids[next(ids.len() as u64)].to_string();
+                        e.target.path = format!("/store/{}/{}", e.source.id, next(5));
+                        e.standalone = next(4) == 0;
+                        e.supersedes = relays
+                            .iter()
+                            .filter(|_| next(3) == 0)
+                            .map(|&i| entries[i].target.clone())
+                            .collect();
+                        e
+                    }
+                    k if relays.is_empty() => entry(["clean", WITHDRAWN][k % 2], n, next(6)),
+                    k => {
+                        let mut e = entries[relays[next(relays.len() as u64)]].clone();
+                        e.event = ["clean", WITHDRAWN][k % 2].into();
+                        e
+                    }
+                };
+                e.messages = n;
+                entries.push(e);
+            }
+            let text: String = entries
+                .iter()
+                .map(|e| line_of(e, &mut next) + "\n")
+                .collect();
+            let (owned, warnings) = parse(text.as_bytes());
+            let borrowed = entry_refs(text.as_bytes());
+            kept += owned.len();
+            skipped += warnings.len();
+            let facts = |e: &Entry| (e.event.clone(), e.target.path.clone(), e.messages);
+            let facts_ref =
+                |e: &EntryRef| (e.event.to_string(), e.target.path.to_string(), e.messages);
+            assert_eq!(
+                owned.iter().map(facts).collect::<Vec<_>>(),
+                borrowed.iter().map(facts_ref).collect::<Vec<_>>(),
+                "{text}"
+            );
+            assert_eq!(
+                live_relays(&owned)
+                    .into_iter()
+                    .map(facts)
+                    .collect::<Vec<_>>(),
+                live_relays(&borrowed)
+                    .into_iter()
+                    .map(facts_ref)
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(superseded(&owned), superseded(&borrowed));
+            for (o, b) in owned.iter().zip(&borrowed) {
+                assert_eq!(o.is_store_relay(), b.is_store_relay());
+                assert_eq!(o.target, b.target.to_side());
+                assert_eq!((&*o.time, o.source_bytes), (&*b.time, b.source_bytes));
+            }
+        }
+        // Both kinds of line, or the test proves nothing.
+        assert!(
+            kept > 2_000 && skipped > 500,
+            "{kept} kept, {skipped} skipped"
+        );
     }
 
     /// What a relay of session `id` learns from the ledger: its live relays (by number) and

@@ -51,8 +51,10 @@ pub struct RelayMark {
 }
 
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
-    let scoped = in_scope(cfg, opts, false)?;
-    let marks = RelayMarks::load();
+    // The ledger is read on another core while the stores are scanned (the scan on this
+    // thread, which the progress bar follows).
+    let (scoped, marks) = rayon::join(|| in_scope(cfg, opts, false), RelayMarks::load);
+    let scoped = scoped?;
     Ok(Report {
         dir: scoped.dir,
         sessions: scoped
@@ -120,21 +122,25 @@ pub struct RelayMarks {
 
 impl RelayMarks {
     pub fn load() -> RelayMarks {
-        let entries = ledger::entries();
+        RelayMarks::of_entries(&ledger::entry_refs(&ledger::bytes()))
+    }
+
+    /// The marks the ledger's `entries` give.
+    pub fn of_entries(entries: &[ledger::EntryRef]) -> RelayMarks {
         RelayMarks {
-            by_path: ledger::live_relays(&entries)
+            by_path: ledger::live_relays(entries)
                 .into_iter()
                 .map(|e| {
                     (
-                        e.target.path.clone(),
+                        e.target.path.to_string(),
                         RelaySource {
-                            agent: e.source.agent.clone(),
-                            id: e.source.id.clone(),
+                            agent: e.source.agent.to_string(),
+                            id: e.source.id.to_string(),
                         },
                     )
                 })
                 .collect(),
-            superseded: ledger::superseded(&entries),
+            superseded: ledger::superseded(entries),
         }
     }
 

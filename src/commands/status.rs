@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::list::{RelayMark, RelayMarks};
 use crate::config::Config;
-use crate::ledger::{self, Entry, Side};
+use crate::ledger::{self, EntryRef, Side};
 use crate::model::{Summary, Timestamp};
 
 /// The same scope as `list`'s.
@@ -68,9 +68,11 @@ pub struct RelayState {
 
 pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
     let scoped = super::list::in_scope(cfg, opts, true)?;
-    let entries = ledger::entries();
+    // Read once, borrowed: the marks and the relays of each session both come from it.
+    let bytes = ledger::bytes();
+    let entries = ledger::entry_refs(&bytes);
     let relays = newest_relays(&entries);
-    let marks = RelayMarks::load();
+    let marks = RelayMarks::of_entries(&entries);
     // Each file's tail (and, for a relayed one, its hash) is independent of the others.
     let sessions = scoped
         .sessions
@@ -116,14 +118,16 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
 }
 
 /// The newest relay still in place of each source session into each agent, by source.
-fn newest_relays(entries: &[Entry]) -> HashMap<(String, String), Vec<&Entry>> {
-    let mut out: HashMap<(String, String), Vec<&Entry>> = HashMap::new();
+fn newest_relays<'e, 'a>(
+    entries: &'e [EntryRef<'a>],
+) -> HashMap<(String, String), Vec<&'e EntryRef<'a>>> {
+    let mut out: HashMap<(String, String), Vec<&EntryRef>> = HashMap::new();
     for e in ledger::live_relays(entries) {
-        if !e.is_store_relay() || !std::path::Path::new(&e.target.path).exists() {
+        if !e.is_store_relay() || !std::path::Path::new(&*e.target.path).exists() {
             continue;
         }
         let v = out
-            .entry((e.source.agent.clone(), e.source.id.clone()))
+            .entry((e.source.agent.to_string(), e.source.id.to_string()))
             .or_default();
         v.retain(|o| o.target.agent != e.target.agent);
         v.push(e);
@@ -131,7 +135,7 @@ fn newest_relays(entries: &[Entry]) -> HashMap<(String, String), Vec<&Entry>> {
     out
 }
 
-fn relay_state(e: &Entry, s: &Summary) -> RelayState {
+fn relay_state(e: &EntryRef, s: &Summary) -> RelayState {
     // A source that changed size changed; one of the same size is hashed to be sure.
     let up_to_date = e.source_bytes.is_none_or(|b| b == s.size)
         && ledger::sha256_file(&s.path).is_ok_and(|h| h == e.source.sha256);
@@ -140,7 +144,7 @@ fn relay_state(e: &Entry, s: &Summary) -> RelayState {
         resume_command: crate::adapters::by_name(&e.target.agent)
             .map(|a| a.resume_command(&e.target.id, &e.cwd))
             .unwrap_or_default(),
-        target: e.target.clone(),
-        relayed_at: e.time.clone(),
+        target: e.target.to_side(),
+        relayed_at: e.time.to_string(),
     }
 }
