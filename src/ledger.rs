@@ -208,11 +208,6 @@ pub fn append(entry: &Entry) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Every readable entry, oldest first. A damaged line is skipped, not fatal.
-pub fn entries() -> Vec<Entry> {
-    read().0
-}
-
 /// The ledger's bytes, to read its entries borrowed (`entry_refs`); empty when there is none.
 pub fn bytes() -> Vec<u8> {
     ledger_path()
@@ -222,7 +217,7 @@ pub fn bytes() -> Vec<u8> {
 }
 
 /// Every readable entry of the ledger's `bytes`, oldest first, borrowed from them; a damaged
-/// line is skipped, as `entries` skips it.
+/// line is skipped (`read` warns of it).
 pub fn entry_refs(bytes: &[u8]) -> Vec<EntryRef<'_>> {
     use rayon::prelude::*;
     // On every core: the lines are independent, and a ledger of thousands of relays is

@@ -50,20 +50,21 @@ pub fn candidates(cfg: &Config, opts: &Options) -> Result<Candidates> {
     )?;
     let mut from: HashMap<String, (String, String)> = HashMap::new();
     let mut to: HashMap<String, Vec<String>> = HashMap::new();
-    for e in ledger::entries() {
-        match e.event.as_str() {
+    let bytes = ledger::bytes();
+    for e in ledger::entry_refs(&bytes) {
+        match &*e.event {
             "relay" => {
                 from.insert(
-                    e.target.path.clone(),
-                    (e.source.agent.clone(), e.source.id.clone()),
+                    e.target.path.to_string(),
+                    (e.source.agent.to_string(), e.source.id.to_string()),
                 );
-                let agents = to.entry(e.source.path.clone()).or_default();
-                if !agents.contains(&e.target.agent) {
-                    agents.push(e.target.agent.clone());
+                let agents = to.entry(e.source.path.to_string()).or_default();
+                if !agents.iter().any(|a| *a == e.target.agent) {
+                    agents.push(e.target.agent.to_string());
                 }
             }
             "clean" => {
-                from.remove(&e.target.path);
+                from.remove(&*e.target.path);
             }
             _ => {}
         }
