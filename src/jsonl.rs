@@ -355,14 +355,26 @@ fn read_line_more(
 }
 
 /// Adds `bytes` to `end`, the last bytes of a line past `MAX_LINE` kept for `salvage`, which
-/// keeps its last `SALVAGE_TAIL` bytes before any trailing whitespace: once cut, `end` holds
-/// twice that, so that what `salvage` keeps is the same however the line was read in pieces
-/// (a cut to exactly `SALVAGE_TAIL` before a newline left one byte less to keep).
+/// keeps its last `SALVAGE_TAIL` bytes before any trailing whitespace. Once cut, `end` holds
+/// twice that of what comes before its trailing run of whitespace, and twice that of the run,
+/// so that what `salvage` keeps is the same however the line was read in pieces: a cut to
+/// exactly `SALVAGE_TAIL` left one byte less to keep before a newline, and a cut that counted
+/// a long run of spaces after the line's JSON left less, or none, of what came before it.
+/// The middle of a run longer than that goes: should the line go on after it, what `salvage`
+/// keeps lies within the run's last bytes and what follows.
 fn keep_tail(end: &mut Vec<u8>, bytes: &[u8]) {
     end.extend_from_slice(bytes);
-    if end.len() > 4 * SALVAGE_TAIL {
-        end.drain(..end.len() - 2 * SALVAGE_TAIL);
+    if end.len() <= 4 * SALVAGE_TAIL {
+        return;
     }
+    let run = end
+        .iter()
+        .rev()
+        .take_while(|b| b.is_ascii_whitespace())
+        .count();
+    let before = end.len() - run;
+    end.drain(before..before + run.saturating_sub(2 * SALVAGE_TAIL));
+    end.drain(..before.saturating_sub(2 * SALVAGE_TAIL));
 }
 
 /// An oversized line made readable: its first `SALVAGE_HEAD` and last `SALVAGE_TAIL` bytes
@@ -370,8 +382,9 @@ fn keep_tail(end: &mut Vec<u8>, bytes: &[u8]) {
 /// huge prompt or tool output: what makes a line that long). `head` is the line's start as
 /// read, `end` its last bytes, `len` its full length. None when the result is not valid JSON.
 pub fn salvage(head: &[u8], end: &[u8], len: usize) -> Option<Vec<u8>> {
-    // A line only a little over the limit has fewer than `SALVAGE_TAIL` bytes past it: the
-    // rest of its last `SALVAGE_TAIL` bytes are the end of `head`.
+    // A line only a little over the limit has fewer than `SALVAGE_TAIL` bytes past it, but for
+    // trailing whitespace: the rest of its last `SALVAGE_TAIL` bytes are the end of `head`.
+    let end = trim_ascii_end(end);
     let joined;
     let end = if end.len() < SALVAGE_TAIL && head.len() > SALVAGE_HEAD {
         let from = head
@@ -383,7 +396,9 @@ pub fn salvage(head: &[u8], end: &[u8], len: usize) -> Option<Vec<u8>> {
     } else {
         end
     };
-    let end = trim_ascii(end);
+    // Only trailing whitespace goes: where `end` starts depends on the pieces it was read in,
+    // and whitespace there is part of what it keeps.
+    let end = trim_ascii_end(end);
     // The head: cut at a character boundary, and never inside an escape sequence.
     let mut cut = head.len().min(SALVAGE_HEAD);
     while cut > 0 && cut < head.len() && head[cut] & 0xC0 == 0x80 {
@@ -1045,6 +1060,14 @@ impl Lines {
     }
 }
 
+fn trim_ascii_end(b: &[u8]) -> &[u8] {
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(0, |e| e + 1);
+    &b[..end]
+}
+
 fn trim_ascii(b: &[u8]) -> &[u8] {
     let start = b
         .iter()
@@ -1378,14 +1401,35 @@ mod tests {
         use std::io::BufReader;
         let max = SALVAGE_HEAD + (SALVAGE_HEAD >> 1);
         let mut rng = crate::text::test_rng(42);
-        for ending in ["\n", "  \r\n", ""] {
+        let t = SALVAGE_TAIL;
+        // Whitespace that JSON allows after the object, runs of it longer than what is kept
+        // among them; and (`None`) a long run of spaces inside the string near its end.
+        let spaces = |n: usize| " \t".repeat(n / 2) + &" ".repeat(n % 2);
+        let endings = [
+            Some("\n".to_string()),
+            Some("  \r\n".to_string()),
+            Some(String::new()),
+            Some(spaces(t + 10) + "\n"),
+            Some(spaces(2 * t + 10) + "\r\n"),
+            Some(spaces(3 * t) + "\n"),
+            Some(spaces(5 * t + 1)),
+            None,
+        ];
+        for ending in endings {
             let mut line = String::from(r#"{"type":"user","text":""#);
             while line.len() < max + 5 * SALVAGE_TAIL {
                 line.push_str(["word ", "été ", "x"][rng(3)]);
             }
+            if ending.is_none() {
+                // (Spaces only: a tab must be escaped in a string.)
+                line.push_str(&" ".repeat(3 * t + 7));
+                line.push_str("the last words");
+            }
             line.push_str(r#""}"#);
-            line.push_str(ending);
-            let mut salvaged = None;
+            line.push_str(ending.as_deref().unwrap_or("\n"));
+            // The line as a read that cut nothing would salvage it.
+            let whole = salvage(&line.as_bytes()[..max], &line.as_bytes()[max..], line.len())
+                .unwrap_or_else(|| panic!("{:?} is salvaged", ending.as_deref().map(str::len)));
             let mut sizes: Vec<usize> = (0..40).map(|_| 1 + rng(3 * SALVAGE_TAIL as u64)).collect();
             sizes.extend([SALVAGE_TAIL, SALVAGE_TAIL - 1, 2 * SALVAGE_TAIL, 1 << 20]);
             for size in sizes {
@@ -1394,11 +1438,13 @@ mod tests {
                 let (n, _) =
                     read_line_keeping_end(&mut reader, &mut buf, max, Some(&mut end)).unwrap();
                 assert_eq!(n, line.len());
+                assert!(end.len() <= 4 * t + size, "{} bytes kept", end.len());
                 let kept = salvage(&buf, &end, n).expect("the line is salvaged");
-                match &salvaged {
-                    None => salvaged = Some(kept),
-                    Some(first) => assert!(*first == kept, "read in pieces of {size} bytes"),
-                }
+                assert!(
+                    whole == kept,
+                    "read in pieces of {size} bytes, ending {:?}",
+                    ending.as_deref().map(str::len)
+                );
             }
         }
     }
@@ -1589,20 +1635,27 @@ mod tests {
             let prefix = "{\"id\":\"x\",\"text\":\"";
             let pad = SALVAGE_HEAD - offset - prefix.len();
             let filler = "lorem ipsum ".repeat(pad / 12 + 1);
+            // After the second copy, words up to `SALVAGE_TAIL` bytes from the key's cut.
+            let words = " dolor sit amet".repeat(SALVAGE_TAIL / 15 + 1);
+            let after = SALVAGE_TAIL - (key.len() - offset) - "\"}".len() - " the end".len();
             let text = format!(
-                "{} {key} {} {key} the end",
+                "{} {key} {} {key}{} the end",
                 &filler[..pad - 1],
-                "dolor sit ".repeat(SALVAGE_TAIL / 10 + 10)
+                "dolor sit ".repeat(SALVAGE_TAIL / 10 + 10),
+                &words[..after]
             );
             let line = format!("{prefix}{text}\"}}");
             assert_eq!(
                 &line[SALVAGE_HEAD - offset..SALVAGE_HEAD - offset + 6],
                 "sk-ant"
             );
-            let tail_at = line.rfind(&key).unwrap() + offset;
-            let suffix = &line.as_bytes()[tail_at..];
-            let end = [&vec![b' '; SALVAGE_TAIL - suffix.len()][..], suffix].concat();
-            let kept = salvage(line.as_bytes(), &end, line.len() + (40 << 20)).expect("salvaged");
+            // The line's last `SALVAGE_TAIL` bytes start `offset` bytes into the key.
+            assert_eq!(
+                line.len() - SALVAGE_TAIL,
+                line.rfind(&key).unwrap() + offset
+            );
+            let end = &line.as_bytes()[line.len() - 2 * SALVAGE_TAIL..];
+            let kept = salvage(line.as_bytes(), end, line.len() + (40 << 20)).expect("salvaged");
             let kept = String::from_utf8(kept).unwrap();
             for piece in key.as_bytes().windows(8) {
                 let piece = std::str::from_utf8(piece).unwrap();

@@ -33,8 +33,9 @@ pub struct ListCache {
 /// same version are scanned again. 2: the scanners read fields instead of matching bytes, and
 /// created/updated have one definition. 3: titles are masked. 4: summaries name the source of
 /// a relayed session (`relay_of`). 5: a salvaged line keeps the same tail however it was read
-/// in pieces (`jsonl::keep_tail`), so a title taken from one may change by a character.
-const VERSION: u32 = 5;
+/// in pieces (`jsonl::keep_tail`), so a title taken from one may change by a character. 6: the
+/// same when whitespace runs long after the line's JSON or where its kept end starts.
+const VERSION: u32 = 6;
 
 #[derive(Serialize, Deserialize)]
 struct OnDisk {
