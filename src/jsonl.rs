@@ -563,6 +563,10 @@ pub struct Pass {
     pub stream_long: bool,
 }
 
+/// The progress step of a pass that reads a file's newest turns again (`Pass::from`): after
+/// the first read's `reading`, a step of the same name looked like the read started over.
+pub const TAIL_STEP: &str = "reading the newest turns of";
+
 impl Pass {
     /// A pass that hands on the lines from `line` on, starting to read where `earlier` (a pass
     /// over the same file) began the block holding it: reading a long file again from its
@@ -572,7 +576,7 @@ impl Pass {
             prune,
             from_line: line,
             start: earlier.start_before(line),
-            step: None,
+            step: Some(TAIL_STEP),
             stream_long: false,
         }
     }
@@ -1447,6 +1451,54 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A pass that reads a file's newest turns again names its own progress step, after the
+    /// first read's.
+    #[test]
+    fn a_pass_over_the_newest_turns_names_its_own_step() {
+        use crate::progress::{Progress, Unit};
+        #[derive(Default)]
+        struct Steps(std::sync::Mutex<Vec<String>>);
+        impl Progress for Steps {
+            fn start(&self, what: &str, _total: Option<u64>, _unit: Unit) {
+                self.0.lock().unwrap().push(what.to_string());
+            }
+            fn advance(&self, _n: u64) {}
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let text: String = (0..20_000).map(|i| format!("{{\"n\":{i}}}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let steps = std::sync::Arc::new(Steps::default());
+        let handle: crate::progress::Handle = Some(steps.clone());
+        let count = |pass: Pass| {
+            let mut n = 0;
+            let stats = crate::progress::scope(&handle, || {
+                for_each_line_fast(
+                    &path,
+                    pass,
+                    |_, _| Some(()),
+                    |_, _| (),
+                    |_, _| {
+                        n += 1;
+                        Ok(())
+                    },
+                )
+            })
+            .unwrap();
+            (stats, n)
+        };
+        let (first, all) = count(Pass::default());
+        let (_, tail) = count(Pass::from(19_000, &first, None));
+        assert_eq!((all, tail), (20_000, 1_001));
+        assert_eq!(
+            *steps.0.lock().unwrap(),
+            [
+                "reading s.jsonl".to_string(),
+                format!("{TAIL_STEP} s.jsonl")
+            ]
+        );
     }
 
     /// Any bytes, read through `LossyUtf8` in pieces of any size (a character cut between two
