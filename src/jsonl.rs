@@ -382,9 +382,11 @@ fn keep_tail(end: &mut Vec<u8>, bytes: &[u8]) {
 /// huge prompt or tool output: what makes a line that long). `head` is the line's start as
 /// read, `end` its last bytes, `len` its full length. None when the result is not valid JSON.
 pub fn salvage(head: &[u8], end: &[u8], len: usize) -> Option<Vec<u8>> {
-    // A line only a little over the limit has fewer than `SALVAGE_TAIL` bytes past it, but for
-    // trailing whitespace: the rest of its last `SALVAGE_TAIL` bytes are the end of `head`.
-    let end = trim_ascii_end(end);
+    // Only trailing whitespace goes: where `end` starts depends on the pieces the line was read
+    // in, and whitespace there is kept. A line only a little over the limit has fewer than
+    // `SALVAGE_TAIL` bytes past it, but for that whitespace: the rest of its last
+    // `SALVAGE_TAIL` bytes are the end of `head`.
+    let end = end.trim_ascii_end();
     let joined;
     let end = if end.len() < SALVAGE_TAIL && head.len() > SALVAGE_HEAD {
         let from = head
@@ -392,13 +394,11 @@ pub fn salvage(head: &[u8], end: &[u8], len: usize) -> Option<Vec<u8>> {
             .saturating_sub(SALVAGE_TAIL - end.len())
             .max(SALVAGE_HEAD);
         joined = [&head[from..], end].concat();
-        &joined[..]
+        // All of `end` may have been whitespace.
+        joined.trim_ascii_end()
     } else {
         end
     };
-    // Only trailing whitespace goes: where `end` starts depends on the pieces it was read in,
-    // and whitespace there is part of what it keeps.
-    let end = trim_ascii_end(end);
     // The head: cut at a character boundary, and never inside an escape sequence.
     let mut cut = head.len().min(SALVAGE_HEAD);
     while cut > 0 && cut < head.len() && head[cut] & 0xC0 == 0x80 {
@@ -974,7 +974,7 @@ impl Lines {
         stats: &mut PassStats,
     ) {
         let line = &block.data[range.clone()];
-        let text = trim_ascii(line);
+        let text = line.trim_ascii();
         if text.is_empty() {
             return;
         }
@@ -1062,26 +1062,6 @@ impl Lines {
     fn streams(&self, pass: &Pass) -> bool {
         pass.stream_long && !self.compressed
     }
-}
-
-fn trim_ascii_end(b: &[u8]) -> &[u8] {
-    let end = b
-        .iter()
-        .rposition(|c| !c.is_ascii_whitespace())
-        .map_or(0, |e| e + 1);
-    &b[..end]
-}
-
-fn trim_ascii(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|c| !c.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &b[start..end]
 }
 
 /// A string field of a JSON object, if present and a string.
@@ -1197,7 +1177,7 @@ fn scan_line(
             None => true,
         };
     }
-    if trim_ascii(bytes).is_empty() {
+    if bytes.trim_ascii().is_empty() {
         return true;
     }
     f(no, reader_text(bytes).0.trim())
@@ -1457,15 +1437,7 @@ mod tests {
     /// first read's.
     #[test]
     fn a_pass_over_the_newest_turns_names_its_own_step() {
-        use crate::progress::{Progress, Unit};
-        #[derive(Default)]
-        struct Steps(std::sync::Mutex<Vec<String>>);
-        impl Progress for Steps {
-            fn start(&self, what: &str, _total: Option<u64>, _unit: Unit) {
-                self.0.lock().unwrap().push(what.to_string());
-            }
-            fn advance(&self, _n: u64) {}
-        }
+        use crate::progress::Steps;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let text: String = (0..20_000).map(|i| format!("{{\"n\":{i}}}\n")).collect();

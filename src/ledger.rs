@@ -517,6 +517,35 @@ mod tests {
         space(next, out);
     }
 
+    /// A generated ledger of up to 29 entries, numbered by `messages`. Each entry draws one
+    /// of `kinds`: all but the last two make a relay with `relay` (given the entry's number,
+    /// the entries so far and the places of their relays); the last two clean or withdraw an
+    /// earlier relay, or a new target when there is none.
+    fn generated(
+        next: &mut impl FnMut(u64) -> usize,
+        kinds: u64,
+        mut relay: impl FnMut(&mut dyn FnMut(u64) -> usize, usize, &[Entry], &[usize]) -> Entry,
+    ) -> Vec<Entry> {
+        let mut entries: Vec<Entry> = Vec::new();
+        for n in 0..next(30) {
+            let relays: Vec<usize> = (0..entries.len())
+                .filter(|&i| entries[i].event == "relay")
+                .collect();
+            let mut e = match next(kinds) {
+                k if k + 2 < kinds as usize => relay(next, n, &entries, &relays),
+                k if relays.is_empty() => entry(["clean", WITHDRAWN][k % 2], n, next(6)),
+                k => {
+                    let mut e = entries[relays[next(relays.len() as u64)]].clone();
+                    e.event = ["clean", WITHDRAWN][k % 2].into();
+                    e
+                }
+            };
+            e.messages = n;
+            entries.push(e);
+        }
+        entries
+    }
+
     /// A line of entry `e` as a writer, or damage, could leave it: spelled otherwise, with a
     /// field missing, of another type, written twice, unknown, or cut off.
     fn line_of(e: &Entry, next: &mut impl FnMut(u64) -> usize) -> String {
@@ -580,34 +609,18 @@ mod tests {
         let mut next = test_rng(0x1ed9_e7b0_7707_0003);
         let (mut kept, mut skipped) = (0, 0);
         for _ in 0..500 {
-            let mut entries: Vec<Entry> = Vec::new();
-            for n in 0..next(30) {
-                let relays: Vec<usize> = (0..entries.len())
-                    .filter(|&i| entries[i].event == "relay")
+            let entries = generated(&mut next, 4, |next, n, entries, relays| {
+                let mut e = entry("relay", n, next(6));
+                e.source.id = ids[next(ids.len() as u64)].to_string();
+                e.target.path = format!("/store/{}/{}", e.source.id, next(5));
+                e.standalone = next(4) == 0;
+                e.supersedes = relays
+                    .iter()
+                    .filter(|_| next(3) == 0)
+                    .map(|&i| entries[i].target.clone())
                     .collect();
-                let mut e = match next(4) {
-                    0 | 1 => {
-                        let mut e = entry("relay", n, next(6));
-                        e.source.id = ids[next(ids.len() as u64)].to_string();
-                        e.target.path = format!("/store/{}/{}", e.source.id, next(5));
-                        e.standalone = next(4) == 0;
-                        e.supersedes = relays
-                            .iter()
-                            .filter(|_| next(3) == 0)
-                            .map(|&i| entries[i].target.clone())
-                            .collect();
-                        e
-                    }
-                    k if relays.is_empty() => entry(["clean", WITHDRAWN][k % 2], n, next(6)),
-                    k => {
-                        let mut e = entries[relays[next(relays.len() as u64)]].clone();
-                        e.event = ["clean", WITHDRAWN][k % 2].into();
-                        e
-                    }
-                };
-                e.messages = n;
-                entries.push(e);
-            }
+                e
+            });
             let text: String = entries
                 .iter()
                 .map(|e| line_of(e, &mut next) + "\n")
@@ -673,33 +686,17 @@ mod tests {
         let ids = ["s-1", "s-10", "q\"uote", "back\\slash", "日本", "clean"];
         let mut next = test_rng(0xab07_1ed6_e7aa_0002);
         for round in 0..600 {
-            let mut entries: Vec<Entry> = Vec::new();
-            for n in 0..next(30) {
-                let relays: Vec<usize> = (0..entries.len())
-                    .filter(|&i| entries[i].event == "relay")
+            let entries = generated(&mut next, 5, |next, n, entries, relays| {
+                let mut e = entry("relay", n, next(6));
+                e.source.id = ids[next(ids.len() as u64)].to_string();
+                // A relay supersedes earlier relays of its own session only.
+                e.supersedes = relays
+                    .iter()
+                    .filter(|&&i| entries[i].source.id == e.source.id && next(2) == 0)
+                    .map(|&i| entries[i].target.clone())
                     .collect();
-                let mut e = match next(5) {
-                    0..=2 => {
-                        let mut e = entry("relay", n, next(6));
-                        e.source.id = ids[next(ids.len() as u64)].to_string();
-                        // A relay supersedes earlier relays of its own session only.
-                        e.supersedes = relays
-                            .iter()
-                            .filter(|&&i| entries[i].source.id == e.source.id && next(2) == 0)
-                            .map(|&i| entries[i].target.clone())
-                            .collect();
-                        e
-                    }
-                    k if relays.is_empty() => entry(["clean", WITHDRAWN][k % 2], n, next(6)),
-                    k => {
-                        let mut e = entries[relays[next(relays.len() as u64)]].clone();
-                        e.event = ["clean", WITHDRAWN][k % 2].into();
-                        e
-                    }
-                };
-                e.messages = n;
-                entries.push(e);
-            }
+                e
+            });
             let mut text = String::new();
             for e in &entries {
                 if round % 2 == 0 {

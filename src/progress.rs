@@ -58,6 +58,20 @@ pub fn start(what: &str, total: Option<u64>, unit: Unit) -> Handle {
     h
 }
 
+/// A listener that keeps the names of the steps started, for tests of which steps a command
+/// names.
+#[cfg(test)]
+#[derive(Default)]
+pub struct Steps(pub std::sync::Mutex<Vec<String>>);
+
+#[cfg(test)]
+impl Progress for Steps {
+    fn start(&self, what: &str, _total: Option<u64>, _unit: Unit) {
+        self.0.lock().unwrap().push(what.to_string());
+    }
+    fn advance(&self, _n: u64) {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -428,19 +428,9 @@ fn count(kind: &str, line: &Line) -> Counted {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
-    use crate::progress::{Progress, Unit};
-
-    #[derive(Default)]
-    struct Steps(Mutex<Vec<String>>);
-
-    impl Progress for Steps {
-        fn start(&self, what: &str, _total: Option<u64>, _unit: Unit) {
-            self.0.lock().unwrap().push(what.to_string());
-        }
-        fn advance(&self, _n: u64) {}
-    }
+    use crate::progress::Steps;
 
     /// The skim that chooses a transcript's branch before a relay reads it names its own
     /// progress step: the read after it is `reading`, and two steps of one name looked like a
