@@ -8,12 +8,15 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use session_relay::adapter::WriteRequest;
+use session_relay::adapter::{Mask, ReadOptions, WriteRequest};
 use session_relay::adapters;
 use session_relay::model::neutral;
 use session_relay::plan::fit::{FitParams, fit};
+use session_relay::plan::fold::Folder;
 use session_relay::plan::shape::shape;
+use session_relay::redact::Redactor;
 use session_relay::tokens::Tokenizer;
 
 use crate::common::Rng;
@@ -104,8 +107,8 @@ fn seeds() -> Vec<(&'static str, PathBuf, PathBuf)> {
 }
 
 /// Everything downstream of a reader, on one input. Panics are what the fuzzer looks for;
-/// errors are fine.
-fn exercise(agent: &str, rel: &Path, bytes: &[u8], dir: &Path) {
+/// errors are fine. Returns whether the read in part folded older turns.
+fn exercise(agent: &str, rel: &Path, bytes: &[u8], dir: &Path) -> bool {
     let adapter = adapters::by_name(agent).unwrap();
     let home = dir.join("home");
     let _ = std::fs::remove_dir_all(&home);
@@ -115,8 +118,26 @@ fn exercise(agent: &str, rel: &Path, bytes: &[u8], dir: &Path) {
     for file in adapter.session_files(&home) {
         let _ = adapter.scan(&file);
     }
+    // A relay's read in part, as a long session is read: older outputs masked and cut, older
+    // turns folded (masked, shaped and summarized) as they are met. These paths are where a
+    // reader keeps the most state, and a plain read never takes them.
+    let target = adapters::registry()[bytes.len() % adapters::registry().len()];
+    let redactor = Arc::new(Redactor::new(&[], &[]).unwrap());
+    let folder = Arc::new(Folder::new(agent, target, 1, Some(redactor.clone())));
+    let opts = ReadOptions {
+        max_tool_output: Some(4000),
+        full_tail_tokens: Some(300),
+        mask: Some(Mask(redactor)),
+        lean: true,
+        fold: Some(folder.fold()),
+    };
+    if let Ok(part) = adapter.read_with(&path, Some(&home), opts) {
+        let mut buf = Vec::new();
+        neutral::write(&part, &mut buf).unwrap();
+    }
+    let folded = folder.take().is_some();
     let Ok(session) = adapter.read(&path, Some(&home)) else {
-        return;
+        return folded;
     };
     let mut buf = Vec::new();
     neutral::write(&session, &mut buf).unwrap();
@@ -165,6 +186,7 @@ fn exercise(agent: &str, rel: &Path, bytes: &[u8], dir: &Path) {
             "written {to} session does not read back as meant"
         );
     }
+    folded
 }
 
 #[test]
@@ -202,7 +224,7 @@ fn mutated_sessions_never_panic() {
             .unwrap_or_else(|| panic!("regression {name} names no known agent"));
         let bytes = std::fs::read(e.path()).unwrap();
         let r = catch_unwind(AssertUnwindSafe(|| {
-            exercise(agent, rel, &bytes, tmp.path())
+            exercise(agent, rel, &bytes, tmp.path());
         }));
         assert!(r.is_ok(), "regression {name} panics again");
         replayed += 1;
@@ -214,6 +236,7 @@ fn mutated_sessions_never_panic() {
     );
     let mut r = Rng(0xf022_5eed_0000_0001);
     let mut crashes = Vec::new();
+    let mut folded = 0;
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
     for i in 0..iterations {
@@ -222,6 +245,7 @@ fn mutated_sessions_never_panic() {
         let result = catch_unwind(AssertUnwindSafe(|| {
             exercise(agent, rel, &input, tmp.path())
         }));
+        folded += usize::from(matches!(result, Ok(true)));
         if let Err(e) = result {
             let msg = e
                 .downcast_ref::<String>()
@@ -235,6 +259,12 @@ fn mutated_sessions_never_panic() {
         }
     }
     std::panic::set_hook(previous);
+    eprintln!("{folded} of {iterations} inputs folded older turns");
+    // Without folds the reads in part prove nothing.
+    assert!(
+        folded * 10 >= iterations,
+        "only {folded} of {iterations} inputs folded older turns"
+    );
     assert!(
         crashes.is_empty(),
         "{} crashing inputs kept (copy them to {} once fixed):\n{}",
