@@ -49,7 +49,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import (  # noqa: E402
     EXIT_USAGE, Report, Scratch, Tmux, UsageError, cli_version, copy_preserving, find_cli,
-    require_tool, screen_snippet, squash, visible_text,
+    node_exit_log_env, read_text, require_tool, screen_snippet, squash, terminal_log_tail,
+    visible_text,
 )
 
 CHECKS = ("lint", "list", "render", "model")
@@ -336,12 +337,18 @@ def check_render(gemini, scratch, sid, session, expects, timeout, report):
     # Once in a while (1 of 41 sessions in one of five full runs) the TUI drew nothing at all in
     # the time given: the program did not start, which says nothing of the session. Only then
     # is it started once more; a screen with anything on it is judged as it is.
+    # For each start, what the TUI wrote to its terminal and how the program ended. While it
+    # runs, Gemini sends its own stderr into its UI: an uncaught exception exits 1 and leaves
+    # nothing on screen (before the first frame, not even the TUI), so only the exit log has it.
+    logs = []
     for attempt in (1, 2):
         tmux = Tmux(scratch)
+        log, exit_log = scratch / f"render-{attempt}.log", scratch / f"render-{attempt}.exit.log"
+        logs.append((log, exit_log))
         try:
             tmux.start("render", [gemini.binary, "-m", MODEL, "--fake-responses-non-strict",
-                                  gemini.empty, "--resume", sid],
-                       gemini.project, dict(gemini.env, TERM="xterm-256color"))
+                                  gemini.empty, "--resume", sid], gemini.project,
+                       dict(gemini.env, TERM="xterm-256color", **node_exit_log_env(exit_log)), log=log)
             screen = tmux.wait_for("render", lambda s: bool(fatal.search(s))
                                    or all(squash(n) in visible_text(s) for n in needles), timeout)
         finally:
@@ -359,6 +366,14 @@ def check_render(gemini, scratch, sid, session, expects, timeout, report):
         report.fail("render", f"not on screen once the TUI was idle (or after {timeout}s): {missing}\n{tail}")
     else:
         report.passed("render", f"drawn: {needles}")
+        return
+    for n, (log, exit_log) in enumerate(logs, 1):
+        start = f"start {n} of {len(logs)}: " if len(logs) > 1 else ""
+        for what, text in (("what the TUI wrote to its terminal (the end, escapes stripped)",
+                            terminal_log_tail(log)),
+                           ("how the program ended (node_exit_log.cjs)", read_text(exit_log).strip())):
+            lines = (text or "(nothing)").splitlines()
+            report.info(f"{start}{what}:\n" + "\n".join(f"   | {line}" for line in lines))
 
 
 def check_model(gemini, sid, session, expects, timeout, report):

@@ -194,11 +194,16 @@ class Tmux:
         return subprocess.run(["tmux", "-S", self.socket, "-f", "/dev/null", *args],
                               capture_output=True, text=True, check=check)
 
-    def start(self, name, argv, cwd, env):
+    def start(self, name, argv, cwd, env, log=None):
         """Run argv in a new session. `env` is the program's whole environment.
 
         The pane stays open after the program exits (it prints a marker and sleeps), so that
         an early crash or error message can still be read from the screen.
+
+        With `log` (a path), everything the program writes to the terminal is also appended to
+        that file, raw, from its first byte: a TUI on the alternate screen takes what it drew
+        (an error message too) with it when it exits, and only the log still has it. The pane
+        waits for a flag file until the pipe is attached, so that nothing is missed.
         """
         command = "cd {} && exec env -i {} {}".format(
             shlex.quote(str(cwd)),
@@ -206,8 +211,15 @@ class Tmux:
             " ".join(shlex.quote(str(a)) for a in argv),
         )
         shell = f"sh -c {shlex.quote(command)}; echo '[check: program exited with status '$?']'; sleep 3600"
+        if log:
+            flag = f"{log}.attached"
+            shell = f"while [ ! -e {shlex.quote(flag)} ]; do sleep 0.05; done; {shell}"
         self._tmux("new-session", "-d", "-s", name, "-x", str(self.width), "-y", str(self.height), shell)
         self.started = True
+        if log:
+            # Without the pipe the check only loses its diagnostics: the program starts anyway.
+            self._tmux("pipe-pane", "-t", name, f"cat >> {shlex.quote(str(log))}", check=False)
+            Path(flag).touch()
 
     def capture(self, name, history=True):
         """The screen text, with wrapped lines joined and (by default) the scrollback too:
@@ -258,6 +270,45 @@ class Tmux:
             self.started = False
             # Give the TUIs a moment to react to the hangup before the scratch folder goes.
             time.sleep(0.5)
+
+
+def node_exit_log_env(path):
+    """Environment for a Node.js CLI that appends to `path` the error that ends it (an uncaught
+    exception or rejection, with its stack) and its exit code: see node_exit_log.cjs. It only
+    watches; the CLI does what it would do without it."""
+    preload = Path(__file__).resolve().parent / "node_exit_log.cjs"
+    # Node splits NODE_OPTIONS at spaces outside double quotes.
+    return {"NODE_OPTIONS": f'--require "{preload}"', "SESSION_RELAY_CHECK_EXIT_LOG": str(path)}
+
+
+def read_text(path, limit=4000):
+    """The end of a text file, or "" when there is none."""
+    try:
+        return Path(path).read_text(errors="replace")[-limit:]
+    except OSError:
+        return ""
+
+
+# What a terminal takes as commands rather than text: CSI (colours, cursor moves, modes), OSC
+# (titles, hyperlinks), DCS/APC/PM strings, two-byte escapes, and the other control characters.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]"
+                      r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+                      r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
+                      r"|\x1b[ -/]*[0-~]"
+                      r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def terminal_log_tail(path, limit=2000):
+    """The last `limit` characters of what a program wrote to its terminal (Tmux.start's log),
+    as text: escape sequences dropped, carriage returns taken as line ends, blank lines and
+    trailing spaces removed. "" when there is no log."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError:
+        return ""
+    text = _ESCAPES.sub("", raw.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n"))
+    lines = [line.rstrip() for line in text.split("\n") if line.strip()]
+    return "\n".join(lines)[-limit:]
 
 
 def visible_text(screen):
