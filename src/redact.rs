@@ -175,7 +175,7 @@ impl RuleSet {
 /// each is looked for as: the gates hold only the letter (see `gate_text`). Kept apart, a word
 /// with four `s` was sixteen gates, and the longer words of the `assignment` rule went beyond
 /// what the gates' extraction enumerates: that rule had none.
-const GATE_FOLDS: [(char, &[u8]); 2] = [('ſ', b"s"), ('\u{212A}', b"k")];
+const GATE_FOLDS: [(char, char); 2] = [('ſ', 's'), ('\u{212A}', 'k')];
 
 /// `text` as the gates are looked for in it: ASCII letters in lower case, `GATE_FOLDS` folded.
 fn gate_text(text: &str) -> Vec<u8> {
@@ -183,10 +183,10 @@ fn gate_text(text: &str) -> Vec<u8> {
     if memchr::memchr2(0xC5, 0xE2, text.as_bytes()).is_some()
         && GATE_FOLDS.iter().any(|&(c, _)| text.contains(c))
     {
-        let mut folded = text.to_owned();
-        for (from, to) in GATE_FOLDS {
-            folded = folded.replace(from, std::str::from_utf8(to).expect("ASCII"));
-        }
+        let folded: String = text
+            .chars()
+            .map(|c| GATE_FOLDS.iter().find(|f| f.0 == c).map_or(c, |f| f.1))
+            .collect();
         return folded.into_bytes().to_ascii_lowercase();
     }
     text.as_bytes().to_ascii_lowercase()
@@ -1625,7 +1625,8 @@ mod tests {
             HirKind::Literal(l) => {
                 let mut bytes = l.0.to_ascii_lowercase();
                 for (from, to) in GATE_FOLDS {
-                    bytes = replace_bytes(&bytes, from.encode_utf8(&mut [0; 4]).as_bytes(), to);
+                    let to = to.encode_utf8(&mut [0; 4]).as_bytes().to_vec();
+                    bytes = replace_bytes(&bytes, from.encode_utf8(&mut [0; 4]).as_bytes(), &to);
                 }
                 Hir::literal(bytes)
             }
@@ -1645,7 +1646,6 @@ mod tests {
                     hit.intersect(&one);
                     if hit.iter().next().is_some() {
                         class.difference(&one);
-                        let to = char::from(to[0]);
                         class.union(&ClassUnicode::new([ClassUnicodeRange::new(to, to)]));
                     }
                 }

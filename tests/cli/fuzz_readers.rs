@@ -8,7 +8,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use session_relay::adapter::{Mask, ReadOptions, WriteRequest};
 use session_relay::adapters;
@@ -122,7 +122,11 @@ fn exercise(agent: &str, rel: &Path, bytes: &[u8], dir: &Path) -> bool {
     // turns folded (masked, shaped and summarized) as they are met. These paths are where a
     // reader keeps the most state, and a plain read never takes them.
     let target = adapters::registry()[bytes.len() % adapters::registry().len()];
-    let redactor = Arc::new(Redactor::new(&[], &[]).unwrap());
+    // One redactor for every input: building it compiles the rules on another thread.
+    static REDACTOR: OnceLock<Arc<Redactor>> = OnceLock::new();
+    let redactor = REDACTOR
+        .get_or_init(|| Arc::new(Redactor::new(&[], &[]).unwrap()))
+        .clone();
     let folder = Arc::new(Folder::new(agent, target, 1, Some(redactor.clone())));
     let opts = ReadOptions {
         max_tool_output: Some(4000),

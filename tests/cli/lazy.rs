@@ -135,10 +135,13 @@ fn reading_in_part_changes_nothing_for_any_fixture() {
         let file = env.home(agent).join(rel);
         for to in session_relay::adapters::names() {
             for budget in ["900", "1500", "4000", "20000"] {
-                let out = env
-                    .cmd()
-                    .env(session_relay::adapter::PART_READ_ENV, "1")
-                    .args([
+                // `export` read as the variable set (none: as a relay reads by default).
+                let export = |read: Option<&str>| {
+                    let mut cmd = env.cmd();
+                    if let Some(var) = read {
+                        cmd.env(var, "1");
+                    }
+                    cmd.args([
                         "export",
                         file.to_str().unwrap(),
                         "--to",
@@ -149,24 +152,14 @@ fn reading_in_part_changes_nothing_for_any_fixture() {
                         "/tmp/lazy",
                     ])
                     .output()
-                    .unwrap();
-                if !out.status.success() {
+                    .unwrap()
+                };
+                if !export(Some(session_relay::adapter::PART_READ_ENV))
+                    .status
+                    .success()
+                {
                     // A budget below the always-kept part is refused both ways alike.
-                    let full = env
-                        .cmd()
-                        .env(session_relay::commands::FULL_READ_ENV, "1")
-                        .args([
-                            "export",
-                            file.to_str().unwrap(),
-                            "--to",
-                            to,
-                            "--budget",
-                            budget,
-                            "--cwd",
-                            "/tmp/lazy",
-                        ])
-                        .output()
-                        .unwrap();
+                    let full = export(Some(session_relay::commands::FULL_READ_ENV));
                     assert!(
                         !full.status.success(),
                         "{} -> {to} at {budget}",
@@ -183,20 +176,7 @@ fn reading_in_part_changes_nothing_for_any_fixture() {
                 // And as a relay reads a small session by default: in full at once, but keeping
                 // only what the plan reads (`ReadOptions::lean`), which the read in full the
                 // tests ask for does not.
-                let out = env
-                    .cmd()
-                    .args([
-                        "export",
-                        file.to_str().unwrap(),
-                        "--to",
-                        to,
-                        "--budget",
-                        budget,
-                        "--cwd",
-                        "/tmp/lazy",
-                    ])
-                    .output()
-                    .unwrap();
+                let out = export(None);
                 let default = format!(
                     "{}\n--- report ---\n{}",
                     String::from_utf8(out.stdout).unwrap(),
