@@ -193,6 +193,14 @@ pub fn superseded<E: Record>(entries: &[E]) -> std::collections::HashSet<String>
         .collect()
 }
 
+/// A time as the ledger, the relay's provenance and the hook log record it: RFC 3339 in UTC with
+/// milliseconds (`2026-12-05T07:13:21.862Z`), as Claude Code and Codex write their own. A fixed
+/// width: `to_rfc3339` wrote 0, 3, 6 or 9 digits of fraction as the clock gave them, so two
+/// relays of one source could differ in length for no reason.
+pub fn time_text(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
 pub fn ledger_path() -> Result<PathBuf> {
     Ok(crate::paths::require_state_dir()?.join("ledger.jsonl"))
 }
@@ -346,6 +354,25 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::text::test_rng;
+
+    #[test]
+    fn times_are_utc_with_milliseconds_whatever_the_clock_gives() {
+        use chrono::TimeZone;
+        let whole = chrono::Utc
+            .with_ymd_and_hms(2026, 12, 5, 7, 13, 21)
+            .unwrap();
+        for nanos in [0, 1, 862_000_000, 862_345_678, 999_999_999] {
+            let t = whole + chrono::Duration::nanoseconds(nanos);
+            let text = time_text(t);
+            assert_eq!(text.len(), "2026-12-05T07:13:21.862Z".len(), "{text}");
+            assert!(
+                text.starts_with("2026-12-05T07:13:21.") && text.ends_with('Z'),
+                "{text}"
+            );
+            let back = chrono::DateTime::parse_from_rfc3339(&text).unwrap();
+            assert_eq!(back.timestamp_millis(), t.timestamp_millis(), "{text}");
+        }
+    }
 
     fn parse(bytes: &[u8]) -> (Vec<Entry>, Vec<String>) {
         let (entries, warnings) = parse_lines(lines(bytes), Path::new("ledger.jsonl"));

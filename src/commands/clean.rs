@@ -423,7 +423,7 @@ fn delete(cfg: &Config, e: &Entry) -> Result<Vec<String>> {
     std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
     ledger::append(&Entry {
         event: "clean".into(),
-        time: Utc::now().to_rfc3339(),
+        time: ledger::time_text(Utc::now()),
         tool_version: env!("CARGO_PKG_VERSION").into(),
         ..e.clone()
     })?;

@@ -88,7 +88,7 @@ pub fn run(cfg: Result<Config>, opts: &Options, input: &[u8]) -> Report {
         None => line.clone(),
     };
     let report = Report {
-        time: chrono::Utc::now().to_rfc3339(),
+        time: crate::ledger::time_text(chrono::Utc::now()),
         payload,
         outcome,
         line,

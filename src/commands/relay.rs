@@ -256,7 +256,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         id: id.clone(),
         cwd: cwd.clone(),
         title: title.clone(),
-        provenance: verify::provenance(&source, &source_sha, &now.to_rfc3339()),
+        provenance: verify::provenance(&source, &source_sha, &crate::ledger::time_text(now)),
         now,
         standalone: standalone.clone(),
     };
@@ -303,7 +303,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         // `clean` can remove, even if this process is killed right after writing it.
         let entry = ledger::Entry {
             event: "relay".into(),
-            time: now.to_rfc3339(),
+            time: crate::ledger::time_text(now),
             tool_version: env!("CARGO_PKG_VERSION").into(),
             source: source_side.clone(),
             target: target_side.clone(),
@@ -325,7 +325,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         let withdraw = |e: anyhow::Error| -> anyhow::Error {
             match ledger::append(&ledger::Entry {
                 event: ledger::WITHDRAWN.into(),
-                time: Utc::now().to_rfc3339(),
+                time: crate::ledger::time_text(Utc::now()),
                 supersedes: Vec::new(),
                 ..entry.clone()
             }) {
