@@ -106,15 +106,23 @@ pub(super) fn fingerprint(no: usize, link: &Link) -> u64 {
     foldhash::quality::FixedState::with_seed(0x5e55_1011_2e1a_7000).hash_one((no, link))
 }
 
-/// The links of a transcript's chain lines in file order, as the branch choice keeps them:
-/// each API message id and tool call id once, which a link names by number. A long
-/// transcript has a link for every line, and the ids each kept as strings of their own were
-/// a tenth of a relay's peak memory. Two ids have the same number exactly when their texts
-/// are the same.
+/// The links of a transcript's chain lines in file order, as the branch choice keeps them: a
+/// long transcript has a link for every line, a few hundred thousand in a 1 GB one, and what
+/// each link held of its own (its ids as strings, its tool ids in vectors, its time) made this
+/// the peak of memory of every read of such a transcript. Each API message id and tool call id
+/// is numbered by its keyed hash (`model::id_hash`, as `IdSet` holds ids): two ids have the
+/// same number exactly when their texts are the same, unless by a chance of about 1 in 10^8
+/// for a million ids. Every link's tool ids are in one list; of the times, only the newest
+/// line's is kept (the walk starts from it).
 #[derive(Default)]
 pub(super) struct Links {
     links: Vec<KeptLink>,
-    ids: HashMap<Box<str>, u32>,
+    ids: HashMap<u64, u32>,
+    /// Each link's tool call ids, then the ids its tool results answer, link after link.
+    tool_ids: Vec<u32>,
+    /// The newest user or assistant link, by time then place: of all links (a subagent's
+    /// transcript), and of those not in a sidechain.
+    newest: [Option<(Option<DateTime<Utc>>, usize)>; 2],
 }
 
 /// A `Link` with its ids numbered (see `Links`).
@@ -124,42 +132,64 @@ pub(super) struct KeptLink {
     sidechain: bool,
     uuid: Option<Id>,
     parent: Option<Id>,
-    time: Option<DateTime<Utc>>,
     message_id: Option<u32>,
-    tool_uses: Box<[u32]>,
-    tool_results: Box<[u32]>,
+    /// Where its tool ids start in `Links::tool_ids`, and how many are calls and results.
+    tools_at: u32,
+    uses: u32,
+    results: u32,
 }
 
 impl Links {
     pub fn push(&mut self, l: Link) {
-        let message_id = l.message_id.map(|id| self.number(id));
-        let tool_uses = l.tool_uses.into_iter().map(|id| self.number(id)).collect();
-        let tool_results = l
-            .tool_results
-            .into_iter()
-            .map(|id| self.number(id))
-            .collect();
+        let i = self.links.len();
+        if l.user || l.assistant {
+            let newer = |n: &Option<(Option<DateTime<Utc>>, usize)>| {
+                n.as_ref().is_none_or(|(time, _)| l.time >= *time)
+            };
+            for (slot, eligible) in [(0, true), (1, !l.sidechain)] {
+                if eligible && newer(&self.newest[slot]) {
+                    self.newest[slot] = Some((l.time, i));
+                }
+            }
+        }
+        let message_id = l.message_id.map(|id| self.number(&id));
+        // More tool ids than a u32 counts would take hundreds of GB of transcript.
+        let count = |ids: &[String]| u32::try_from(ids.len()).expect("fewer than 2^32 tool ids");
+        let tools_at = u32::try_from(self.tool_ids.len()).expect("fewer than 2^32 tool ids");
+        let (uses, results) = (count(&l.tool_uses), count(&l.tool_results));
+        for id in l.tool_uses.iter().chain(&l.tool_results) {
+            let n = self.number(id);
+            self.tool_ids.push(n);
+        }
         self.links.push(KeptLink {
             user: l.user,
             assistant: l.assistant,
             sidechain: l.sidechain,
             uuid: l.uuid,
             parent: l.parent,
-            time: l.time,
             message_id,
-            tool_uses,
-            tool_results,
+            tools_at,
+            uses,
+            results,
         });
     }
 
-    fn number(&mut self, id: String) -> u32 {
-        if let Some(&n) = self.ids.get(id.as_str()) {
-            return n;
-        }
+    fn number(&mut self, id: &str) -> u32 {
         // More distinct ids than a u32 counts would take hundreds of GB of transcript.
         let n = u32::try_from(self.ids.len()).expect("fewer than 2^32 ids");
-        self.ids.insert(id.into_boxed_str(), n);
-        n
+        *self.ids.entry(crate::model::id_hash(id)).or_insert(n)
+    }
+
+    /// The ids of `l`'s tool calls.
+    fn uses(&self, l: &KeptLink) -> &[u32] {
+        let at = l.tools_at as usize;
+        &self.tool_ids[at..at + l.uses as usize]
+    }
+
+    /// The ids of the calls `l`'s tool results answer.
+    fn results(&self, l: &KeptLink) -> &[u32] {
+        let at = l.tools_at as usize + l.uses as usize;
+        &self.tool_ids[at..at + l.results as usize]
     }
 }
 
@@ -186,10 +216,10 @@ pub(super) struct Branch {
 /// lines that parallel tool calls produce: every line of an API message on the path and every
 /// tool result answering a call on it. In a subagent transcript every line is a sidechain:
 /// there it is the main line.
-pub(super) fn active_branch(links: &Links, subagent: bool) -> Branch {
-    let (mut branch, on_path) = walk(&links.links, subagent);
-    let ids = &links.ids;
-    let links = &links.links;
+pub(super) fn active_branch(all: &Links, subagent: bool) -> Branch {
+    let (mut branch, on_path) = walk(all, subagent);
+    let ids = &all.ids;
+    let links = &all.links;
     let included = &mut branch.included;
     let eligible = |l: &KeptLink| subagent || !l.sidechain;
     // Ids by number: a flag for each.
@@ -206,7 +236,7 @@ pub(super) fn active_branch(links: &Links, subagent: bool) -> Branch {
     }
     let mut tool_ids = vec![false; ids.len()];
     for i in (0..links.len()).filter(|&i| included[i]) {
-        for &id in &links[i].tool_uses {
+        for &id in all.uses(&links[i]) {
             tool_ids[id as usize] = true;
         }
     }
@@ -217,7 +247,7 @@ pub(super) fn active_branch(links: &Links, subagent: bool) -> Branch {
             l.user
                 && eligible(l)
                 && !included[i]
-                && l.tool_results.iter().any(|&id| tool_ids[id as usize])
+                && all.results(l).iter().any(|&id| tool_ids[id as usize])
         })
         .map(|(i, _)| i)
         .collect();
@@ -229,20 +259,14 @@ pub(super) fn active_branch(links: &Links, subagent: bool) -> Branch {
 
 /// The newest eligible user/assistant line walked back through its parents: the branch
 /// without its siblings, and the lines on the path from the newest back.
-fn walk(links: &[KeptLink], subagent: bool) -> (Branch, Vec<usize>) {
+fn walk(all: &Links, subagent: bool) -> (Branch, Vec<usize>) {
+    let links = &all.links;
     let by_uuid: HashMap<&Id, usize> = links
         .iter()
         .enumerate()
         .filter_map(|(i, l)| l.uuid.as_ref().map(|u| (u, i)))
         .collect();
-    let eligible = |l: &KeptLink| subagent || !l.sidechain;
-
-    let leaf = links
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| (l.user || l.assistant) && eligible(l))
-        .max_by(|(ia, a), (ib, b)| a.time.cmp(&b.time).then(ia.cmp(ib)))
-        .map(|(i, _)| i);
+    let leaf = all.newest[usize::from(!subagent)].map(|(_, i)| i);
 
     // By link, as a flag: a long transcript has a few hundred thousand links.
     let mut included = vec![false; links.len()];
@@ -369,7 +393,7 @@ mod tests {
     /// The sibling lines the branch takes in, as they were found with ids compared as
     /// strings (the code before `Links`), after the same walk: the reference for `Links`.
     fn with_strings(raw: &[Link], links: &Links, subagent: bool) -> Branch {
-        let (mut branch, on_path) = walk(&links.links, subagent);
+        let (mut branch, on_path) = walk(links, subagent);
         let included = &mut branch.included;
         let eligible = |l: &Link| subagent || !l.sidechain;
         let message_ids: HashSet<&str> = on_path
@@ -453,6 +477,18 @@ mod tests {
             for l in raw.iter().cloned() {
                 links.push(l);
             }
+            // The walk starts from the newest line, as found over every link at once.
+            let newest = raw
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| (l.user || l.assistant) && (subagent || !l.sidechain))
+                .max_by(|(ia, a), (ib, b)| a.time.cmp(&b.time).then(ia.cmp(ib)))
+                .map(|(i, _)| i);
+            assert_eq!(
+                links.newest[usize::from(!subagent)].map(|(_, i)| i),
+                newest,
+                "round {round}: {raw:?}"
+            );
             let want = with_strings(&raw, &links, subagent);
             let got = active_branch(&links, subagent);
             assert_eq!(got.included, want.included, "round {round}: {raw:?}");

@@ -17,14 +17,19 @@ fn key() -> &'static std::collections::hash_map::RandomState {
     KEY.get_or_init(Default::default)
 }
 
+/// `id` as an `IdSet` holds it: its 64-bit hash, keyed at random once per process.
+pub fn id_hash(id: &str) -> u64 {
+    key().hash_one(id)
+}
+
 impl IdSet {
     /// Adds `id`; whether it was not there.
     pub fn insert(&mut self, id: &str) -> bool {
-        self.0.insert(key().hash_one(id))
+        self.0.insert(id_hash(id))
     }
 
     pub fn contains(&self, id: &str) -> bool {
-        self.0.contains(&key().hash_one(id))
+        self.0.contains(&id_hash(id))
     }
 
     pub fn len(&self) -> usize {
