@@ -50,6 +50,9 @@ pub trait TurnFold: Send + Sync {
     /// next (the first is the rest of the first turn, after its request, when it has one),
     /// never the session's first request or its last turn.
     fn fold(&self, turn: Vec<Message>);
+    /// Told, before the first turn is folded, the messages kept before it (the session's
+    /// first request and what came before), which stay in the session.
+    fn head(&self, _messages: &[Message]) {}
     /// `fold`, told where the turn's first message is in the whole session and the context
     /// the session had recorded when the turn was let go (`show` counts what its context
     /// check will need of it).
@@ -141,6 +144,9 @@ impl FoldWindow {
             count += 1;
         }
         let at = self.turns[0].0;
+        if session.folded.is_none() {
+            self.fold.head(&session.messages[..at]);
+        }
         let folded = session.folded.get_or_insert_with(|| {
             Box::new(crate::model::Folded {
                 at,

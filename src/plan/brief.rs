@@ -4,7 +4,6 @@
 //! decisions taken, each deduplicated and capped. Deterministic: no model is called.
 
 use foldhash::{HashSet, HashSetExt};
-use std::borrow::Cow;
 use std::path::Path;
 use std::process::Command;
 
@@ -157,28 +156,36 @@ pub fn decisions_of(m: &Message) -> Vec<String> {
 
 /// The rules the user stated, deduplicated, as (order, strength, text): of all of them, the
 /// `most` that `keep_strongest_latest` picks, which hold what it picks for any smaller number.
-/// The folded messages' came where they were taken out (`Session::folded`). A long session
-/// states thousands; keeping them all (and a lower-case copy of each) made the brief the
-/// relay's peak of memory, growing with the session.
+/// The folded messages' came where they were taken out (`Session::folded`): those `BriefFound`
+/// kept of them (the strongest, which hold those picked of all), then the later messages'
+/// that none of the folded ones said. A long session states thousands; keeping them all (and a
+/// lower-case copy of each) made the brief the relay's peak of memory, growing with the
+/// session.
 fn constraints_found(
     s: &Session,
     folded: Option<&BriefFound>,
     most: usize,
 ) -> Vec<(usize, usize, String)> {
+    debug_assert!(folded.is_none() || most <= Caps::FULL.constraints);
     let mut seen = IdSet::default();
     let mut found = Strongest::new(most);
-    let per_message = in_each_message(s, |m| {
-        rules_in(m)
-            .into_iter()
-            .map(|(t, n)| (Cow::Owned(t), n))
-            .collect()
-    });
-    let folded = folded
-        .into_iter()
-        .flat_map(|f| f.rules.iter().map(|(t, n)| (Cow::Borrowed(t.as_str()), *n)));
-    for (text, strength) in in_order(s, per_message, folded) {
+    let per_message = in_each_message(s, rules_in);
+    let (before, after) = around_fold(s, per_message);
+    for (text, strength) in before.into_iter().flatten() {
         if seen.insert(&text.to_lowercase()) {
-            found.push(strength, text.into_owned());
+            found.push(strength, text);
+        }
+    }
+    if let Some(f) = folded {
+        // Not said before them (`BriefFound::head`), each said once.
+        for (_, strength, text) in f.rules.kept() {
+            found.push(strength, text);
+        }
+    }
+    for (text, strength) in after.into_iter().flatten() {
+        let lower = text.to_lowercase();
+        if !folded.is_some_and(|f| f.seen_rules.contains(&lower)) && seen.insert(&lower) {
+            found.push(strength, text);
         }
     }
     found.finish()
@@ -186,6 +193,7 @@ fn constraints_found(
 
 /// The `most` strongest of a stream of rules, ties going to the latest, held in bounded memory:
 /// (order, strength, text), the order counting every rule pushed.
+#[derive(Debug)]
 struct Strongest {
     most: usize,
     order: usize,
@@ -214,6 +222,13 @@ impl Strongest {
         strongest_latest(&mut self.found, self.most);
         self.found
     }
+
+    /// What `finish` would give, leaving this one as it is.
+    fn kept(&self) -> Vec<(usize, usize, String)> {
+        let mut found = self.found.clone();
+        strongest_latest(&mut found, self.most);
+        found
+    }
 }
 
 /// Keeps the `max` strongest of `found`, ties going to the latest, in order.
@@ -230,53 +245,90 @@ pub fn decisions(s: &Session, max: usize) -> Vec<String> {
     latest(decisions_found(s, None, max), max)
 }
 
-/// The latest `most` decisions the assistant announced, deduplicated, in order.
+/// The latest `most` decisions the assistant announced, deduplicated, in order: of the folded
+/// messages' those `BriefFound` kept (the latest), then the later messages' that none of the
+/// folded ones announced.
 fn decisions_found(s: &Session, folded: Option<&BriefFound>, most: usize) -> Vec<String> {
+    debug_assert!(folded.is_none() || most <= Caps::FULL.decisions);
     let mut seen = IdSet::default();
-    let per_message = in_each_message(s, |m| decisions_of(m).into_iter().map(Cow::Owned).collect());
-    let folded = folded
-        .into_iter()
-        .flat_map(|f| f.decisions.iter().map(|t| Cow::Borrowed(t.as_str())));
+    let per_message = in_each_message(s, decisions_of);
+    let (before, after) = around_fold(s, per_message);
     let mut found = std::collections::VecDeque::new();
-    for text in in_order(s, per_message, folded) {
+    let mut push = |text: String| {
+        if found.len() == most {
+            found.pop_front();
+        }
+        found.push_back(text);
+    };
+    for text in before.into_iter().flatten() {
         if seen.insert(&text.to_lowercase()) {
-            if found.len() == most {
-                found.pop_front();
-            }
-            found.push_back(text);
+            push(text);
         }
     }
-    found.into_iter().map(Cow::into_owned).collect()
+    for text in folded.iter().flat_map(|f| f.decisions.iter()) {
+        push(text.clone());
+    }
+    for text in after.into_iter().flatten() {
+        let lower = text.to_lowercase();
+        if !folded.is_some_and(|f| f.seen_decisions.contains(&lower)) && seen.insert(&lower) {
+            push(text);
+        }
+    }
+    found.into()
 }
 
-/// What was found in each kept message and in the folded ones, in the session's order.
-fn in_order<T>(
-    s: &Session,
-    mut per_message: Vec<Vec<T>>,
-    folded: impl Iterator<Item = T>,
-) -> impl Iterator<Item = T> {
+/// What was found in each kept message: in those before the folded ones (`Session::folded`),
+/// and in those after.
+fn around_fold<T>(s: &Session, mut per_message: Vec<Vec<T>>) -> (Vec<Vec<T>>, Vec<Vec<T>>) {
     let at = s.folded.as_ref().map_or(per_message.len(), |f| f.at);
     let after = per_message.split_off(at.min(per_message.len()));
-    per_message
-        .into_iter()
-        .flatten()
-        .chain(folded)
-        .chain(after.into_iter().flatten())
+    (per_message, after)
 }
 
-/// What the brief finds in messages folded while they were read (see `fold`): its rules and
-/// decisions, each the first time it was said, and the user messages.
-#[derive(Debug, Default)]
+/// What the brief finds in messages folded while they were read (see `fold`): the user
+/// messages, and of the rules and decisions, each the first time it was said, those the brief
+/// can show whatever the rest of the session says: the strongest rules and the latest
+/// decisions (`Caps::FULL`). Of the others only a keyed hash of the lowercase text is kept, so
+/// that a later message that repeats one does not state it anew. Rules and decisions that the
+/// kept messages before the folded ones (`head`) stated are not new either. A long session
+/// states thousands, and their texts were a part of a long relay's memory that grew with the
+/// session.
+#[derive(Debug)]
 pub struct BriefFound {
     pub user_messages: usize,
-    pub rules: Vec<(String, usize)>,
-    pub decisions: Vec<String>,
+    rules: Strongest,
+    decisions: std::collections::VecDeque<String>,
     /// What was found already, by their lowercase text (see `IdSet`).
     seen_rules: IdSet,
     seen_decisions: IdSet,
 }
 
+impl Default for BriefFound {
+    fn default() -> BriefFound {
+        BriefFound {
+            user_messages: 0,
+            rules: Strongest::new(Caps::FULL.constraints),
+            decisions: Default::default(),
+            seen_rules: IdSet::default(),
+            seen_decisions: IdSet::default(),
+        }
+    }
+}
+
 impl BriefFound {
+    /// Takes note of the messages kept before the first folded one, as the brief will read
+    /// them (masked): what they state, a folded message does not state first.
+    pub fn head(&mut self, messages: &[Message]) {
+        for m in messages {
+            for (text, _) in rules_in(m) {
+                self.seen_rules.insert(&text.to_lowercase());
+            }
+            for text in decisions_of(m) {
+                self.seen_decisions.insert(&text.to_lowercase());
+            }
+        }
+    }
+
     /// Takes note of the next folded message.
     pub fn add(&mut self, m: &Message) {
         if m.role == Role::User {
@@ -284,12 +336,15 @@ impl BriefFound {
         }
         for (text, strength) in rules_in(m) {
             if self.seen_rules.insert(&text.to_lowercase()) {
-                self.rules.push((text, strength));
+                self.rules.push(strength, text);
             }
         }
         for text in decisions_of(m) {
             if self.seen_decisions.insert(&text.to_lowercase()) {
-                self.decisions.push(text);
+                if self.decisions.len() == Caps::FULL.decisions {
+                    self.decisions.pop_front();
+                }
+                self.decisions.push_back(text);
             }
         }
     }
@@ -544,6 +599,91 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The rules and decisions found with older messages folded while the session was read
+    /// (`BriefFound`, which keeps a few) are those found in the whole session: random sessions
+    /// that state more than the brief shows and repeat rules and decisions (in other cases
+    /// too) before, inside and after the folded messages.
+    #[test]
+    fn what_folded_messages_state_is_found_as_in_the_whole_session() {
+        use crate::model::Folded;
+        let mut next = crate::text::test_rng(0x5eed_b21e_f01d_0001);
+        let cues = [
+            "never", "must", "don't", "always", "avoid", "prefer", "only",
+        ];
+        let mut evicted = 0;
+        for round in 0..600 {
+            let n = 2 + next(70);
+            let pool = 1 + next(40) as u64;
+            let mut messages: Vec<Message> = (0..n)
+                .map(|_| {
+                    let said = |next: &mut dyn FnMut(u64) -> usize, kind: usize| {
+                        let r = next(pool);
+                        let text = match kind {
+                            0 => format!("{} touch file {r}", cues[r % cues.len()]),
+                            _ => format!("we decided to use tool {r}"),
+                        };
+                        if next(4) == 0 {
+                            text.to_uppercase()
+                        } else {
+                            text
+                        }
+                    };
+                    let user = next(2) == 0;
+                    let text: Vec<String> = (0..1 + next(3))
+                        .map(|_| said(&mut next, usize::from(!user)))
+                        .collect();
+                    let role = if user { Role::User } else { Role::Assistant };
+                    Message::new(role, text.join(". "))
+                })
+                .collect();
+            let mut at = 1 + next(n as u64 - 1);
+            let mut folded = next((n - at) as u64 + 1);
+            if round == 0 {
+                // Ten rules of one strength folded, the brief keeps the latest eight: a later
+                // message that repeats the first is not the latest rule.
+                let rule = |i: usize| Message::new(Role::User, format!("never touch file {i}"));
+                messages = (0..12).map(rule).collect();
+                messages.push(rule(1));
+                (at, folded) = (1, 10);
+            }
+            let mut whole = Session::new("claude", "jsonl", "s");
+            whole.messages = messages.clone();
+            let mut read = Session::new("claude", "jsonl", "s");
+            read.messages = [&messages[..at], &messages[at + folded..]].concat();
+            read.folded = Some(Box::new(Folded {
+                at,
+                messages: folded,
+                ..Default::default()
+            }));
+            let mut found = BriefFound::default();
+            found.head(&messages[..at]);
+            for m in &messages[at..at + folded] {
+                found.add(m);
+            }
+            let rules = |s: &Session, f: Option<&BriefFound>| {
+                constraints_found(s, f, Caps::FULL.constraints)
+            };
+            let (got, want) = (rules(&read, Some(&found)), rules(&whole, None));
+            for max in 1..=Caps::FULL.constraints {
+                assert_eq!(
+                    keep_strongest_latest(got.clone(), max),
+                    keep_strongest_latest(want.clone(), max),
+                    "round {round}: {max} rules of {messages:?}, {folded} folded at {at}"
+                );
+            }
+            let decisions =
+                |s: &Session, f: Option<&BriefFound>| decisions_found(s, f, Caps::FULL.decisions);
+            assert_eq!(
+                decisions(&read, Some(&found)),
+                decisions(&whole, None),
+                "round {round}: decisions of {messages:?}, {folded} folded at {at}"
+            );
+            evicted += usize::from(found.seen_rules.len() > found.rules.kept().len() + 4);
+        }
+        // The folded part often stated more than was kept: the bound is exercised.
+        assert!(evicted > 100, "{evicted}");
     }
 
     /// git is started only where it could find a repository: in a checkout's folder or below

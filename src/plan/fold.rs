@@ -138,6 +138,28 @@ impl TurnFold for Folder {
         reach_tokens(m)
     }
 
+    fn head(&self, messages: &[Message]) {
+        // Masked as the plan will mask them, the counts aside: they are not folded.
+        let masked: Vec<Message>;
+        let messages = match &self.redactor {
+            Some(r) => {
+                let mut counts = Counts::new();
+                masked = messages
+                    .iter()
+                    .map(|m| {
+                        let mut m = m.clone();
+                        r.message(&mut m, &mut counts);
+                        m
+                    })
+                    .collect();
+                &masked
+            }
+            None => messages,
+        };
+        let mut part = self.part.lock().unwrap_or_else(|e| e.into_inner());
+        part.brief.head(messages);
+    }
+
     fn fold(&self, mut turn: Vec<Message>) {
         let mut part = self.part.lock().unwrap_or_else(|e| e.into_inner());
         let part = &mut *part;
