@@ -27,10 +27,15 @@ enum Repr {
     /// (`2026-11-30T02:12:39.853Z`), as Claude Code and Codex write every line's time: kept in
     /// place, without a string of its own (a long session keeps one for every message).
     Normal([u8; NORMAL_LEN]),
-    Other {
-        utc: Option<Box<str>>,
-        original: Box<str>,
-    },
+    /// Boxed: a timestamp is then 32 bytes instead of 40 (one for every message, and two for
+    /// each of tens of thousands of folded turns).
+    Other(Box<Other>),
+}
+
+#[derive(Clone)]
+struct Other {
+    utc: Option<Box<str>>,
+    original: Box<str>,
 }
 
 /// The length of a normalised timestamp, `2026-11-30T02:12:39.853Z`.
@@ -50,10 +55,10 @@ impl Timestamp {
         {
             return Timestamp(Repr::Normal(b));
         }
-        Timestamp(Repr::Other {
+        Timestamp(Repr::Other(Box::new(Other {
             utc: utc.map(String::into_boxed_str),
             original: original.into_boxed_str(),
-        })
+        })))
     }
 
     pub fn from_value(v: &Value) -> Option<Timestamp> {
@@ -74,7 +79,7 @@ impl Timestamp {
     pub fn utc(&self) -> Option<&str> {
         match &self.0 {
             Repr::Normal(b) => Some(text_of(b)),
-            Repr::Other { utc, .. } => utc.as_deref(),
+            Repr::Other(o) => o.utc.as_deref(),
         }
     }
 
@@ -82,7 +87,7 @@ impl Timestamp {
     pub fn original(&self) -> &str {
         match &self.0 {
             Repr::Normal(b) => text_of(b),
-            Repr::Other { original, .. } => original,
+            Repr::Other(o) => &o.original,
         }
     }
 

@@ -135,7 +135,7 @@ impl<'a> PointRef<'a> {
     pub fn kind(&self) -> Kind {
         match self {
             PointRef::Here(p) => p.kind,
-            PointRef::Folded(t, n) => t.points.ends[*n as usize].0,
+            PointRef::Folded(t, n) => t.points.kind(*n as usize),
         }
     }
 
@@ -165,22 +165,32 @@ impl<'a> PointRef<'a> {
 /// costs, and again for the text of the points it chooses (in order: a frame at a time).
 const FRAME_BYTES: usize = 64 << 10;
 
-/// The points text of consecutive folded turns, compressed.
+/// The points of consecutive folded turns: their text, compressed, and each point's kind and
+/// where its text ends in it, turn after turn (held here rather than by each turn: a vector a
+/// turn cost some 60 bytes more for each of tens of thousands).
 #[derive(Debug)]
 pub struct PointsFrame {
     compressed: Box<[u8]>,
     len: usize,
+    ends: Box<[(Kind, u32)]>,
 }
 
 impl PointsFrame {
-    fn new(text: &str) -> PointsFrame {
+    fn new(text: &str, ends: Vec<(Kind, u32)>) -> PointsFrame {
         // Level 1, the fastest: frames are compressed on the reader's ordered path.
         let compressed = zstd::bulk::compress(text.as_bytes(), 1)
             .expect("compressing a buffer in memory cannot fail");
         PointsFrame {
             compressed: compressed.into_boxed_slice(),
             len: text.len(),
+            ends: ends.into_boxed_slice(),
         }
+    }
+
+    /// Where the text of its `n`th point starts and ends.
+    fn span(&self, n: usize) -> std::ops::Range<usize> {
+        let start = n.checked_sub(1).map_or(0, |p| self.ends[p].1 as usize);
+        start..self.ends[n].1 as usize
     }
 
     fn text(&self) -> String {
@@ -207,31 +217,42 @@ impl FrameCache {
     }
 }
 
-/// The points of a folded turn: their kinds and where each one's text ends in the turn's
-/// frame, which holds the texts of the turns folded with it.
+/// The points of a folded turn: which of its frame's they are (the frame holds the points of
+/// the turns folded with it).
 #[derive(Debug, Clone, Default)]
 pub struct FoldedPoints {
     /// Set when the frame is sealed (`PointsWriter::seal`), before the fit reads it.
     frame: Option<Arc<PointsFrame>>,
-    start: usize,
-    ends: Box<[(Kind, usize)]>,
+    /// Its first point among the frame's, and how many it has.
+    first: u32,
+    count: u32,
 }
 
 impl FoldedPoints {
-    /// The points' kinds and texts, read from `frame` (the text of this turn's frame).
-    fn iter<'t>(&self, frame: &'t str) -> impl Iterator<Item = (Kind, &'t str)> {
-        let mut start = self.start;
-        self.ends.iter().map(move |&(kind, end)| {
-            let text = &frame[start..end];
-            start = end;
-            (kind, text)
-        })
+    fn frame(&self) -> &PointsFrame {
+        self.frame.as_ref().expect(SEALED)
+    }
+
+    fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// The kind of its `n`th point.
+    fn kind(&self, n: usize) -> Kind {
+        self.frame().ends[self.first as usize + n].0
+    }
+
+    /// The points' kinds and texts, read from `text` (the text of this turn's frame).
+    fn iter<'t>(&self, text: &'t str) -> impl Iterator<Item = (Kind, &'t str)> {
+        let frame = self.frame();
+        let first = self.first as usize;
+        (first..first + self.len()).map(move |n| (frame.ends[n].0, &text[frame.span(n)]))
     }
 
     fn text<'c>(&self, n: usize, frames: &'c mut FrameCache) -> &'c str {
         let frame = self.frame.as_ref().expect(SEALED);
-        let start = n.checked_sub(1).map_or(self.start, |p| self.ends[p].1);
-        &frames.text_of(frame)[start..self.ends[n].1]
+        let span = frame.span(self.first as usize + n);
+        &frames.text_of(frame)[span]
     }
 }
 
@@ -241,6 +262,8 @@ const SEALED: &str = "a folded turn's frame is sealed before the fit reads it";
 #[derive(Default)]
 pub struct PointsWriter {
     open: String,
+    /// The kind of each point in `open`, and where its text ends.
+    ends: Vec<(Kind, u32)>,
     /// How many of the newest folded turns have their text in `open`.
     waiting: usize,
 }
@@ -248,17 +271,18 @@ pub struct PointsWriter {
 impl PointsWriter {
     /// The next folded turn's points, their text added to the open frame.
     pub fn add(&mut self, points: &[Point]) -> FoldedPoints {
-        let start = self.open.len();
-        let mut ends = Vec::with_capacity(points.len());
+        // A frame is sealed past 64 KB: beyond 4 GB only a single turn's points could take it.
+        let at = |n: usize| u32::try_from(n).expect("a frame of points under 4 GB");
+        let first = at(self.ends.len());
         for p in points {
             self.open.push_str(&p.text);
-            ends.push((p.kind, self.open.len()));
+            self.ends.push((p.kind, at(self.open.len())));
         }
         self.waiting += 1;
         FoldedPoints {
             frame: None,
-            start,
-            ends: ends.into_boxed_slice(),
+            first,
+            count: at(points.len()),
         }
     }
 
@@ -273,7 +297,7 @@ impl PointsWriter {
         if self.waiting == 0 {
             return;
         }
-        let frame = Arc::new(PointsFrame::new(&self.open));
+        let frame = Arc::new(PointsFrame::new(&self.open, std::mem::take(&mut self.ends)));
         let first = turns.len() - self.waiting;
         for t in &mut turns[first..] {
             t.points.frame = Some(frame.clone());
@@ -392,7 +416,7 @@ impl Candidates {
                             let at = this.folded[k];
                             let costs = this.costs[at..].iter().map(|&c| c as usize);
                             let keyed = costs.zip(this.keys[at..].iter().copied());
-                            let n = u32::try_from(f.points.ends.len()).expect("points of a turn");
+                            let n = f.points.count;
                             Box::new((0..n).map(|n| PointRef::Folded(f, n)).zip(keyed))
                         }
                         None => {
@@ -780,8 +804,10 @@ mod tests {
             let mut cold = FrameCache::default();
             assert_eq!(refs[i].text(&mut cold), expected[i].text);
         }
-        // The fit holds one for every point of a long session.
+        // The fit holds one for every point of a long session, the relay a record for each of
+        // its tens of thousands of folded turns.
         assert_eq!(std::mem::size_of::<PointRef>(), 16);
+        assert!(std::mem::size_of::<FoldedTurn>() <= 112);
     }
 
     #[test]
