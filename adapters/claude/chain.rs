@@ -112,12 +112,18 @@ pub(super) fn fingerprint(no: usize, link: &Link) -> u64 {
 /// the peak of memory of every read of such a transcript. Each API message id and tool call id
 /// is numbered by its keyed hash (`model::id_hash`, as `IdSet` holds ids): two ids have the
 /// same number exactly when their texts are the same, unless by a chance of about 1 in 10^8
-/// for a million ids. Every link's tool ids are in one list; of the times, only the newest
-/// line's is kept (the walk starts from it).
+/// for a million ids. A line's `uuid` and parent are kept as such hashes too (`uuid_hash`),
+/// and the newest line of each uuid found as the links come. Every link's tool ids are in one
+/// list; of the times, only the newest line's is kept (the walk starts from it).
 #[derive(Default)]
 pub(super) struct Links {
     links: Vec<KeptLink>,
     ids: HashMap<u64, u32>,
+    /// The newest link of each `uuid`, by `uuid_hash`.
+    by_uuid: HashMap<u64, u32>,
+    /// The parent of each link whose parent no earlier link is: the text a warning names, if
+    /// no later one is either.
+    unresolved: HashMap<u32, Id>,
     /// Each link's tool call ids, then the ids its tool results answer, link after link.
     tool_ids: Vec<u32>,
     /// The newest user or assistant link, by time then place: of all links (a subagent's
@@ -130,8 +136,8 @@ pub(super) struct KeptLink {
     pub user: bool,
     pub assistant: bool,
     sidechain: bool,
-    uuid: Option<Id>,
-    parent: Option<Id>,
+    /// `uuid_hash` of its parent; `NO_ID` without one.
+    parent: u64,
     message_id: Option<u32>,
     /// Where its tool ids start in `Links::tool_ids`, and how many are calls and results.
     tools_at: u32,
@@ -139,9 +145,27 @@ pub(super) struct KeptLink {
     results: u32,
 }
 
+/// What `uuid_hash` stands in for a line without the id.
+const NO_ID: u64 = 0;
+
+/// An id as a link keeps it: its keyed hash (see `Links`), never `NO_ID`.
+fn uuid_hash(id: &Id) -> u64 {
+    crate::model::keyed_hash(id).max(1)
+}
+
 impl Links {
     pub fn push(&mut self, l: Link) {
         let i = self.links.len();
+        // More lines than a u32 counts would take hundreds of GB of transcript.
+        let at = u32::try_from(i).expect("fewer than 2^32 chain lines");
+        let parent = l.parent.as_ref().map_or(NO_ID, uuid_hash);
+        if parent != NO_ID && !self.by_uuid.contains_key(&parent) {
+            self.unresolved
+                .insert(at, l.parent.clone().expect("a parent was hashed"));
+        }
+        if let Some(uuid) = &l.uuid {
+            self.by_uuid.insert(uuid_hash(uuid), at);
+        }
         if l.user || l.assistant {
             let newer = |n: &Option<(Option<DateTime<Utc>>, usize)>| {
                 n.as_ref().is_none_or(|(time, _)| l.time >= *time)
@@ -165,8 +189,7 @@ impl Links {
             user: l.user,
             assistant: l.assistant,
             sidechain: l.sidechain,
-            uuid: l.uuid,
-            parent: l.parent,
+            parent,
             message_id,
             tools_at,
             uses,
@@ -261,11 +284,6 @@ pub(super) fn active_branch(all: &Links, subagent: bool) -> Branch {
 /// without its siblings, and the lines on the path from the newest back.
 fn walk(all: &Links, subagent: bool) -> (Branch, Vec<usize>) {
     let links = &all.links;
-    let by_uuid: HashMap<&Id, usize> = links
-        .iter()
-        .enumerate()
-        .filter_map(|(i, l)| l.uuid.as_ref().map(|u| (u, i)))
-        .collect();
     let leaf = all.newest[usize::from(!subagent)].map(|(_, i)| i);
 
     // By link, as a flag: a long transcript has a few hundred thousand links.
@@ -280,15 +298,17 @@ fn walk(all: &Links, subagent: bool) -> (Branch, Vec<usize>) {
             break;
         }
         on_path.push(i);
-        cursor = match &links[i].parent {
-            Some(p) => match by_uuid.get(p) {
-                Some(&j) => Some(j),
+        cursor = match links[i].parent {
+            NO_ID => None,
+            p => match all.by_uuid.get(&p) {
+                Some(&j) => Some(j as usize),
                 None => {
-                    missing_parent = Some((i, p.to_string()));
+                    let at = u32::try_from(i).expect("fewer than 2^32 chain lines");
+                    let text = all.unresolved.get(&at).map(Id::to_string);
+                    missing_parent = Some((i, text.expect("a parent no line is was kept")));
                     None
                 }
             },
-            None => None,
         };
     }
 
@@ -390,10 +410,49 @@ mod tests {
         }
     }
 
-    /// The sibling lines the branch takes in, as they were found with ids compared as
-    /// strings (the code before `Links`), after the same walk: the reference for `Links`.
-    fn with_strings(raw: &[Link], links: &Links, subagent: bool) -> Branch {
-        let (mut branch, on_path) = walk(links, subagent);
+    /// The walk as it was made over every link at once, ids compared as they are: the newest
+    /// line by time then place, parents found by their latest line.
+    fn walk_with_ids(raw: &[Link], subagent: bool) -> (Branch, Vec<usize>) {
+        let by_uuid: HashMap<&Id, usize> = raw
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| l.uuid.as_ref().map(|u| (u, i)))
+            .collect();
+        let leaf = raw
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| (l.user || l.assistant) && (subagent || !l.sidechain))
+            .max_by(|(ia, a), (ib, b)| a.time.cmp(&b.time).then(ia.cmp(ib)))
+            .map(|(i, _)| i);
+        let mut included = vec![false; raw.len()];
+        let (mut on_path, mut cycle_at, mut missing_parent) = (Vec::new(), None, None);
+        let mut cursor = leaf;
+        while let Some(i) = cursor {
+            if std::mem::replace(&mut included[i], true) {
+                cycle_at = Some(i);
+                break;
+            }
+            on_path.push(i);
+            cursor = raw[i].parent.as_ref().and_then(|p| {
+                let j = by_uuid.get(p).copied();
+                if j.is_none() {
+                    missing_parent = Some((i, p.to_string()));
+                }
+                j
+            });
+        }
+        let branch = Branch {
+            included,
+            cycle_at,
+            missing_parent,
+        };
+        (branch, on_path)
+    }
+
+    /// The branch as it was found with ids compared as strings (the code before `Links`): the
+    /// reference for `Links`.
+    fn with_strings(raw: &[Link], subagent: bool) -> Branch {
+        let (mut branch, on_path) = walk_with_ids(raw, subagent);
         let included = &mut branch.included;
         let eligible = |l: &Link| subagent || !l.sidechain;
         let message_ids: HashSet<&str> = on_path
@@ -454,7 +513,12 @@ mod tests {
                     Link {
                         user: kind == 0,
                         assistant: kind == 1,
-                        uuid: (next(10) > 0).then(|| Id::new(&uuid(i))),
+                        uuid: match next(12) {
+                            0 => None,
+                            // Written twice: the latest line of a uuid is its parent's.
+                            1 if i > 0 => Some(Id::new(&uuid(next(i as u64)))),
+                            _ => Some(Id::new(&uuid(i))),
+                        },
                         parent: match next(8) {
                             0 => None,
                             1 => Some(Id::new("not-in-this-file")),
@@ -477,19 +541,12 @@ mod tests {
             for l in raw.iter().cloned() {
                 links.push(l);
             }
-            // The walk starts from the newest line, as found over every link at once.
-            let newest = raw
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| (l.user || l.assistant) && (subagent || !l.sidechain))
-                .max_by(|(ia, a), (ib, b)| a.time.cmp(&b.time).then(ia.cmp(ib)))
-                .map(|(i, _)| i);
             assert_eq!(
-                links.newest[usize::from(!subagent)].map(|(_, i)| i),
-                newest,
-                "round {round}: {raw:?}"
+                walk(&links, subagent).1,
+                walk_with_ids(&raw, subagent).1,
+                "round {round}: the path of {raw:?}"
             );
-            let want = with_strings(&raw, &links, subagent);
+            let want = with_strings(&raw, subagent);
             let got = active_branch(&links, subagent);
             assert_eq!(got.included, want.included, "round {round}: {raw:?}");
             assert_eq!(got.cycle_at, want.cycle_at, "round {round}");

@@ -22,6 +22,12 @@ pub fn id_hash(id: &str) -> u64 {
     key().hash_one(id)
 }
 
+/// Any value's 64-bit hash, keyed as `id_hash`: equal values have equal hashes, and other
+/// values the same one only by chance.
+pub fn keyed_hash<T: std::hash::Hash + ?Sized>(value: &T) -> u64 {
+    key().hash_one(value)
+}
+
 impl IdSet {
     /// Adds `id`; whether it was not there.
     pub fn insert(&mut self, id: &str) -> bool {

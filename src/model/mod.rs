@@ -14,7 +14,7 @@ mod session;
 mod summary;
 mod tools;
 
-pub use ids::{IdSet, id_hash};
+pub use ids::{IdSet, id_hash, keyed_hash};
 pub use meta::Meta;
 pub use session::*;
 pub use summary::{RecordedUsage, RelaySource, Summary, named_for};
