@@ -158,10 +158,12 @@ impl Links {
         let i = self.links.len();
         // More lines than a u32 counts would take hundreds of GB of transcript.
         let at = u32::try_from(i).expect("fewer than 2^32 chain lines");
-        let parent = l.parent.as_ref().map_or(NO_ID, uuid_hash);
-        if parent != NO_ID && !self.by_uuid.contains_key(&parent) {
-            self.unresolved
-                .insert(at, l.parent.clone().expect("a parent was hashed"));
+        let mut parent = NO_ID;
+        if let Some(p) = l.parent {
+            parent = uuid_hash(&p);
+            if !self.by_uuid.contains_key(&parent) {
+                self.unresolved.insert(at, p);
+            }
         }
         if let Some(uuid) = &l.uuid {
             self.by_uuid.insert(uuid_hash(uuid), at);
@@ -303,8 +305,8 @@ fn walk(all: &Links, subagent: bool) -> (Branch, Vec<usize>) {
             p => match all.by_uuid.get(&p) {
                 Some(&j) => Some(j as usize),
                 None => {
-                    let at = u32::try_from(i).expect("fewer than 2^32 chain lines");
-                    let text = all.unresolved.get(&at).map(Id::to_string);
+                    // `push` counted the links in a u32.
+                    let text = all.unresolved.get(&(i as u32)).map(Id::to_string);
                     missing_parent = Some((i, text.expect("a parent no line is was kept")));
                     None
                 }

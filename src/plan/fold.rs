@@ -139,25 +139,14 @@ impl TurnFold for Folder {
     }
 
     fn head(&self, messages: &[Message]) {
-        // Masked as the plan will mask them, the counts aside: they are not folded.
-        let masked: Vec<Message>;
-        let messages = match &self.redactor {
-            Some(r) => {
-                let mut counts = Counts::new();
-                masked = messages
-                    .iter()
-                    .map(|m| {
-                        let mut m = m.clone();
-                        r.message(&mut m, &mut counts);
-                        m
-                    })
-                    .collect();
-                &masked
-            }
-            None => messages,
-        };
+        // Masked as the plan will mask them, the counts aside: they are not folded. A copy of
+        // the first request and what came before it.
+        let mut head = messages.to_vec();
+        if let Some(r) = &self.redactor {
+            r.messages(&mut head, false);
+        }
         let mut part = self.part.lock().unwrap_or_else(|e| e.into_inner());
-        part.brief.head(messages);
+        part.brief.head(&head);
     }
 
     fn fold(&self, mut turn: Vec<Message>) {
