@@ -136,6 +136,7 @@ impl RelayMarks {
                         RelaySource {
                             agent: e.source.agent.to_string(),
                             id: e.source.id.to_string(),
+                            relayed_at: Some(e.time.to_string()),
                         },
                     )
                 })

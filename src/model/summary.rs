@@ -39,6 +39,9 @@ pub struct Summary {
 pub struct RelaySource {
     pub agent: String,
     pub id: String,
+    /// When the relay was written, as its provenance or ledger entry says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relayed_at: Option<String>,
 }
 
 impl RelaySource {
@@ -48,6 +51,7 @@ impl RelaySource {
         (s("tool")? == "session-relay").then(|| RelaySource {
             agent: s("source_agent").unwrap_or_default().to_string(),
             id: s("source_id").unwrap_or_default().to_string(),
+            relayed_at: s("relayed_at").map(str::to_string),
         })
     }
 }

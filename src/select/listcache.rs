@@ -34,8 +34,9 @@ pub struct ListCache {
 /// created/updated have one definition. 3: titles are masked. 4: summaries name the source of
 /// a relayed session (`relay_of`). 5: a salvaged line keeps the same tail however it was read
 /// in pieces (`jsonl::keep_tail`), so a title taken from one may change by a character. 6: the
-/// same when whitespace runs long after the line's JSON or where its kept end starts.
-const VERSION: u32 = 6;
+/// same when whitespace runs long after the line's JSON or where its kept end starts. 7: a
+/// relayed session's source says when it was relayed (`relay_of.relayed_at`).
+const VERSION: u32 = 7;
 
 #[derive(Serialize, Deserialize)]
 struct OnDisk {

@@ -189,3 +189,39 @@ fn clean_superseded_removes_replaced_relays_nobody_continued() {
     assert!(!index.contains(first["target"]["id"].as_str().unwrap()));
     assert!(index.contains(third["target"]["id"].as_str().unwrap()));
 }
+
+#[test]
+fn relays_of_one_source_are_listed_newest_relay_first() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    for (source, to) in [("771ce1df", "codex"), ("01a22a5d", "claude")] {
+        // Five relays: listed in any other order (by their random ids, say), the check
+        // fails but once in 120 runs.
+        let relayed: Vec<String> = (0..5)
+            .map(|_| {
+                let r = env.json(&[
+                    "relay", source, "--to", to, "--cwd", &proj, "--force", "--json",
+                ]);
+                r["target"]["id"].as_str().unwrap().to_string()
+            })
+            .collect();
+        let listed = env.list_json(&["list", "--cwd", &proj, "--agent", to, "--json"]);
+        let rows = listed.as_array().unwrap();
+        let times: Vec<&Value> = rows.iter().map(|s| &s["updated"]).collect();
+        assert!(
+            times.iter().all(|t| *t == times[0]),
+            "the relays tie on their newest message: {listed}"
+        );
+        let order: Vec<String> = rows
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect();
+        let newest_first: Vec<String> = relayed.iter().rev().cloned().collect();
+        assert_eq!(order, newest_first, "{listed}");
+        let stamps: Vec<&str> = rows
+            .iter()
+            .map(|s| s["relay_of"]["relayed_at"].as_str().unwrap())
+            .collect();
+        assert!(stamps.windows(2).all(|w| w[0] > w[1]), "{stamps:?}");
+    }
+}
