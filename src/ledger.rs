@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -328,18 +328,42 @@ fn parse_lines<'a>(
 }
 
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    sha256_of(path, u64::MAX).map(|(sha, _)| sha)
+}
+
+/// The SHA-256 of the first `len` bytes of `path`. A relay hashes the source as long as it
+/// was when the relay began: an agent may append to it meanwhile, and the ledger must not
+/// record lines the relay may not have read (a later relay would then find the source
+/// unchanged and not relay them). Fails if the file no longer has `len` bytes.
+pub fn sha256_prefix(path: &Path, len: u64) -> Result<String> {
+    let (sha, read) = sha256_of(path, len)?;
+    if read < len {
+        bail!(
+            "{} shrank from {len} to {read} bytes while it was read: it was rewritten \
+             meanwhile. Relay it again.",
+            path.display()
+        );
+    }
+    Ok(sha)
+}
+
+/// The SHA-256 of at most `len` bytes of `path`, and how many it had.
+fn sha256_of(path: &Path, len: u64) -> Result<(String, u64)> {
+    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut f = std::io::Read::take(f, len);
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
+    let mut read = 0u64;
     loop {
-        let n = std::io::Read::read(&mut f, &mut buf)?;
+        let n = std::io::Read::read(&mut f, &mut buf)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         if n == 0 {
             break;
         }
+        read += n as u64;
         h.update(&buf[..n]);
     }
-    Ok(hex(&h.finalize()))
+    Ok((hex(&h.finalize()), read))
 }
 
 pub fn sha256_bytes(bytes: &[u8]) -> String {
@@ -354,6 +378,26 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use crate::text::test_rng;
+
+    #[test]
+    fn a_prefix_hash_is_of_exactly_that_many_bytes_and_fails_on_fewer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut rng = test_rng(7);
+        // Across the 64 KB pieces the hash reads in.
+        let bytes: Vec<u8> = (0..200_000).map(|_| rng(256) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        for len in [0, 1, 65_535, 65_536, 65_537, 131_072, 199_999, 200_000] {
+            assert_eq!(
+                sha256_prefix(&path, len as u64).unwrap(),
+                sha256_bytes(&bytes[..len]),
+                "{len}"
+            );
+        }
+        assert_eq!(sha256_file(&path).unwrap(), sha256_bytes(&bytes));
+        let err = sha256_prefix(&path, 200_001).unwrap_err().to_string();
+        assert!(err.contains("shrank from 200001 to 200000 bytes"), "{err}");
+    }
 
     #[test]
     fn times_are_utc_with_milliseconds_whatever_the_clock_gives() {

@@ -86,11 +86,17 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
                 .map(|c| (crate::plan::brief::live_git_state(&c), c))
         })
     });
+    // The relay is of the source as long as it is now: an agent may append to it while it is
+    // read, and the ledger's hash and size must not take in lines the reader may have missed
+    // (`ledger::sha256_prefix`). The parse reads to the end, so at least that far.
+    let source_len = std::fs::metadata(&located.path)
+        .with_context(|| format!("cannot read {}", located.path.display()))?
+        .len();
     // The source's hash is read beside the parse: a core waits while the parser's blocks are
     // read and handed on.
     let hashing = {
         let path = located.path.clone();
-        std::thread::spawn(move || ledger::sha256_file(&path))
+        std::thread::spawn(move || ledger::sha256_prefix(&path, source_len))
     };
     let mut warnings = Vec::new();
     let (mut source, redactor, folder) =
@@ -116,7 +122,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     let source_sha = hashing
         .join()
         .map_err(|_| anyhow::anyhow!("hashing {} failed", located.path.display()))??;
-    let source_bytes = std::fs::metadata(&located.path).map(|m| m.len()).ok();
+    let source_bytes = Some(source_len);
     let source_side = ledger::Side {
         agent: source.agent.clone(),
         id: source.id.clone(),

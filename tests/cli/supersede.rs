@@ -225,3 +225,72 @@ fn relays_of_one_source_are_listed_newest_relay_first() {
         assert!(stamps.windows(2).all(|w| w[0] > w[1]), "{stamps:?}");
     }
 }
+
+#[test]
+fn a_source_that_grows_while_it_is_relayed_is_recorded_as_far_as_the_relay_read_it() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let mut env = TestEnv::with_fixtures();
+    env.removing_stores(); // the source grows on purpose
+    let proj = env.project();
+    let source = walkdir::WalkDir::new(env.codex_home().join("sessions"))
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .find(|p| p.to_string_lossy().contains("01a22a5d"))
+        .unwrap();
+    // The agent goes on writing while the relays run: a prompt a few times a millisecond,
+    // each line written whole.
+    let stop = Arc::new(AtomicBool::new(false));
+    let appender = {
+        let (stop, source) = (stop.clone(), source.clone());
+        std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&source)
+                .unwrap();
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let line = format!(
+                    "{{\"timestamp\":\"2026-12-01T00:{:02}:{:02}.000Z\",\"type\":\"response_item\",\"payload\":{{\"type\":\"message\",\"role\":\"user\",\"content\":[{{\"type\":\"input_text\",\"text\":\"prompt-{n:06}-end\"}}]}}}}\n",
+                    (n / 60) % 60,
+                    n % 60
+                );
+                std::io::Write::write_all(&mut f, line.as_bytes()).unwrap();
+                std::thread::sleep(std::time::Duration::from_micros(300));
+            }
+            n
+        })
+    };
+    let prompt = regex::Regex::new(r"prompt-(\d{6})-end").unwrap();
+    for _ in 0..6 {
+        let relayed = env.json(&[
+            "relay", "01a22a5d", "--to", "claude", "--cwd", &proj, "--json",
+        ]);
+        assert_eq!(relayed["already_relayed"], false, "{relayed}");
+        let entry = ledger(&env).pop().unwrap();
+        let len = entry["source_bytes"].as_u64().unwrap() as usize;
+        let now = std::fs::read(&source).unwrap();
+        assert!(now.len() >= len);
+        // The hash is of the bytes the size says, so that the source is found unchanged only
+        // when it is unchanged.
+        assert_eq!(
+            entry["source"]["sha256"].as_str().unwrap(),
+            session_relay::ledger::sha256_bytes(&now[..len]),
+            "source_bytes {len}, file now {}",
+            now.len()
+        );
+        // And the relay holds every prompt of those bytes.
+        let newest = prompt
+            .captures_iter(&String::from_utf8_lossy(&now[..len]))
+            .last()
+            .map(|c| c[1].to_string());
+        let written = std::fs::read_to_string(relayed["target"]["path"].as_str().unwrap()).unwrap();
+        if let Some(n) = newest {
+            assert!(written.contains(&format!("prompt-{n}-end")), "prompt {n}");
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(appender.join().unwrap() > 0);
+}
