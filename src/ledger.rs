@@ -328,42 +328,114 @@ fn parse_lines<'a>(
 }
 
 pub fn sha256_file(path: &Path) -> Result<String> {
-    sha256_of(path, u64::MAX).map(|(sha, _)| sha)
+    Snapshot::read(path, u64::MAX).map(|s| s.sha256)
 }
 
-/// The SHA-256 of the first `len` bytes of `path`. A relay hashes the source as long as it
-/// was when the relay began: an agent may append to it meanwhile, and the ledger must not
-/// record lines the relay may not have read (a later relay would then find the source
-/// unchanged and not relay them). Fails if the file no longer has `len` bytes.
-pub fn sha256_prefix(path: &Path, len: u64) -> Result<String> {
-    let (sha, read) = sha256_of(path, len)?;
-    if read < len {
-        bail!(
-            "{} shrank from {len} to {read} bytes while it was read: it was rewritten \
-             meanwhile. Relay it again.",
-            path.display()
-        );
-    }
-    Ok(sha)
+/// A relay's source as it was when the relay began: as long as it was then, hashed, with its
+/// first and last few KB as the hash read them. An agent may append to a session while it is
+/// relayed, and the ledger must not take in lines the relay may not have read (a later relay
+/// would find the source unchanged and not relay them); `unchanged_since` then tells whether
+/// it was only appended to.
+pub struct Snapshot {
+    pub len: u64,
+    pub sha256: String,
+    head: Vec<u8>,
+    tail: Vec<u8>,
 }
 
-/// The SHA-256 of at most `len` bytes of `path`, and how many it had.
-fn sha256_of(path: &Path, len: u64) -> Result<(String, u64)> {
-    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut f = std::io::Read::take(f, len);
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut read = 0u64;
-    loop {
-        let n = std::io::Read::read(&mut f, &mut buf)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        if n == 0 {
-            break;
+/// How much of each end of a source `Snapshot` keeps: where a rewrite shows (a Gemini CLI
+/// document's update time at the start, the newest message at the end).
+const EDGE: usize = 4096;
+
+impl Snapshot {
+    /// The first `len` bytes of `path`; fails if it has fewer.
+    pub fn take(path: &Path, len: u64) -> Result<Snapshot> {
+        let s = Snapshot::read(path, len)?;
+        if s.len < len {
+            bail!(
+                "{} shrank from {len} to {} bytes while it was read: it was rewritten \
+                 meanwhile. Relay it again.",
+                path.display(),
+                s.len
+            );
         }
-        read += n as u64;
-        h.update(&buf[..n]);
+        Ok(s)
     }
-    Ok((hex(&h.finalize()), read))
+
+    /// At most the first `len` bytes of `path`.
+    fn read(path: &Path, len: u64) -> Result<Snapshot> {
+        let f =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let mut f = std::io::Read::take(f, len);
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; 1 << 16];
+        let (mut read, mut head, mut tail) = (0u64, Vec::new(), Vec::new());
+        loop {
+            let n = std::io::Read::read(&mut f, &mut buf)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            if n == 0 {
+                break;
+            }
+            let chunk = &buf[..n];
+            read += n as u64;
+            h.update(chunk);
+            if head.len() < EDGE {
+                head.extend_from_slice(&chunk[..n.min(EDGE - head.len())]);
+            }
+            if n >= EDGE {
+                tail.clear();
+                tail.extend_from_slice(&chunk[n - EDGE..]);
+            } else {
+                tail.extend_from_slice(chunk);
+                tail.drain(..tail.len().saturating_sub(EDGE));
+            }
+        }
+        Ok(Snapshot {
+            len: read,
+            sha256: hex(&h.finalize()),
+            head,
+            tail,
+        })
+    }
+
+    /// Fails unless `path` still has the snapshot's length and the bytes it saw at each end:
+    /// unless it was at most appended to since. (A rewrite that keeps both ends as they were
+    /// goes unseen.)
+    pub fn unchanged_since(&self, path: &Path) -> Result<()> {
+        use std::io::{Read, Seek, SeekFrom};
+        let changed = || {
+            anyhow::anyhow!(
+                "{} changed while it was read: it was rewritten, not only appended to. Relay it \
+                 again.",
+                path.display()
+            )
+        };
+        let mut f =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let now = f
+            .metadata()
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .len();
+        if now < self.len {
+            bail!(
+                "{} shrank from {} to {now} bytes while it was read: it was rewritten \
+                 meanwhile. Relay it again.",
+                path.display(),
+                self.len
+            );
+        }
+        let mut at = |from: u64, want: &[u8]| -> Result<bool> {
+            let mut got = vec![0u8; want.len()];
+            f.seek(SeekFrom::Start(from))
+                .and_then(|_| f.read_exact(&mut got))
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Ok(got == want)
+        };
+        if !at(0, &self.head)? || !at(self.len - self.tail.len() as u64, &self.tail)? {
+            return Err(changed());
+        }
+        Ok(())
+    }
 }
 
 pub fn sha256_bytes(bytes: &[u8]) -> String {
@@ -380,23 +452,40 @@ mod tests {
     use crate::text::test_rng;
 
     #[test]
-    fn a_prefix_hash_is_of_exactly_that_many_bytes_and_fails_on_fewer() {
+    fn a_snapshot_hashes_exactly_its_length_and_tells_appends_from_rewrites() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let mut rng = test_rng(7);
         // Across the 64 KB pieces the hash reads in.
         let bytes: Vec<u8> = (0..200_000).map(|_| rng(256) as u8).collect();
         std::fs::write(&path, &bytes).unwrap();
-        for len in [0, 1, 65_535, 65_536, 65_537, 131_072, 199_999, 200_000] {
-            assert_eq!(
-                sha256_prefix(&path, len as u64).unwrap(),
-                sha256_bytes(&bytes[..len]),
-                "{len}"
-            );
+        for len in [
+            0, 1, 4095, 4097, 65_535, 65_536, 65_537, 131_072, 199_999, 200_000,
+        ] {
+            let s = Snapshot::take(&path, len as u64).unwrap();
+            assert_eq!(s.sha256, sha256_bytes(&bytes[..len]), "{len}");
+            assert_eq!(s.len, len as u64);
+            s.unchanged_since(&path).unwrap();
         }
         assert_eq!(sha256_file(&path).unwrap(), sha256_bytes(&bytes));
-        let err = sha256_prefix(&path, 200_001).unwrap_err().to_string();
-        assert!(err.contains("shrank from 200001 to 200000 bytes"), "{err}");
+        let s = Snapshot::take(&path, 150_000).unwrap();
+        // Appended to: unchanged.
+        let mut longer = bytes.clone();
+        longer.extend_from_slice(b"{\"more\":1}\n");
+        std::fs::write(&path, &longer).unwrap();
+        s.unchanged_since(&path).unwrap();
+        // Shorter than it was.
+        std::fs::write(&path, &bytes[..149_999]).unwrap();
+        let err = s.unchanged_since(&path).unwrap_err().to_string();
+        assert!(err.contains("shrank from 150000 to 149999 bytes"), "{err}");
+        // Rewritten as long or longer, changed at either end or just inside it.
+        for at in [0, 4095, 150_000 - 4096, 149_999] {
+            let mut other = bytes.clone();
+            other[at] ^= 1;
+            std::fs::write(&path, &other).unwrap();
+            let err = s.unchanged_since(&path).unwrap_err().to_string();
+            assert!(err.contains("changed while it was read"), "{at}: {err}");
+        }
     }
 
     #[test]

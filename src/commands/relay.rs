@@ -87,8 +87,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         })
     });
     // The relay is of the source as long as it is now: an agent may append to it while it is
-    // read, and the ledger's hash and size must not take in lines the reader may have missed
-    // (`ledger::sha256_prefix`). The parse reads to the end, so at least that far.
+    // read (`ledger::Snapshot`). The parse reads to the end, so at least that far.
     let source_len = std::fs::metadata(&located.path)
         .with_context(|| format!("cannot read {}", located.path.display()))?
         .len();
@@ -96,11 +95,17 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     // read and handed on.
     let hashing = {
         let path = located.path.clone();
-        std::thread::spawn(move || ledger::sha256_prefix(&path, source_len))
+        std::thread::spawn(move || ledger::Snapshot::take(&path, source_len))
     };
     let mut warnings = Vec::new();
-    let (mut source, redactor, folder) =
-        super::read_masked(cfg, &located, read, opts.no_redact, &mut warnings)?;
+    let read = super::read_masked(cfg, &located, read, opts.no_redact, &mut warnings);
+    super::step("hashing the source");
+    let snapshot = hashing
+        .join()
+        .map_err(|_| anyhow::anyhow!("hashing {} failed", located.path.display()))??;
+    // A source rewritten while it was read explains any odd thing the read found in it.
+    snapshot.unchanged_since(&located.path)?;
+    let (mut source, redactor, folder) = read?;
     let mut redactions = redact(redactor.as_deref(), &mut source);
     if opts.dry_run {
         // Nothing is written, so nothing leaks: the warning would only be noise.
@@ -118,11 +123,8 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
                 .unwrap_or_default()
         );
     }
-    super::step("hashing the source");
-    let source_sha = hashing
-        .join()
-        .map_err(|_| anyhow::anyhow!("hashing {} failed", located.path.display()))??;
-    let source_bytes = Some(source_len);
+    let source_sha = snapshot.sha256;
+    let source_bytes = Some(snapshot.len);
     let source_side = ledger::Side {
         agent: source.agent.clone(),
         id: source.id.clone(),
