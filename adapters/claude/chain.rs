@@ -2,7 +2,7 @@
 //! and the listing scanner both describe each chain line as a `Link` and ask `active_branch`
 //! which lines are on the branch, so that `list` counts exactly what `show` reads.
 
-use foldhash::HashMap;
+use foldhash::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
@@ -109,36 +109,37 @@ pub(super) fn fingerprint(no: usize, link: &Link) -> u64 {
 /// The links of a transcript's chain lines in file order, as the branch choice keeps them: a
 /// long transcript has a link for every line, a few hundred thousand in a 1 GB one, and what
 /// each link held of its own (its ids as strings, its tool ids in vectors, its time) made this
-/// the peak of memory of every read of such a transcript. Each API message id and tool call id
-/// is numbered by its keyed hash (`model::id_hash`, as `IdSet` holds ids): two ids have the
-/// same number exactly when their texts are the same, unless by a chance of about 1 in 10^8
-/// for a million ids. A line's `uuid` and parent are kept as such hashes too (`uuid_hash`),
-/// and the newest line of each uuid found as the links come. Every link's tool ids are in one
-/// list; of the times, only the newest line's is kept (the walk starts from it).
+/// the peak of memory of every read of such a transcript. Each API message id, tool call id,
+/// `uuid` and parent is kept as its keyed hash (`id_number`, `uuid_hash`; `model::id_hash`, as
+/// `IdSet` holds ids): two ids have the same hash exactly when their texts are the same,
+/// unless by a chance of about 1 in 10^8 for a million ids. The hashes are compared as they
+/// are, not numbered through a map (which was a third of what the links took), and the newest
+/// line of each uuid is found as the links come. Every link's tool ids are in one list; of the
+/// times, only the newest line's is kept (the walk starts from it).
 #[derive(Default)]
 pub(super) struct Links {
     links: Vec<KeptLink>,
-    ids: HashMap<u64, u32>,
     /// The newest link of each `uuid`, by `uuid_hash`.
     by_uuid: HashMap<u64, u32>,
     /// The parent of each link whose parent no earlier link is: the text a warning names, if
     /// no later one is either.
     unresolved: HashMap<u32, Id>,
     /// Each link's tool call ids, then the ids its tool results answer, link after link.
-    tool_ids: Vec<u32>,
+    tool_ids: Vec<u64>,
     /// The newest user or assistant link, by time then place: of all links (a subagent's
     /// transcript), and of those not in a sidechain.
     newest: [Option<(Option<DateTime<Utc>>, usize)>; 2],
 }
 
-/// A `Link` with its ids numbered (see `Links`).
+/// A `Link` with its ids hashed (see `Links`).
 pub(super) struct KeptLink {
     pub user: bool,
     pub assistant: bool,
     sidechain: bool,
     /// `uuid_hash` of its parent; `NO_ID` without one.
     parent: u64,
-    message_id: Option<u32>,
+    /// `id_number` of its API message id; `NO_ID` without one.
+    message_id: u64,
     /// Where its tool ids start in `Links::tool_ids`, and how many are calls and results.
     tools_at: u32,
     uses: u32,
@@ -151,6 +152,11 @@ const NO_ID: u64 = 0;
 /// An id as a link keeps it: its keyed hash (see `Links`), never `NO_ID`.
 fn uuid_hash(id: &Id) -> u64 {
     crate::model::keyed_hash(id).max(1)
+}
+
+/// An API message id or tool call id as a link keeps it (see `Links`), never `NO_ID`.
+fn id_number(id: &str) -> u64 {
+    crate::model::id_hash(id).max(1)
 }
 
 impl Links {
@@ -178,15 +184,19 @@ impl Links {
                 }
             }
         }
-        let message_id = l.message_id.map(|id| self.number(&id));
+        let message_id = l.message_id.as_deref().map_or(NO_ID, id_number);
         // More tool ids than a u32 counts would take hundreds of GB of transcript.
         let count = |ids: &[String]| u32::try_from(ids.len()).expect("fewer than 2^32 tool ids");
         let tools_at = u32::try_from(self.tool_ids.len()).expect("fewer than 2^32 tool ids");
         let (uses, results) = (count(&l.tool_uses), count(&l.tool_results));
-        for id in l.tool_uses.iter().chain(&l.tool_results) {
-            let n = self.number(id);
-            self.tool_ids.push(n);
-        }
+        grow_by_a_quarter(&mut self.tool_ids, l.tool_uses.len() + l.tool_results.len());
+        self.tool_ids.extend(
+            l.tool_uses
+                .iter()
+                .chain(&l.tool_results)
+                .map(|id| id_number(id)),
+        );
+        grow_by_a_quarter(&mut self.links, 1);
         self.links.push(KeptLink {
             user: l.user,
             assistant: l.assistant,
@@ -198,21 +208,26 @@ impl Links {
             results,
         });
     }
+}
 
-    fn number(&mut self, id: &str) -> u32 {
-        // More distinct ids than a u32 counts would take hundreds of GB of transcript.
-        let n = u32::try_from(self.ids.len()).expect("fewer than 2^32 ids");
-        *self.ids.entry(crate::model::id_hash(id)).or_insert(n)
+/// Makes room in `v` for `more`, growing it by a quarter, not doubling it: in a long transcript
+/// these lists are most of what the branch choice holds, and a doubled one is up to half
+/// empty. (A large list is moved by remapping its pages, not copied.)
+pub(super) fn grow_by_a_quarter<T>(v: &mut Vec<T>, more: usize) {
+    if v.capacity() - v.len() < more {
+        v.reserve_exact(more.max(1024).max(v.len() / 4));
     }
+}
 
+impl Links {
     /// The ids of `l`'s tool calls.
-    fn uses(&self, l: &KeptLink) -> &[u32] {
+    fn uses(&self, l: &KeptLink) -> &[u64] {
         let at = l.tools_at as usize;
         &self.tool_ids[at..at + l.uses as usize]
     }
 
     /// The ids of the calls `l`'s tool results answer.
-    fn results(&self, l: &KeptLink) -> &[u32] {
+    fn results(&self, l: &KeptLink) -> &[u64] {
         let at = l.tools_at as usize + l.uses as usize;
         &self.tool_ids[at..at + l.results as usize]
     }
@@ -243,28 +258,27 @@ pub(super) struct Branch {
 /// there it is the main line.
 pub(super) fn active_branch(all: &Links, subagent: bool) -> Branch {
     let (mut branch, on_path) = walk(all, subagent);
-    let ids = &all.ids;
     let links = &all.links;
     let included = &mut branch.included;
     let eligible = |l: &KeptLink| subagent || !l.sidechain;
-    // Ids by number: a flag for each.
-    let mut message_ids = vec![false; ids.len()];
-    for &i in &on_path {
-        if let Some(id) = links[i].message_id {
-            message_ids[id as usize] = true;
-        }
-    }
+    let message_ids: HashSet<u64> = on_path
+        .iter()
+        .map(|&i| links[i as usize].message_id)
+        .filter(|&id| id != NO_ID)
+        .collect();
     for (i, l) in links.iter().enumerate() {
-        if l.assistant && eligible(l) && l.message_id.is_some_and(|id| message_ids[id as usize]) {
+        if l.assistant
+            && eligible(l)
+            && l.message_id != NO_ID
+            && message_ids.contains(&l.message_id)
+        {
             included[i] = true;
         }
     }
-    let mut tool_ids = vec![false; ids.len()];
-    for i in (0..links.len()).filter(|&i| included[i]) {
-        for &id in all.uses(&links[i]) {
-            tool_ids[id as usize] = true;
-        }
-    }
+    let tool_ids: HashSet<u64> = (0..links.len())
+        .filter(|&i| included[i])
+        .flat_map(|i| all.uses(&links[i]).iter().copied())
+        .collect();
     let answers: Vec<usize> = links
         .iter()
         .enumerate()
@@ -272,7 +286,7 @@ pub(super) fn active_branch(all: &Links, subagent: bool) -> Branch {
             l.user
                 && eligible(l)
                 && !included[i]
-                && all.results(l).iter().any(|&id| tool_ids[id as usize])
+                && all.results(l).iter().any(|id| tool_ids.contains(id))
         })
         .map(|(i, _)| i)
         .collect();
@@ -284,13 +298,14 @@ pub(super) fn active_branch(all: &Links, subagent: bool) -> Branch {
 
 /// The newest eligible user/assistant line walked back through its parents: the branch
 /// without its siblings, and the lines on the path from the newest back.
-fn walk(all: &Links, subagent: bool) -> (Branch, Vec<usize>) {
+fn walk(all: &Links, subagent: bool) -> (Branch, Vec<u32>) {
     let links = &all.links;
     let leaf = all.newest[usize::from(!subagent)].map(|(_, i)| i);
 
     // By link, as a flag: a long transcript has a few hundred thousand links.
     let mut included = vec![false; links.len()];
-    let mut on_path: Vec<usize> = Vec::new();
+    // `push` counted the links in a u32.
+    let mut on_path: Vec<u32> = Vec::new();
     let mut cycle_at = None;
     let mut missing_parent = None;
     let mut cursor = leaf;
@@ -299,7 +314,7 @@ fn walk(all: &Links, subagent: bool) -> (Branch, Vec<usize>) {
             cycle_at = Some(i);
             break;
         }
-        on_path.push(i);
+        on_path.push(i as u32);
         cursor = match links[i].parent {
             NO_ID => None,
             p => match all.by_uuid.get(&p) {
@@ -494,11 +509,11 @@ mod tests {
         branch
     }
 
-    /// The branch chosen with ids numbered is the branch chosen with ids compared as strings:
+    /// The branch chosen with ids hashed is the branch chosen with ids compared as strings:
     /// random chains (forks, parents missing or later, cycles, sidechains, equal times) whose
     /// lines share API message ids and tool call ids from small pools.
     #[test]
-    fn numbered_ids_choose_the_branch_strings_choose() {
+    fn hashed_ids_choose_the_branch_strings_choose() {
         let mut next = crate::text::test_rng(0xb4a2_c0de_0000_0025);
         let mut forked = 0;
         for round in 0..3000 {
@@ -545,7 +560,11 @@ mod tests {
             }
             assert_eq!(
                 walk(&links, subagent).1,
-                walk_with_ids(&raw, subagent).1,
+                walk_with_ids(&raw, subagent)
+                    .1
+                    .into_iter()
+                    .map(|i| i as u32)
+                    .collect::<Vec<_>>(),
                 "round {round}: the path of {raw:?}"
             );
             let want = with_strings(&raw, subagent);

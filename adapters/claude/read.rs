@@ -312,7 +312,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     }
 
     if let Some(fold) = &folding
-        && (fold.differs || fold.next != fold.ahead.lines.len())
+        && (fold.differs || fold.next != fold.ahead.chain_lines())
     {
         // This parse of a line is not the one the branch was chosen by (a line that is not
         // JSON to one parser, a key written twice): what was folded may not be the branch's.
@@ -601,9 +601,12 @@ impl Folding {
         if self.differs {
             return;
         }
-        let on = match self.ahead.lines.get(self.next) {
-            Some(&(print, on)) if print == chain::fingerprint(entry.line, link) => on,
-            _ => {
+        let on = match self
+            .ahead
+            .on_branch(self.next, chain::fingerprint(entry.line, link))
+        {
+            Some(on) => on,
+            None => {
                 self.differs = true;
                 return;
             }
