@@ -123,7 +123,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
                 .unwrap_or_default()
         );
     }
-    let source_sha = snapshot.sha256;
+    let source_sha = snapshot.sha256.clone();
     let source_bytes = Some(snapshot.len);
     let source_side = ledger::Side {
         agent: source.agent.clone(),
@@ -256,6 +256,8 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         },
         folder.as_deref(),
     )?;
+    // The plan may have read the source again in full.
+    snapshot.unchanged_since(&located.path)?;
     if let Some(counts) = redactions.0.as_mut() {
         crate::redact::add_counts(counts, title_counts);
     }
