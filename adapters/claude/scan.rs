@@ -263,8 +263,9 @@ pub(super) fn branch_ahead(path: &Path, subagent: bool) -> Result<Ahead> {
                 chain::grow_by_a_quarter(&mut prints, 1);
                 chain::grow_by_a_quarter(&mut numbers, 1);
                 prints.push(print);
-                // `Links::push` counts the lines in a u32 too.
-                numbers.push(u32::try_from(no).expect("fewer than 2^32 lines"));
+                // Only a warning names a line by it: past the 4,294,967,295th (a file of
+                // billions of blank lines), as that one.
+                numbers.push(u32::try_from(no).unwrap_or(u32::MAX));
                 links.push(l);
             }
             Ok(())
