@@ -224,20 +224,19 @@ fn count_subagents(sessions: &mut [Summary]) {
 }
 
 pub fn sort_newest_first(v: &mut [Summary]) {
-    // Relays of one source carry the source's message times, so they tie on the newest
-    // message: of those, the one relayed last comes first (and a relay before a native
-    // session of the same time, as it was written after).
+    // Relays carry their source's message times, so they tie with it, and with each other,
+    // on the newest message. Of those, a native session comes first (`latest` picks the
+    // session, not a copy of it that nobody continued), then the relays, the one relayed
+    // last first.
     let relayed = |s: &Summary| {
         s.relay_of
-            .as_ref()?
-            .relayed_at
-            .as_deref()
-            .and_then(crate::model::parse_time)
+            .as_ref()
+            .map(|r| std::cmp::Reverse(r.relayed_at.as_deref().and_then(crate::model::parse_time)))
     };
     v.sort_by(|a, b| {
         b.sort_time()
             .cmp(&a.sort_time())
-            .then_with(|| relayed(b).cmp(&relayed(a)))
+            .then_with(|| relayed(a).cmp(&relayed(b)))
             .then_with(|| a.id.cmp(&b.id))
     });
 }

@@ -227,6 +227,41 @@ fn relays_of_one_source_are_listed_newest_relay_first() {
 }
 
 #[test]
+fn a_session_is_listed_before_its_relays_that_tie_with_it() {
+    // Relayed within its own agent, a session's relays carry its message times: they tie.
+    // The session comes first (`latest` picks it, not a copy nobody continued), then its
+    // relays, the one relayed last first.
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    // Its newest line is a message, so its relays' newest messages have its time.
+    let source = "5d0c3a1e-7b2f-4e8a-9c6d-1f2e3a4b5c6d";
+    let relayed: Vec<String> = (0..4)
+        .map(|_| {
+            let r = env.json(&[
+                "relay", "5d0c3a1e", "--to", "claude", "--cwd", &proj, "--force", "--json",
+            ]);
+            r["target"]["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let listed = env.list_json(&["list", "--all", "--agent", "claude", "--json"]);
+    let rows: Vec<&Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["id"] == source || relayed.iter().any(|r| s["id"] == r.as_str()))
+        .collect();
+    assert!(
+        rows.iter().all(|s| s["updated"] == rows[0]["updated"]),
+        "they tie on their newest message: {rows:?}"
+    );
+    let order: Vec<&str> = rows.iter().map(|s| s["id"].as_str().unwrap()).collect();
+    let want: Vec<&str> = std::iter::once(source)
+        .chain(relayed.iter().rev().map(String::as_str))
+        .collect();
+    assert_eq!(order, want);
+}
+
+#[test]
 fn a_source_that_grows_while_it_is_relayed_is_recorded_as_far_as_the_relay_read_it() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
