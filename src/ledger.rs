@@ -352,12 +352,7 @@ impl Snapshot {
     pub fn take(path: &Path, len: u64) -> Result<Snapshot> {
         let s = Snapshot::read(path, len)?;
         if s.len < len {
-            bail!(
-                "{} shrank from {len} to {} bytes while it was read: it was rewritten \
-                 meanwhile. Relay it again.",
-                path.display(),
-                s.len
-            );
+            return Err(shrank(path, len, s.len));
         }
         Ok(s)
     }
@@ -403,13 +398,6 @@ impl Snapshot {
     /// goes unseen.)
     pub fn unchanged_since(&self, path: &Path) -> Result<()> {
         use std::io::{Read, Seek, SeekFrom};
-        let changed = || {
-            anyhow::anyhow!(
-                "{} changed while it was read: it was rewritten, not only appended to. Relay it \
-                 again.",
-                path.display()
-            )
-        };
         let mut f =
             std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
         let now = f
@@ -417,12 +405,7 @@ impl Snapshot {
             .with_context(|| format!("cannot read {}", path.display()))?
             .len();
         if now < self.len {
-            bail!(
-                "{} shrank from {} to {now} bytes while it was read: it was rewritten \
-                 meanwhile. Relay it again.",
-                path.display(),
-                self.len
-            );
+            return Err(shrank(path, self.len, now));
         }
         let mut at = |from: u64, want: &[u8]| -> Result<bool> {
             let mut got = vec![0u8; want.len()];
@@ -432,10 +415,22 @@ impl Snapshot {
             Ok(got == want)
         };
         if !at(0, &self.head)? || !at(self.len - self.tail.len() as u64, &self.tail)? {
-            return Err(changed());
+            bail!(
+                "{} changed while it was read: it was rewritten, not only appended to. Relay it \
+                 again.",
+                path.display()
+            );
         }
         Ok(())
     }
+}
+
+fn shrank(path: &Path, from: u64, to: u64) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} shrank from {from} to {to} bytes while it was read: it was rewritten meanwhile. \
+         Relay it again.",
+        path.display()
+    )
 }
 
 pub fn sha256_bytes(bytes: &[u8]) -> String {

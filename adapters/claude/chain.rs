@@ -110,11 +110,11 @@ pub(super) fn fingerprint(no: usize, link: &Link) -> u64 {
 /// long transcript has a link for every line, a few hundred thousand in a 1 GB one, and what
 /// each link held of its own (its ids as strings, its tool ids in vectors, its time) made this
 /// the peak of memory of every read of such a transcript. Each API message id, tool call id,
-/// `uuid` and parent is kept as its keyed hash (`id_number`, `uuid_hash`; `model::id_hash`, as
+/// `uuid` and parent is kept as its keyed hash (`id_key`, `uuid_hash`; `model::id_hash`, as
 /// `IdSet` holds ids): two ids have the same hash exactly when their texts are the same,
 /// unless by a chance of about 1 in 10^8 for a million ids. The hashes are compared as they
-/// are, not numbered through a map (which was a third of what the links took), and the newest
-/// line of each uuid is found as the links come. Every link's tool ids are in one list; of the
+/// are, not numbered through a map, and the newest line of each uuid is found as the links
+/// come. Every link's tool ids are in one list; of the
 /// times, only the newest line's is kept (the walk starts from it).
 #[derive(Default)]
 pub(super) struct Links {
@@ -138,7 +138,7 @@ pub(super) struct KeptLink {
     sidechain: bool,
     /// `uuid_hash` of its parent; `NO_ID` without one.
     parent: u64,
-    /// `id_number` of its API message id; `NO_ID` without one.
+    /// `id_key` of its API message id; `NO_ID` without one.
     message_id: u64,
     /// Where its tool ids start in `Links::tool_ids`, and how many are calls and results.
     tools_at: u32,
@@ -155,7 +155,7 @@ fn uuid_hash(id: &Id) -> u64 {
 }
 
 /// An API message id or tool call id as a link keeps it (see `Links`), never `NO_ID`.
-fn id_number(id: &str) -> u64 {
+fn id_key(id: &str) -> u64 {
     crate::model::id_hash(id).max(1)
 }
 
@@ -184,7 +184,7 @@ impl Links {
                 }
             }
         }
-        let message_id = l.message_id.as_deref().map_or(NO_ID, id_number);
+        let message_id = l.message_id.as_deref().map_or(NO_ID, id_key);
         // More tool ids than a u32 counts would take hundreds of GB of transcript.
         let count = |ids: &[String]| u32::try_from(ids.len()).expect("fewer than 2^32 tool ids");
         let tools_at = u32::try_from(self.tool_ids.len()).expect("fewer than 2^32 tool ids");
@@ -194,7 +194,7 @@ impl Links {
             l.tool_uses
                 .iter()
                 .chain(&l.tool_results)
-                .map(|id| id_number(id)),
+                .map(|id| id_key(id)),
         );
         grow_by_a_quarter(&mut self.links, 1);
         self.links.push(KeptLink {
@@ -208,18 +208,7 @@ impl Links {
             results,
         });
     }
-}
 
-/// Makes room in `v` for `more`, growing it by a quarter, not doubling it: in a long transcript
-/// these lists are most of what the branch choice holds, and a doubled one is up to half
-/// empty. (A large list is moved by remapping its pages, not copied.)
-pub(super) fn grow_by_a_quarter<T>(v: &mut Vec<T>, more: usize) {
-    if v.capacity() - v.len() < more {
-        v.reserve_exact(more.max(1024).max(v.len() / 4));
-    }
-}
-
-impl Links {
     /// The ids of `l`'s tool calls.
     fn uses(&self, l: &KeptLink) -> &[u64] {
         let at = l.tools_at as usize;
@@ -230,6 +219,15 @@ impl Links {
     fn results(&self, l: &KeptLink) -> &[u64] {
         let at = l.tools_at as usize + l.uses as usize;
         &self.tool_ids[at..at + l.results as usize]
+    }
+}
+
+/// Makes room in `v` for `more`, growing it by a quarter, not doubling it: in a long transcript
+/// these lists are most of what the branch choice holds, and a doubled one is up to half
+/// empty. (A list past the allocator's mmap threshold is moved by remapping its pages.)
+pub(super) fn grow_by_a_quarter<T>(v: &mut Vec<T>, more: usize) {
+    if v.capacity() - v.len() < more {
+        v.reserve_exact(more.max(1024).max(v.len() / 4));
     }
 }
 
@@ -267,11 +265,7 @@ pub(super) fn active_branch(all: &Links, subagent: bool) -> Branch {
         .filter(|&id| id != NO_ID)
         .collect();
     for (i, l) in links.iter().enumerate() {
-        if l.assistant
-            && eligible(l)
-            && l.message_id != NO_ID
-            && message_ids.contains(&l.message_id)
-        {
+        if l.assistant && eligible(l) && message_ids.contains(&l.message_id) {
             included[i] = true;
         }
     }

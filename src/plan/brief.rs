@@ -4,6 +4,7 @@
 //! decisions taken, each deduplicated and capped. Deterministic: no model is called.
 
 use foldhash::{HashSet, HashSetExt};
+use std::collections::VecDeque;
 use std::path::Path;
 use std::process::Command;
 
@@ -253,28 +254,30 @@ fn decisions_found(s: &Session, folded: Option<&BriefFound>, most: usize) -> Vec
     let mut seen = IdSet::default();
     let per_message = in_each_message(s, decisions_of);
     let (before, after) = around_fold(s, per_message);
-    let mut found = std::collections::VecDeque::new();
-    let mut push = |text: String| {
-        if found.len() == most {
-            found.pop_front();
-        }
-        found.push_back(text);
-    };
+    let mut found = VecDeque::new();
     for text in before.into_iter().flatten() {
         if seen.insert(&text.to_lowercase()) {
-            push(text);
+            push_latest(&mut found, most, text);
         }
     }
     for text in folded.iter().flat_map(|f| f.decisions.iter()) {
-        push(text.clone());
+        push_latest(&mut found, most, text.clone());
     }
     for text in after.into_iter().flatten() {
         let lower = text.to_lowercase();
         if !folded.is_some_and(|f| f.seen_decisions.contains(&lower)) && seen.insert(&lower) {
-            push(text);
+            push_latest(&mut found, most, text);
         }
     }
     found.into()
+}
+
+/// Adds `text` to the latest `most`.
+fn push_latest(latest: &mut VecDeque<String>, most: usize, text: String) {
+    if latest.len() == most {
+        latest.pop_front();
+    }
+    latest.push_back(text);
 }
 
 /// What was found in each kept message: in those before the folded ones (`Session::folded`),
@@ -297,7 +300,7 @@ fn around_fold<T>(s: &Session, mut per_message: Vec<Vec<T>>) -> (Vec<Vec<T>>, Ve
 pub struct BriefFound {
     pub user_messages: usize,
     rules: Strongest,
-    decisions: std::collections::VecDeque<String>,
+    decisions: VecDeque<String>,
     /// What was found already, by their lowercase text (see `IdSet`).
     seen_rules: IdSet,
     seen_decisions: IdSet,
@@ -341,10 +344,7 @@ impl BriefFound {
         }
         for text in decisions_of(m) {
             if self.seen_decisions.insert(&text.to_lowercase()) {
-                if self.decisions.len() == Caps::FULL.decisions {
-                    self.decisions.pop_front();
-                }
-                self.decisions.push_back(text);
+                push_latest(&mut self.decisions, Caps::FULL.decisions, text);
             }
         }
     }
