@@ -299,6 +299,7 @@ fn a_source_that_grows_while_it_is_relayed_is_recorded_as_far_as_the_relay_read_
         })
     };
     let prompt = regex::Regex::new(r"prompt-(\d{6})-end").unwrap();
+    let mut checked = 0;
     for _ in 0..6 {
         let relayed = env.json(&[
             "relay", "01a22a5d", "--to", "claude", "--cwd", &proj, "--json",
@@ -324,8 +325,11 @@ fn a_source_that_grows_while_it_is_relayed_is_recorded_as_far_as_the_relay_read_
         let written = std::fs::read_to_string(relayed["target"]["path"].as_str().unwrap()).unwrap();
         if let Some(n) = newest {
             assert!(written.contains(&format!("prompt-{n}-end")), "prompt {n}");
+            checked += 1;
         }
     }
     stop.store(true, Ordering::Relaxed);
     assert!(appender.join().unwrap() > 0);
+    // The appender was ahead of most relays: the check above ran.
+    assert!(checked >= 3, "{checked} relays read an appended prompt");
 }
