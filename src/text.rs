@@ -267,16 +267,32 @@ fn chars_before_last(text: &str, n: usize) -> usize {
 /// `\u{202e}`), so that a session cannot move the cursor, recolour or hide what follows.
 /// JSON output is exact and never goes through this.
 pub fn safe(s: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(s, false)
+}
+
+/// As `safe`, for text whose lines are its layout (a Markdown document): newlines, tabs and
+/// the carriage return of a CRLF stay; a lone carriage return, which would let a line be
+/// written over on a terminal, does not.
+pub fn safe_lines(s: &str) -> std::borrow::Cow<'_, str> {
+    escape_controls(s, true)
+}
+
+fn escape_controls(s: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
     let bad = |c: char| {
         c.is_control()
             || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
     };
-    if !s.chars().any(bad) {
+    let kept = |i: usize, c: char| {
+        keep_lines
+            && (c == '\n' || c == '\t' || (c == '\r' && s.as_bytes().get(i + 1) == Some(&b'\n')))
+    };
+    if !s.char_indices().any(|(i, c)| bad(c) && !kept(i, c)) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
+    for (i, c) in s.char_indices() {
         match c {
+            c if kept(i, c) => out.push(c),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
@@ -522,6 +538,16 @@ mod tests {
         assert!(t.ends_with(&text[90..]), "{t}");
         assert!(t.contains("[… 70 chars cut …]"), "{t}");
         assert_eq!(trim_output("short", 30), "short");
+    }
+
+    #[test]
+    fn lines_keep_their_breaks_and_lose_their_controls() {
+        assert_eq!(safe_lines("a\n\tb\r\nc"), "a\n\tb\r\nc");
+        assert_eq!(safe_lines("over\rwritten\r"), "over\\rwritten\\r");
+        assert_eq!(
+            safe_lines("\x1b]8;;u\x07l\u{9b}2J\u{202e}"),
+            "\\x1b]8;;u\\x07l\\x9b2J\\u{202e}"
+        );
     }
 
     #[test]

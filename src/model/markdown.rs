@@ -136,6 +136,7 @@ pub fn write(
     mentions: &mut dyn Mentions,
     out: &mut dyn Write,
 ) -> Result<()> {
+    let out = &mut Inert(out);
     let title = s
         .title
         .as_deref()
@@ -231,6 +232,24 @@ pub fn write(
         }
     }
     Ok(())
+}
+
+/// Writes text with its terminal controls escaped (`text::safe_lines`): the document goes to a
+/// terminal or a pager as often as to an editor, and every part of it (title, directory,
+/// branch, dialogue, files) comes from a session. Formatted writes hand over whole strings.
+struct Inert<'a>(&'a mut dyn Write);
+
+impl Write for Inert<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0
+            .write_all(crate::text::safe_lines(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 fn quote(text: &str) -> String {

@@ -232,6 +232,42 @@ fn escape_sequences_from_a_session_are_printed_escaped_and_json_stays_exact() {
     );
 }
 
+/// The Markdown handoff is read by people, in a terminal or a pager as often as in an editor: a
+/// session's escape sequences are written escaped whether it goes to a pipe or a file.
+#[test]
+fn a_markdown_handoff_holds_no_terminal_control_on_stdout_or_in_a_file() {
+    let env = TestEnv::empty();
+    let id = "0199aaaa-0000-7000-8000-00000000e5c1";
+    let path = codex_file(&env, &format!("rollout-2026-11-20T10-00-00-{id}.jsonl"));
+    let meta = json!({"timestamp": "2026-11-20T10:00:00.000Z", "type": "session_meta", "payload": {"id": id, "timestamp": "2026-11-20T10:00:00.000Z", "cwd": "/tmp/w\u{1b}[8mhidden", "cli_version": "0.60.0", "source": "cli", "git": {"branch": "main\u{7}", "commit_hash": "abc\u{9b}2J"}}});
+    let prompt = "see \u{1b}]8;;https://evil.example/\u{7}this link\u{1b}]8;;\u{7} and \u{1b}[2J\r\nnext line \u{202e}txt.exe";
+    let answer = json!({"timestamp": "2026-11-20T10:00:02.000Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done \u{1b}[0m\u{7f}\u{0}"}]}});
+    std::fs::write(&path, format!("{meta}\n{}\n{answer}\n", user_line(prompt))).unwrap();
+    let out = env.work().join("handoff.md");
+    let piped = env.ok(&["export", id, "--format", "markdown"]);
+    env.ok(&[
+        "export",
+        id,
+        "--format",
+        "markdown",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let filed = std::fs::read_to_string(&out).unwrap();
+    for (name, text) in [("stdout", &piped), ("file", &filed)] {
+        let bad = terminal_controls(text);
+        assert!(bad.is_empty(), "{name} holds {bad:?}:\n{text}");
+        // Still there to be read, escaped.
+        assert!(
+            text.contains("\\x1b]8;;https://evil.example/\\x07this link"),
+            "{name}:\n{text}"
+        );
+        assert!(text.contains("\\x1b[8mhidden"), "{name}:\n{text}");
+        assert!(text.contains("\\u{202e}txt.exe"), "{name}:\n{text}");
+    }
+    assert_eq!(piped, filed);
+}
+
 #[test]
 fn a_codex_file_whose_name_and_session_meta_disagree_is_known_by_its_session_meta_id() {
     let env = TestEnv::empty();
