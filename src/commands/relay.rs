@@ -503,6 +503,18 @@ fn resolve_cwd(
     };
     match std::fs::canonicalize(&dir) {
         Ok(real) => Ok(real.display().to_string()),
+        // A directory that exists here is what the agent, started in it, would file the
+        // session under, whatever its name. One recorded with terminal controls that exists
+        // nowhere here is no place any agent starts in, only a name a session chose: it is not
+        // written into stores and project registries.
+        Err(_) if dir.to_string_lossy().chars().any(char::is_control) => Err(CliError::new(
+            ExitCode::Usage,
+            format!(
+                "the working directory {} holds control characters and does not exist on this machine; pass --cwd DIR",
+                crate::text::safe(&dir.to_string_lossy())
+            ),
+        )
+        .into()),
         Err(_) => {
             notes.push(format!(
                 "{} does not exist on this machine; the session is filed under it anyway (use --cwd to choose another directory)",

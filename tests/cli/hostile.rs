@@ -268,6 +268,49 @@ fn a_markdown_handoff_holds_no_terminal_control_on_stdout_or_in_a_file() {
     assert_eq!(piped, filed);
 }
 
+/// A working directory recorded with terminal controls in it names no directory here, and the
+/// agents never start in one: it is not filed into a store's project registry (Gemini CLI's
+/// `projects.json` keys, its `.project_root` markers). A real directory with such a name is
+/// what the agent itself would register, and is relayed as it is.
+#[test]
+fn a_recorded_working_directory_with_controls_is_refused_unless_it_exists() {
+    let env = TestEnv::empty();
+    let id = "0199aaaa-0000-7000-8000-00000000e5c2";
+    let path = codex_file(&env, &format!("rollout-2026-11-20T10-00-00-{id}.jsonl"));
+    let evil = "/tmp/no-such\n\u{1b}[31mproject";
+    let meta = json!({"timestamp": "2026-11-20T10:00:00.000Z", "type": "session_meta", "payload": {"id": id, "timestamp": "2026-11-20T10:00:00.000Z", "cwd": evil, "cli_version": "0.60.0", "source": "cli"}});
+    std::fs::write(&path, format!("{meta}\n{}\n", user_line("hello"))).unwrap();
+    let gemini = env.home("gemini").join(".gemini");
+    let before = env.snapshot_stores();
+    for to in ["gemini", "claude", "codex"] {
+        let (code, err) = env.fails(&["relay", id, "--to", to]);
+        assert_eq!(code, 2, "--to {to}: {err}");
+        assert!(err.contains("--cwd"), "--to {to}: {err}");
+        assert!(!err.contains('\u{1b}'), "--to {to}: {err}");
+    }
+    assert_eq!(env.snapshot_stores(), before, "nothing written");
+    assert!(!gemini.join("projects.json").exists());
+
+    let odd = env.work().join("odd\nname");
+    std::fs::create_dir_all(&odd).unwrap();
+    let v = env.json(&[
+        "relay",
+        id,
+        "--to",
+        "gemini",
+        "--cwd",
+        odd.to_str().unwrap(),
+        "--json",
+    ]);
+    let registry: Value =
+        serde_json::from_slice(&std::fs::read(gemini.join("projects.json")).unwrap()).unwrap();
+    let real = std::fs::canonicalize(&odd).unwrap();
+    assert!(
+        registry["projects"].get(real.to_str().unwrap()).is_some(),
+        "{registry} {v}"
+    );
+}
+
 #[test]
 fn a_codex_file_whose_name_and_session_meta_disagree_is_known_by_its_session_meta_id() {
     let env = TestEnv::empty();
