@@ -394,6 +394,16 @@ pub struct NativeSession {
     pub notes: Vec<String>,
 }
 
+/// The context of a failed `Adapter::register` that left some of its index entries in place.
+#[derive(Debug)]
+pub struct PartlyRegistered(pub String);
+
+impl std::fmt::Display for PartlyRegistered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Where an agent reads its hooks and how session-relay registers its own there. The file
 /// holds the hooks schema both supported agents share: `{"hooks": {EVENT: [{"matcher"?,
 /// "hooks": [{"type": "command", "command", "timeout"}]}]}}`, other keys left as they are.
@@ -547,7 +557,9 @@ pub trait Adapter: Sync {
     /// Serialises a relay-shaped session as this agent's native, resumable session.
     fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession>;
     /// After the file is in place: register it in the store's indexes (titles, databases).
-    /// Returns notes for the user.
+    /// Returns notes for the user. All or nothing: on failure, what was registered is taken
+    /// out again, and when it cannot be, the error holds a `PartlyRegistered`. Registering a
+    /// session the indexes already list changes nothing.
     fn register(
         &self,
         home: &Path,

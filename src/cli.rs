@@ -411,6 +411,10 @@ pub struct CleanArgs {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
+    /// Complete what an interrupted or failed relay left undone: register its session in the
+    /// target agent's index (its picker lists it then).
+    #[arg(long)]
+    pub fix: bool,
     #[arg(long, help = JSON_HELP)]
     pub json: bool,
 }

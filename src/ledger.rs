@@ -42,6 +42,13 @@ pub struct Entry {
     /// replaces (the source had grown since, or the relay was forced).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub supersedes: Vec<Side>,
+    /// The title given to the target's index, to register the relay again if it must be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// On a store relay: `false` until a `registered` entry says the target's indexes list it
+    /// (entries before 0.1 lack it: they were registered before they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registered: Option<bool>,
 }
 
 impl Entry {
@@ -85,6 +92,10 @@ pub struct EntryRef<'a> {
     pub source_bytes: Option<u64>,
     #[serde(default, borrow)]
     pub supersedes: Vec<SideRef<'a>>,
+    #[serde(default, borrow)]
+    title: Option<Cow<'a, str>>,
+    #[serde(default)]
+    registered: Option<bool>,
 }
 
 impl EntryRef<'_> {
@@ -158,6 +169,44 @@ impl Record for EntryRef<'_> {
 /// before its session is written, so that a session in a store is always one the ledger
 /// knows (and `clean` can remove), even if the relay is killed right after writing it.
 pub const WITHDRAWN: &str = "withdrawn";
+
+/// The event that says a store relay's target indexes list it (a `relay` entry is recorded
+/// before its session is written, the registration comes after), and the one that says they
+/// no longer do (`clean` found the session continued after taking it out of them).
+pub const REGISTERED: &str = "registered";
+pub const UNREGISTERED: &str = "unregistered";
+
+/// The store relays in place whose session the target's indexes may not list: recorded as
+/// `registered: false` or `unregistered` last. Such a relay is not done: the next relay of its
+/// source or `doctor --fix` registers it.
+pub fn awaiting_registration(entries: &[Entry]) -> Vec<&Entry> {
+    let mut state: std::collections::HashMap<&str, (&Entry, bool)> =
+        std::collections::HashMap::new();
+    for e in entries {
+        let path = e.target.path.as_str();
+        match e.event.as_str() {
+            "relay" if !e.standalone => {
+                state.insert(path, (e, e.registered != Some(false)));
+            }
+            REGISTERED | UNREGISTERED => {
+                if let Some(s) = state.get_mut(path) {
+                    s.1 = e.event == REGISTERED;
+                }
+            }
+            "clean" | WITHDRAWN => {
+                state.remove(path);
+            }
+            _ => {}
+        }
+    }
+    let mut waiting: Vec<&Entry> = state
+        .into_values()
+        .filter(|(_, registered)| !registered)
+        .map(|(e, _)| e)
+        .collect();
+    waiting.sort_by(|a, b| a.time.cmp(&b.time).then(a.target.path.cmp(&b.target.path)));
+    waiting
+}
 
 /// The relays still recorded as in place: every `relay` entry whose target no later `clean`
 /// (or `withdrawn`) entry removed, oldest first.
@@ -528,6 +577,8 @@ mod tests {
                 .ok(),
             source_bytes: Some(n as u64),
             supersedes: Vec::new(),
+            title: None,
+            registered: None,
         }
     }
 
@@ -563,6 +614,70 @@ mod tests {
                 .map(|e| e.messages)
                 .collect();
             assert_eq!(live, live_by_definition(&entries));
+        }
+    }
+
+    /// A store relay awaits its registration when its own entry says it is not registered yet
+    /// and no later entry says it is, or when the last word on it is that it no longer is;
+    /// relays of before the field, standalone files and removed relays never do.
+    #[test]
+    fn relays_await_registration_until_recorded_registered() {
+        let mut next = test_rng(0x51e5_a11e_d6e7_0002);
+        for _ in 0..2_000 {
+            let targets = 1 + next(6);
+            let entries: Vec<Entry> = (0..next(30))
+                .map(|n| {
+                    let event = [
+                        "relay",
+                        "relay",
+                        REGISTERED,
+                        UNREGISTERED,
+                        "clean",
+                        WITHDRAWN,
+                        "other",
+                    ][next(7)];
+                    let mut e = entry(event, n, next(targets as u64));
+                    e.registered = [None, Some(false), Some(true)][next(3)];
+                    e.standalone = next(8) == 0;
+                    e
+                })
+                .collect();
+            let mut want: Vec<usize> = Vec::new();
+            for i in live_by_definition(&entries) {
+                let e = &entries[i];
+                if e.standalone {
+                    continue;
+                }
+                let last_word = entries[i + 1..]
+                    .iter()
+                    .rfind(|l| {
+                        l.target.path == e.target.path
+                            && (l.event == REGISTERED || l.event == UNREGISTERED)
+                    })
+                    .map(|l| l.event == REGISTERED);
+                // A later store relay to the same path speaks for it instead.
+                let replaced = entries[i + 1..]
+                    .iter()
+                    .any(|l| l.event == "relay" && !l.standalone && l.target.path == e.target.path);
+                if !replaced && !last_word.unwrap_or(e.registered != Some(false)) {
+                    want.push(e.messages);
+                }
+            }
+            let mut have: Vec<usize> = awaiting_registration(&entries)
+                .into_iter()
+                .map(|e| e.messages)
+                .collect();
+            have.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(
+                have,
+                want,
+                "{:#?}",
+                entries
+                    .iter()
+                    .map(|e| (&e.event, &e.target.path, e.registered, e.standalone))
+                    .collect::<Vec<_>>()
+            );
         }
     }
 

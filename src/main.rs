@@ -69,7 +69,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             )?);
         }
         Command::Man(a) => return man(a.dir.as_deref()),
-        Command::Doctor(a) => return doctor(&overrides, a.json),
+        Command::Doctor(a) => return doctor(&overrides, a.fix, a.json),
         Command::Hook(h) => {
             // An agent's hook: whatever goes wrong (even the config) becomes its one line, and
             // the agent goes on.
@@ -193,7 +193,7 @@ fn man(dir: Option<&std::path::Path>) -> anyhow::Result<()> {
 }
 
 /// `doctor`: a broken config file is one of the things it reports, so it runs without one.
-fn doctor(overrides: &Overrides, json: bool) -> anyhow::Result<()> {
+fn doctor(overrides: &Overrides, fix: bool, json: bool) -> anyhow::Result<()> {
     let (cfg, config_error) = match Config::load(overrides) {
         Ok(cfg) => (cfg, None),
         Err(e) => (
@@ -204,7 +204,7 @@ fn doctor(overrides: &Overrides, json: bool) -> anyhow::Result<()> {
             Some(format!("{e:#}")),
         ),
     };
-    let report = commands::doctor::run(&cfg, &commands::doctor::Options { config_error });
+    let report = commands::doctor::run(&cfg, &commands::doctor::Options { config_error, fix });
     render::emit(&report, json)
 }
 

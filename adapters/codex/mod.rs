@@ -13,7 +13,7 @@ mod write;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::adapter::{
@@ -190,7 +190,6 @@ impl Adapter for Codex {
         shaped: &Session,
         title: &str,
     ) -> Result<Vec<String>> {
-        let mut notes = write::register(home, &written.id, title)?;
         let first_user = shaped
             .messages
             .iter()
@@ -215,13 +214,27 @@ impl Adapter for Codex {
             git_branch: git.and_then(|g| g.branch.as_deref()),
             git_origin_url: git.and_then(|g| g.remote.as_deref()),
         };
-        match state_db::register(home, &row) {
-            Ok(Some(note)) => notes.push(note),
-            Ok(None) => {}
-            Err(e) => notes.push(format!(
-                "could not register in Codex's thread index: {e:#}; run `codex resume {}` once to make it appear in the picker",
-                written.id
-            )),
+        // The database first: it is what Codex's picker reads, and what fails (a lock, a full
+        // disk) leaves nothing else to take back.
+        let mut notes: Vec<String> = state_db::register(home, &row)
+            .with_context(|| {
+                format!(
+                    "cannot register it in Codex's thread index {}",
+                    home.join("state_5.sqlite").display()
+                )
+            })?
+            .into_iter()
+            .collect();
+        match write::register(home, &written.id, title) {
+            Ok(mut n) => notes.append(&mut n),
+            Err(e) => {
+                if let Err(undo) = state_db::unregister(home, &written.id) {
+                    return Err(e.context(crate::adapter::PartlyRegistered(format!(
+                        "its row stays in Codex's thread index ({undo:#})"
+                    ))));
+                }
+                return Err(e);
+            }
         }
         Ok(notes)
     }

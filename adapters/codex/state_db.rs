@@ -73,14 +73,16 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
         .with_context(|| format!("cannot open {}", db.display()))?;
     conn.busy_timeout(std::time::Duration::from_secs(3))?;
 
-    let migration: Option<i64> = conn
-        .query_row("SELECT MAX(version) FROM _sqlx_migrations", [], |r| {
+    // A database that cannot be read (full disk, damage, a lock held past the timeout) is an
+    // error, not a schema of another version: the relay is then not done.
+    let migration: Option<i64> = if has_table(&conn, "_sqlx_migrations")? {
+        conn.query_row("SELECT MAX(version) FROM _sqlx_migrations", [], |r| {
             r.get(0)
         })
-        .optional()
-        .ok()
-        .flatten()
-        .flatten();
+        .with_context(|| format!("cannot read {}", db.display()))?
+    } else {
+        None
+    };
     if !migration.is_some_and(|m| KNOWN_MIGRATIONS.contains(&m)) {
         return Ok(Some(format!(
             "{} has a schema session-relay does not know (migration {}); not registered: {resume}",
@@ -202,16 +204,19 @@ pub fn unregister(home: &Path, id: &str) -> Result<bool> {
     let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_WRITE)
         .with_context(|| format!("cannot open {}", db.display()))?;
     conn.busy_timeout(std::time::Duration::from_secs(3))?;
-    let has_table: bool = conn
-        .query_row(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'threads'",
-            [],
-            |_| Ok(true),
-        )
-        .optional()?
-        .unwrap_or(false);
-    if !has_table {
+    if !has_table(&conn, "threads")? {
         return Ok(false);
     }
     Ok(conn.execute("DELETE FROM threads WHERE id = ?1", [id])? > 0)
+}
+
+fn has_table(conn: &Connection, name: &str) -> Result<bool> {
+    Ok(conn
+        .query_row(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [name],
+            |_| Ok(true),
+        )
+        .optional()?
+        .unwrap_or(false))
 }

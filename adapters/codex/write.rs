@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use chrono::{DateTime, Local, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
@@ -213,9 +213,13 @@ fn line(out: &mut Vec<u8>, t: DateTime<Utc>, kind: &str, payload: Value) {
     out.push(b'\n');
 }
 
-/// Adds a title line to `session_index.jsonl` (the picker shows `thread_name`).
+/// Adds a title line to `session_index.jsonl` (the picker shows `thread_name`), unless the
+/// index already names `id` (a registration completed after an interrupted relay).
 pub fn register(home: &Path, id: &str, title: &str) -> Result<Vec<String>> {
     let index = home.join("session_index.jsonl");
+    if indexed(&index, id)? {
+        return Ok(Vec::new());
+    }
     let entry = json!({
         "id": id,
         "thread_name": title,
@@ -224,6 +228,24 @@ pub fn register(home: &Path, id: &str, title: &str) -> Result<Vec<String>> {
     // One line, whole or not at all: Codex's own index must never hold half of ours.
     crate::fsutil::append_line(&index, &entry.to_string())?;
     Ok(vec![format!("title added to {}", index.display())])
+}
+
+/// Whether a line of the index names `id`.
+fn indexed(index: &Path, id: &str) -> Result<bool> {
+    let bytes = match std::fs::read(index) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", index.display())),
+    };
+    // A new id is in no line: most registrations end at the byte search.
+    if memchr::memmem::find(&bytes, id.as_bytes()).is_none() {
+        return Ok(false);
+    }
+    Ok(bytes.split(|&b| b == b'\n').any(|line| {
+        serde_json::from_slice::<Value>(line)
+            .ok()
+            .is_some_and(|v| v.get("id").and_then(Value::as_str) == Some(id))
+    }))
 }
 
 /// Removes `id`'s lines from `session_index.jsonl`, keeping every other line byte for byte.

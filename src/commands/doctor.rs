@@ -16,6 +16,9 @@ use crate::ledger;
 pub struct Options {
     /// The config file could not be loaded: why. The checks then use the defaults.
     pub config_error: Option<String>,
+    /// Complete what can be completed: the registration of relays the target's indexes do
+    /// not list yet.
+    pub fix: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -113,6 +116,11 @@ pub struct LedgerCheck {
     pub relayed_present: usize,
     /// Lines that could not be read.
     pub damaged: Vec<String>,
+    /// Relayed sessions on disk that their agent's indexes may not list (the relay was
+    /// interrupted before registering them, or its registration failed), left as they are.
+    pub unregistered: Vec<String>,
+    /// Those `--fix` registered.
+    pub registered_now: Vec<String>,
 }
 
 /// Hooks session-relay installs into agents' settings.
@@ -187,7 +195,7 @@ pub fn run(cfg: &Config, opts: &Options) -> Report {
                 .into(),
         });
     }
-    let state = check_state(&mut problems);
+    let state = check_state(cfg, opts.fix, &mut problems);
     let (hooks, hook_problems) = check_hooks(cfg);
     problems.extend(hook_problems);
     problems.sort_by_key(|p| std::cmp::Reverse(p.level));
@@ -457,7 +465,7 @@ pub fn compare(installed: &str, verified: &[&str]) -> CliStatus {
     }
 }
 
-fn check_state(problems: &mut Vec<Problem>) -> StateCheck {
+fn check_state(cfg: &Config, fix: bool, problems: &mut Vec<Problem>) -> StateCheck {
     let dir = crate::paths::state_dir();
     let exists = dir.as_ref().is_some_and(|d| d.is_dir());
     if dir.is_none() {
@@ -494,6 +502,7 @@ fn check_state(problems: &mut Vec<Problem>) -> StateCheck {
         }
     }
     let relayed_present = present.iter().filter(|p| Path::new(p).is_file()).count();
+    let (unregistered, registered_now) = check_registrations(cfg, &entries, fix, problems);
     if !damaged.is_empty() {
         problems.push(Problem {
             level: Level::Warning,
@@ -519,8 +528,60 @@ fn check_state(problems: &mut Vec<Problem>) -> StateCheck {
             cleaned,
             relayed_present,
             damaged,
+            unregistered,
+            registered_now,
         },
     }
+}
+
+/// The relays the ledger records as not registered in their target's indexes whose session is
+/// on disk; with `fix`, each is registered (`relay::complete_registration`). Returns those
+/// left and those registered now.
+fn check_registrations(
+    cfg: &Config,
+    entries: &[ledger::Entry],
+    fix: bool,
+    problems: &mut Vec<Problem>,
+) -> (Vec<String>, Vec<String>) {
+    let (mut left, mut done) = (Vec::new(), Vec::new());
+    for e in ledger::awaiting_registration(entries) {
+        if !Path::new(&e.target.path).is_file() {
+            continue;
+        }
+        if !fix {
+            left.push(e.target.path.clone());
+            continue;
+        }
+        match super::relay::complete_registration(cfg, e) {
+            Ok(_) => done.push(e.target.path.clone()),
+            Err(err) => {
+                problems.push(Problem {
+                    level: Level::Error,
+                    agent: crate::adapters::by_name(&e.target.agent).map(|a| a.name()),
+                    problem: format!(
+                        "the relayed session {} could not be registered: {err:#}",
+                        e.target.path
+                    ),
+                    fix:
+                        "solve what the message names, then run `session-relay doctor --fix` again"
+                            .into(),
+                });
+                left.push(e.target.path.clone());
+            }
+        }
+    }
+    if !fix && !left.is_empty() {
+        problems.push(Problem {
+            level: Level::Warning,
+            agent: None,
+            problem: format!(
+                "{} relayed session(s) are not registered in their agent's index, so its picker may not list them (a relay was interrupted, or its registration failed)",
+                left.len()
+            ),
+            fix: "session-relay doctor --fix".into(),
+        });
+    }
+    (left, done)
 }
 
 /// The hooks `hooks install` put into agents' settings: each one's state, and a problem with

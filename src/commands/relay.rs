@@ -7,7 +7,7 @@ use chrono::Utc;
 use serde::Serialize;
 
 use super::{Redactions, Scope, redact};
-use crate::adapter::WriteRequest;
+use crate::adapter::{Adapter, NativeSession, WriteRequest};
 use crate::config::Config;
 use crate::exit::{CliError, ExitCode};
 use crate::ledger;
@@ -163,6 +163,31 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         } else {
             target.resume_command(&prev.target.id, &cwd)
         };
+        let mut notes = vec!["unchanged since the last relay; use --force to relay again".into()];
+        // A relay whose registration did not happen is not done: done now.
+        if ledger::awaiting_registration(&entries)
+            .iter()
+            .any(|e| e.target.path == prev.target.path)
+        {
+            if opts.dry_run {
+                notes.push(format!(
+                    "would complete its registration in {}'s index",
+                    target.display_name()
+                ));
+            } else {
+                notes.extend(complete_registration(cfg, prev).with_context(|| {
+                    format!(
+                        "the earlier relay {} is not registered in {}'s index, and could not be now",
+                        prev.target.path,
+                        target.display_name()
+                    )
+                })?);
+                notes.push(format!(
+                    "completed its registration in {}'s index",
+                    target.display_name()
+                ));
+            }
+        }
         return Ok(Report {
             dry_run: opts.dry_run,
             already_relayed: true,
@@ -177,7 +202,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             supersedes: Vec::new(),
             plan: PlanReport::default(),
             redactions: Redactions(None),
-            notes: vec!["unchanged since the last relay; use --force to relay again".into()],
+            notes,
             warnings,
         });
     }
@@ -330,6 +355,8 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             .ok(),
             source_bytes,
             supersedes: supersedes.clone(),
+            title: Some(title.clone()),
+            registered: standalone.is_none().then_some(false),
         };
         ledger::append(&entry)?;
         let withdraw = |e: anyhow::Error| -> anyhow::Error {
@@ -348,23 +375,14 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             verify::write_and_verify(target, &native, &plan.session, &home).map_err(withdraw)?;
         if standalone.is_none() {
             match target.register(&home, &native, &plan.session, &title) {
-                Ok(n) => notes.extend(n),
-                Err(e) => {
-                    // All or nothing: a session the index does not know is not left behind.
-                    let removed = std::fs::remove_file(&native.path).is_ok();
-                    if removed {
-                        crate::fsutil::remove_created_dirs(&created);
+                Ok(n) => {
+                    notes.extend(n);
+                    if let Err(e) = record_registered(&entry) {
+                        notes.push(format!("{e:#}; the next relay of this session or `session-relay doctor --fix` records it"));
                     }
-                    let e = e.context(format!(
-                        "could not register the relayed session in {}'s index; {}",
-                        target.display_name(),
-                        if removed {
-                            format!("nothing was relayed ({} removed)", native.path.display())
-                        } else {
-                            format!("{} is left in place", native.path.display())
-                        }
-                    ));
-                    return Err(if removed { withdraw(e) } else { e });
+                }
+                Err(e) => {
+                    return Err(undo_unregistered(target, &native, &created, e, withdraw));
                 }
             }
         }
@@ -391,6 +409,99 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         notes,
         warnings,
     })
+}
+
+/// Takes back a relay whose session landed but could not be registered in the target's
+/// indexes: all or nothing, a session the indexes do not know is not left behind. A
+/// registration takes back what it did when it fails; when it could not
+/// (`adapter::PartlyRegistered`), its index entries would name no session, so the session
+/// stays, recorded as not registered, for the next relay or `doctor --fix` to complete.
+fn undo_unregistered(
+    target: &dyn Adapter,
+    native: &NativeSession,
+    created: &[PathBuf],
+    e: anyhow::Error,
+    withdraw: impl Fn(anyhow::Error) -> anyhow::Error,
+) -> anyhow::Error {
+    let what = format!(
+        "could not register the relayed session in {}'s index",
+        target.display_name()
+    );
+    let kept = format!(
+        "{} is left in place, recorded as not registered: once that is solved, relay again or run `session-relay doctor --fix`",
+        native.path.display()
+    );
+    if e.downcast_ref::<crate::adapter::PartlyRegistered>()
+        .is_some()
+    {
+        return e.context(format!("{what}; {kept}"));
+    }
+    if std::fs::remove_file(&native.path).is_err() {
+        return e.context(format!("{what}; {kept}"));
+    }
+    crate::fsutil::remove_created_dirs(created);
+    withdraw(e.context(format!(
+        "{what}; nothing was relayed ({} removed)",
+        native.path.display()
+    )))
+}
+
+/// Records that `relay`'s session is registered in the target's indexes.
+fn record_registered(relay: &ledger::Entry) -> Result<()> {
+    ledger::append(&ledger::Entry {
+        event: ledger::REGISTERED.into(),
+        time: crate::ledger::time_text(Utc::now()),
+        supersedes: Vec::new(),
+        registered: Some(true),
+        ..relay.clone()
+    })
+    .map(drop)
+}
+
+/// Registers in its target's indexes a relayed session that the ledger records as not
+/// registered (`ledger::awaiting_registration`): a relay killed between writing the session
+/// and registering it, or one whose registration failed and could not be taken back. Only a
+/// file that says itself that it is this relay (its own id, a provenance record naming the
+/// source) is registered.
+pub fn complete_registration(cfg: &Config, relay: &ledger::Entry) -> Result<Vec<String>> {
+    let target = crate::adapters::by_name(&relay.target.agent)
+        .with_context(|| format!("unknown agent {}", relay.target.agent))?;
+    let path = PathBuf::from(&relay.target.path);
+    let summary = target
+        .scan(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if summary.id != relay.target.id
+        || summary
+            .relay_of
+            .as_ref()
+            .is_none_or(|r| r.id != relay.source.id)
+    {
+        bail!(
+            "{} is not the relay the ledger records (its id or provenance differs): not registered",
+            path.display()
+        );
+    }
+    let mut session = target
+        .read(&path, None)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    session.cwd = Some(relay.cwd.clone());
+    let title = relay
+        .title
+        .clone()
+        .or(summary.title)
+        .unwrap_or_else(|| relay.target.id.clone());
+    let native = NativeSession {
+        id: relay.target.id.clone(),
+        path,
+        bytes: Vec::new(),
+        mtime: None,
+        resume_command: target.resume_command(&relay.target.id, &relay.cwd),
+        notes: Vec::new(),
+    };
+    let home = cfg.agent(target.name()).session_root.clone();
+    let notes = target.register(&home, &native, &session, &title)?;
+    record_registered(relay)?;
+    Ok(notes)
 }
 
 /// Where `--out` writes: the file, and the folder to create first.

@@ -96,6 +96,12 @@ impl Text for Report {
         for d in &l.damaged {
             writeln!(out, "  {} {}", warn("damaged:"), safe(d))?;
         }
+        for p in &l.unregistered {
+            writeln!(out, "  {} {}", warn("not registered:"), safe(p))?;
+        }
+        for p in &l.registered_now {
+            writeln!(out, "  registered now: {}", safe(p))?;
+        }
         if self.hooks.supported && self.hooks.hooks.is_empty() {
             writeln!(
                 out,

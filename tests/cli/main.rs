@@ -21,6 +21,7 @@ mod picker;
 mod read;
 mod redaction;
 mod reformat;
+mod registration;
 mod relay;
 mod shell;
 mod status;

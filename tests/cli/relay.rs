@@ -727,7 +727,12 @@ fn two_relays_of_one_session_started_together_write_it_once() {
         index_before.lines().count() + 1
     );
     let ledger = env.dir.path().join("state/session-relay/ledger.jsonl");
-    assert_eq!(std::fs::read_to_string(ledger).unwrap().lines().count(), 1);
+    let events: Vec<String> = std::fs::read_to_string(ledger)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].to_string())
+        .collect();
+    assert_eq!(events, ["\"relay\"", "\"registered\""]);
 }
 
 #[test]

@@ -25,11 +25,13 @@ fn relay(env: &TestEnv, proj: &str) -> Value {
     ])
 }
 
+/// The ledger's relay entries (each store relay is followed by the entry of its registration).
 fn ledger(env: &TestEnv) -> Vec<Value> {
     std::fs::read_to_string(env.dir.path().join("state/session-relay/ledger.jsonl"))
         .unwrap()
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["event"] != "registered")
         .collect()
 }
 

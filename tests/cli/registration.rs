@@ -1,0 +1,192 @@
+//! A relay into Codex is three writes: the rollout, its row in `state_5.sqlite` and its line in
+//! `session_index.jsonl`. A relay is done only when all three are: one that failed to register
+//! is not reported as relayed, and one interrupted between them is completed by the next relay
+//! of the same session or by `doctor --fix`, never answered "Already relayed" as it is.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::common::{TestEnv, fixtures};
+use serde_json::Value;
+
+/// A Codex home holding the fixtures and the thread index Codex 0.171 creates.
+fn env_with_thread_index() -> TestEnv {
+    let env = TestEnv::with_fixtures();
+    std::fs::copy(fixtures().join("codex-index/state_5.sqlite"), db_path(&env)).unwrap();
+    env
+}
+
+fn db_path(env: &TestEnv) -> PathBuf {
+    env.codex_home().join("state_5.sqlite")
+}
+
+fn has_row(env: &TestEnv, id: &str) -> bool {
+    let conn = rusqlite::Connection::open(db_path(env)).unwrap();
+    conn.query_row("SELECT COUNT(*) FROM threads WHERE id = ?1", [id], |r| {
+        r.get::<_, i64>(0)
+    })
+    .unwrap()
+        == 1
+}
+
+fn index_lines(env: &TestEnv, id: &str) -> usize {
+    std::fs::read_to_string(env.codex_home().join("session_index.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["id"] == id)
+        .count()
+}
+
+fn ledger(env: &TestEnv) -> PathBuf {
+    env.dir.path().join("state/session-relay/ledger.jsonl")
+}
+
+fn relay(env: &TestEnv) -> Value {
+    let proj = env.project();
+    env.json(&[
+        "relay", "771ce1df", "--to", "codex", "--cwd", &proj, "--json",
+    ])
+}
+
+/// What a relay killed after its rollout landed leaves: the rollout, the ledger's relay entry,
+/// and neither index entry (nor the ledger's word that they were made).
+fn forget_registration(env: &TestEnv, id: &str) {
+    let conn = rusqlite::Connection::open(db_path(env)).unwrap();
+    conn.execute("DELETE FROM threads WHERE id = ?1", [id])
+        .unwrap();
+    drop(conn);
+    let index = env.codex_home().join("session_index.jsonl");
+    let kept: String = std::fs::read_to_string(&index)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains(id))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&index, kept).unwrap();
+    let text = std::fs::read_to_string(ledger(env)).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert_eq!(last["event"], "registered", "{text}");
+    lines.pop();
+    std::fs::write(ledger(env), format!("{}\n", lines.join("\n"))).unwrap();
+}
+
+#[test]
+fn a_relay_interrupted_before_registering_is_completed_by_the_next_relay_or_doctor_fix() {
+    let env = env_with_thread_index();
+    let first = relay(&env);
+    let id = first["target"]["id"].as_str().unwrap().to_string();
+    assert!(has_row(&env, &id) && index_lines(&env, &id) == 1, "{first}");
+
+    forget_registration(&env, &id);
+    let doctor = env.json(&["doctor", "--json"]);
+    assert_eq!(
+        doctor["state"]["ledger"]["unregistered"][0], first["target"]["path"],
+        "{doctor}"
+    );
+    assert!(
+        doctor["problems"].to_string().contains("doctor --fix"),
+        "{doctor}"
+    );
+    let again = relay(&env);
+    assert_eq!(again["already_relayed"], true, "{again}");
+    assert_eq!(again["target"]["id"], id.as_str());
+    assert!(
+        again["notes"]
+            .to_string()
+            .contains("completed its registration"),
+        "{again}"
+    );
+    assert!(has_row(&env, &id), "the next relay registered it");
+    assert_eq!(index_lines(&env, &id), 1);
+    // Done now: the relay after that has nothing to complete.
+    let third = relay(&env);
+    assert!(
+        !third["notes"].to_string().contains("registration"),
+        "{third}"
+    );
+
+    forget_registration(&env, &id);
+    let fixed = env.json(&["doctor", "--fix", "--json"]);
+    assert_eq!(
+        fixed["state"]["ledger"]["registered_now"][0], first["target"]["path"],
+        "{fixed}"
+    );
+    assert!(has_row(&env, &id), "doctor --fix registered it");
+    assert_eq!(index_lines(&env, &id), 1);
+    let after = env.json(&["doctor", "--json"]);
+    assert_eq!(
+        after["state"]["ledger"]["unregistered"],
+        serde_json::json!([])
+    );
+}
+
+/// A thread index that cannot be written to (held locked past the busy timeout) or read (not
+/// a database) fails the relay, and nothing is left of it; it used to be a note, with the relay
+/// reported done, a database that could not be read blamed on an unknown schema.
+#[test]
+fn a_thread_index_that_cannot_be_written_fails_the_relay_and_leaves_nothing() {
+    let env = env_with_thread_index();
+    let proj = env.project();
+    let before = env.snapshot_stores();
+    let locked = rusqlite::Connection::open(db_path(&env)).unwrap();
+    locked.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let (code, err) = env.fails(&["relay", "771ce1df", "--to", "codex", "--cwd", &proj]);
+    assert_ne!(code, 0);
+    assert!(err.contains("thread index"), "{err}");
+    assert!(err.contains("nothing was relayed"), "{err}");
+    locked.execute_batch("ROLLBACK").unwrap();
+    drop(locked);
+    let mut now = env.snapshot_stores();
+    now.retain(|p, _| !p.to_string_lossy().contains("state_5.sqlite"));
+    let mut was = before.clone();
+    was.retain(|p, _| !p.to_string_lossy().contains("state_5.sqlite"));
+    assert_eq!(now, was, "no rollout and no index line left behind");
+    // With the lock gone, the relay is a new one, and registered.
+    let r = relay(&env);
+    assert_eq!(r["already_relayed"], false, "{r}");
+    assert!(has_row(&env, r["target"]["id"].as_str().unwrap()));
+
+    std::fs::write(
+        db_path(&env),
+        b"not a database, and long enough to look like a header",
+    )
+    .unwrap();
+    let (_, err) = env.fails(&["relay", "5d0c3a1e", "--to", "codex", "--cwd", &proj]);
+    assert!(err.contains("state_5.sqlite"), "{err}");
+    assert!(!err.contains("schema"), "{err}");
+}
+
+/// Killed at any moment, a relay leaves either nothing the next relay takes for done, or a
+/// relay the next one completes: after each kill, the session is relayed and registered.
+#[test]
+fn a_relay_killed_at_any_moment_is_registered_by_the_next() {
+    let mut rng = crate::common::Rng(0x6b1d_0047);
+    let probe = env_with_thread_index();
+    let start = Instant::now();
+    relay(&probe);
+    let took = start.elapsed();
+    for round in 0..12 {
+        let env = env_with_thread_index();
+        let proj = env.project();
+        let at = Duration::from_micros(rng.below(took.as_micros() as u64 * 5 / 4 + 1));
+        let mut child = env
+            .std_cmd(assert_cmd::cargo::cargo_bin("session-relay"))
+            .args(["relay", "771ce1df", "--to", "codex", "--cwd", &proj])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(at);
+        let _ = child.kill();
+        let _ = child.wait();
+        let r = relay(&env);
+        let id = r["target"]["id"].as_str().unwrap();
+        assert!(
+            has_row(&env, id) && index_lines(&env, id) == 1,
+            "round {round}, killed after {at:?}: {r}"
+        );
+        assert!(Path::new(r["target"]["path"].as_str().unwrap()).is_file());
+    }
+}
