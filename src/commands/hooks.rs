@@ -163,25 +163,25 @@ fn adapter_and_setup(
 }
 
 /// Reads and checks a hooks file; `None` when it does not exist. A file that is not a hooks
-/// file is an error naming it.
+/// file, or not one both agents read as it reads, is an error that begins with its name.
 fn read_file(path: &Path) -> Result<Option<(String, HookFile)>> {
+    let refused =
+        |why: String| CliError::new(ExitCode::Error, format!("{}: {why}", path.display()));
     let text = match std::fs::read(path) {
-        Ok(b) => String::from_utf8(b).map_err(|_| {
-            CliError::new(
-                ExitCode::Error,
-                format!("{} is not UTF-8 text; nothing was changed", path.display()),
-            )
-        })?,
+        Ok(b) => String::from_utf8(b).map_err(|_| refused("not UTF-8 text".into()))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Err(e) => return Err(refused(format!("cannot read it: {e}")).into()),
     };
-    let file = HookFile::parse(&text).map_err(|e| {
-        CliError::new(
-            ExitCode::Error,
-            format!("{}: {e:#}; nothing was changed", path.display()),
-        )
-    })?;
+    let file = HookFile::parse(&text).map_err(|e| refused(format!("{e:#}")))?;
     Ok(Some((text, file)))
+}
+
+/// `read_file` for a command that would change the file: its refusal says the file is as it was.
+fn read_to_change(path: &Path) -> Result<Option<(String, HookFile)>> {
+    read_file(path).map_err(|e| match e.downcast::<CliError>() {
+        Ok(e) => CliError::new(e.code, format!("{}; nothing was changed", e.message)).into(),
+        Err(e) => e,
+    })
 }
 
 fn installed(
@@ -261,7 +261,7 @@ pub fn install(cfg: &Config, opts: &InstallOptions) -> Result<InstallReport> {
     }
     let command = hook_command(cfg, to, opts)?;
     let path = setup.file.clone();
-    let existing = read_file(&path)?;
+    let existing = read_to_change(&path)?;
     let existed = existing.is_some();
     let (before, mut file) = match existing {
         Some((text, file)) => (text, file),
@@ -384,7 +384,7 @@ pub fn uninstall(cfg: &Config, opts: &UninstallOptions) -> Result<UninstallRepor
         restored: false,
         notes: Vec::new(),
     };
-    let Some((text, mut file)) = read_file(&path)? else {
+    let Some((text, mut file)) = read_to_change(&path)? else {
         report.notes.push(format!(
             "{} does not exist: nothing to remove",
             path.display()

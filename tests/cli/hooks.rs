@@ -258,6 +258,120 @@ fn a_malformed_settings_file_is_refused_and_left_alone() {
     }
 }
 
+/// Whether `hooks status --json` reports any session-relay hook for `agent`, and its error.
+fn status_of(env: &TestEnv, agent: &str) -> (usize, String) {
+    let s = env.json(&["hooks", "status", "--json"]);
+    let a = s["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == agent)
+        .unwrap()
+        .clone();
+    (
+        a["hooks"].as_array().map_or(0, Vec::len),
+        a["error"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+#[test]
+fn a_key_twice_where_the_agent_reads_the_other_one_is_refused_and_not_reported_as_running() {
+    // Session-relay's own handler, as an install puts it (with a program that exists, so that
+    // only where it stands decides whether it runs).
+    let exe = env!("CARGO_BIN_EXE_session-relay");
+    let ours = format!(
+        "{{\"type\": \"command\", \"command\": \"{exe} hook run --to codex\", \"timeout\": 60}}"
+    );
+    let other = "{\"type\": \"command\", \"command\": \"notify-send done\"}";
+    // Each file: where the agent's parser (the last of a key, for JSON.parse) finds no
+    // session-relay hook, though the first of the key holds one; and the key with its line.
+    let cases = [
+        (
+            format!(
+                "{{\n  \"hooks\": {{\"PreCompact\": [{{\"hooks\": [{ours}]}}]}},\n  \"model\": \"opus\",\n  \"hooks\": {{\"Stop\": [{{\"hooks\": [{other}]}}]}}\n}}\n"
+            ),
+            "`hooks` appears twice in one object (lines 2 and 4)",
+        ),
+        (
+            format!(
+                "{{\"hooks\": {{\n  \"PreCompact\": [{{\"hooks\": [{ours}]}}],\n  \"PreCompact\": [{{\"hooks\": [{other}]}}]\n}}}}\n"
+            ),
+            "`hooks.PreCompact` appears twice in one object (lines 2 and 3)",
+        ),
+        (
+            format!(
+                "{{\"hooks\": {{\"PreCompact\": [{{\"hooks\": [{{\"type\": \"command\",\n  \"command\": \"{exe} hook run --to codex\",\n  \"command\": \"notify-send done\"}}]}}]}}}}\n"
+            ),
+            "`hooks.PreCompact[0].hooks[0].command` appears twice in one object (lines 2 and 3)",
+        ),
+    ];
+    for (text, said) in &cases {
+        // The premise: the agent's parser finds no session-relay hook in the file.
+        let agent_reads: Value = serde_json::from_str(text).unwrap();
+        assert!(ours_of(&agent_reads).is_empty(), "{text}");
+
+        let env = TestEnv::empty();
+        let file = settings(&env);
+        std::fs::write(&file, text).unwrap();
+        // status and doctor do not say it runs, and say why.
+        let (hooks, error) = status_of(&env, "claude");
+        assert_eq!(hooks, 0, "{text}");
+        assert!(error.contains(said), "{error}");
+        assert!(error.contains(&file.display().to_string()), "{error}");
+        let shown = env.ok(&["hooks", "status"]);
+        assert!(!shown.contains("runs"), "{shown}");
+        let out = env.cmd().args(["doctor", "--json"]).output().unwrap();
+        let doctor: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            !doctor["hooks"]["hooks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|h| h["agent"] == "claude"),
+            "{doctor:#}"
+        );
+        assert!(
+            doctor["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["agent"] == "claude" && p["problem"].as_str().unwrap().contains(said)),
+            "{doctor:#}"
+        );
+        // install and uninstall refuse it, naming the file, and leave it as it is.
+        for args in [
+            &["hooks", "install", "--agent", "claude"][..],
+            &["hooks", "uninstall", "--agent", "claude"][..],
+        ] {
+            let (code, err) = env.fails(args);
+            assert_eq!(code, 1, "{args:?}");
+            assert!(err.contains(&file.display().to_string()), "{err}");
+            assert!(err.contains(said), "{err}");
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), *text);
+        }
+    }
+    // Codex's parser refuses such a file whole; so does session-relay.
+    let env = TestEnv::empty();
+    let file = env.codex_home().join("hooks.json");
+    std::fs::write(&file, &cases[1].0).unwrap();
+    let (hooks, error) = status_of(&env, "codex");
+    assert_eq!(hooks, 0);
+    assert!(error.contains(cases[1].1), "{error}");
+    let (code, _) = env.fails(&["hooks", "install", "--agent", "codex"]);
+    assert_eq!(code, 1);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), cases[1].0);
+}
+
+/// Every session-relay handler in a parsed hooks file, of any event.
+fn ours_of(v: &Value) -> Vec<&Value> {
+    v["hooks"]
+        .as_object()
+        .into_iter()
+        .flat_map(|events| events.keys())
+        .flat_map(|event| ours(v, event))
+        .collect()
+}
+
 #[test]
 fn codex_hooks_need_trust_and_status_reads_it() {
     let env = TestEnv::empty();
