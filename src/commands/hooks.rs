@@ -206,7 +206,12 @@ fn installed(
 }
 
 /// The command the agent runs: this very binary, with what the hook needs to find its way.
-fn hook_command(cfg: &Config, to: &dyn Adapter, opts: &InstallOptions) -> Result<String> {
+fn hook_command(
+    cfg: &Config,
+    from: &dyn Adapter,
+    to: &dyn Adapter,
+    opts: &InstallOptions,
+) -> Result<String> {
     let exe = std::env::current_exe().context("cannot find session-relay's own path")?;
     let mut words: Vec<String> = vec![
         exe.display().to_string(),
@@ -218,12 +223,23 @@ fn hook_command(cfg: &Config, to: &dyn Adapter, opts: &InstallOptions) -> Result
     if let Some(b) = opts.budget {
         words.extend(["--budget".into(), b.to_string()]);
     }
-    // The target's home as it is now, unless it is the default: the agent that runs the hook
-    // need not have the same environment as this shell.
-    let home = &cfg.agent(to.name()).session_root;
-    if to.default_home().as_ref() != Some(home) {
-        let abs = std::path::absolute(home).unwrap_or(home.clone());
-        words.extend(["--home".into(), format!("{}={}", to.name(), abs.display())]);
+    // Each home as it is now, unless it is the default: the agent that runs the hook need not
+    // have the same environment as this shell. The hook relays only a session in the store of
+    // the agent it says runs it, whose file is the one in this home.
+    let home = |words: &mut Vec<String>, agent: &dyn Adapter| {
+        let home = &cfg.agent(agent.name()).session_root;
+        if agent.default_home().as_ref() != Some(home) {
+            let abs = std::path::absolute(home).unwrap_or(home.clone());
+            words.extend([
+                "--home".into(),
+                format!("{}={}", agent.name(), abs.display()),
+            ]);
+        }
+    };
+    home(&mut words, to);
+    words.extend(["--from".into(), from.name().into()]);
+    if from.name() != to.name() {
+        home(&mut words, from);
     }
     if let Some(c) = &opts.config_file {
         let abs = std::path::absolute(c).unwrap_or(c.clone());
@@ -259,7 +275,7 @@ pub fn install(cfg: &Config, opts: &InstallOptions) -> Result<InstallReport> {
         )
         .into());
     }
-    let command = hook_command(cfg, to, opts)?;
+    let command = hook_command(cfg, adapter, to, opts)?;
     let path = setup.file.clone();
     let existing = read_to_change(&path)?;
     let existed = existing.is_some();

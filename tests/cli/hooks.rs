@@ -546,10 +546,140 @@ fn hook_run_relays_the_session_once_and_always_exits_0() {
     assert!(status.contains("Recent hook runs"), "{status}");
 }
 
+/// `hook run ARGS` with `input` on standard input: (exit code, standard output).
+fn run_hook_as(env: &TestEnv, args: &[&str], input: &str) -> (i32, String) {
+    let out = env
+        .cmd()
+        .args(["hook", "run"])
+        .args(args)
+        .write_stdin(input.to_string())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+    )
+}
+
+fn session_files_under(dir: &Path) -> usize {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .count()
+}
+
+#[test]
+fn hook_run_relays_only_a_transcript_inside_the_calling_agents_store() {
+    let env = TestEnv::with_fixtures();
+    let id = "771ce1df-ae7a-4516-8192-f08c38166af2";
+    let project = env
+        .claude_home()
+        .join("projects/-home-dev-projects-interactive");
+    let inside = project.join(format!("{id}.jsonl"));
+    // The same session, outside every agent's store.
+    let outside_dir = env.dir.path().join("outside");
+    std::fs::create_dir_all(&outside_dir).unwrap();
+    let outside = outside_dir.join("5e55105e-0000-4000-8000-000000000001.jsonl");
+    std::fs::copy(&inside, &outside).unwrap();
+    // A symlink in the store to it, and a path into the store that `..` leads out of.
+    let link = project.join("5e55105e-0000-4000-8000-000000000002.jsonl");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    let dotdot = env
+        .claude_home()
+        .join("projects/../../outside/5e55105e-0000-4000-8000-000000000001.jsonl");
+    let codex_sessions = env.codex_home().join("sessions");
+    let before = session_files_under(&codex_sessions);
+
+    let not_in_store = "session store, so it was not relayed";
+    let refused = [
+        // A hook installed by an older version says not which agent runs it.
+        (
+            &["--to", "codex"][..],
+            payload(&outside, id, "PreCompact"),
+            not_in_store,
+        ),
+        (
+            &["--to", "codex", "--from", "claude"][..],
+            payload(&outside, id, "PreCompact"),
+            not_in_store,
+        ),
+        (
+            &["--to", "codex", "--from", "claude"][..],
+            payload(&link, id, "PreCompact"),
+            not_in_store,
+        ),
+        (
+            &["--to", "codex"][..],
+            payload(&dotdot, id, "PreCompact"),
+            not_in_store,
+        ),
+        // A session id that is a path is no way around it.
+        (
+            &["--to", "codex", "--from", "claude"][..],
+            json!({"session_id": outside, "hook_event_name": "PreCompact"}).to_string(),
+            "is not a session id",
+        ),
+        // A Claude Code session, but the hook is Codex's.
+        (
+            &["--to", "claude", "--from", "codex"][..],
+            payload(&inside, id, "PreCompact"),
+            "is not in Codex CLI's session store, so it was not relayed",
+        ),
+    ];
+    for (args, input, why) in &refused {
+        let (code, out) = run_hook_as(&env, args, input);
+        assert_eq!(code, 0, "{args:?} {input}");
+        assert_eq!(out.lines().count(), 1, "{out}");
+        let line = if args.ends_with(&["--from", "codex"]) {
+            // Codex reads the hook's answer as JSON.
+            let v: Value =
+                serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+            v["systemMessage"].as_str().unwrap().to_string()
+        } else {
+            out.trim().to_string()
+        };
+        assert!(
+            line.starts_with("session-relay could not relay this session to ")
+                && line.contains(why),
+            "{args:?} {input}: {line}"
+        );
+        assert_eq!(
+            session_files_under(&codex_sessions),
+            before,
+            "{args:?} {input}"
+        );
+    }
+    // Through the symlink and `..`, the line says where the path leads.
+    let (_, out) = run_hook_as(&env, &["--to", "codex"], &payload(&link, id, "PreCompact"));
+    let real = std::fs::canonicalize(&outside).unwrap();
+    assert!(
+        out.contains(&format!("(that is {})", real.display())),
+        "{out}"
+    );
+    assert_eq!(session_files_under(&codex_sessions), before);
+
+    // The calling agent's own session is relayed, by its path or by its id.
+    let (code, out) = run_hook_as(
+        &env,
+        &["--to", "codex", "--from", "claude"],
+        &payload(&inside, id, "PreCompact"),
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("Relayed to Codex CLI: codex resume "),
+        "{out}"
+    );
+    let by_id = json!({"session_id": id, "hook_event_name": "PreCompact"}).to_string();
+    let (_, out) = run_hook_as(&env, &["--to", "codex", "--from", "claude"], &by_id);
+    assert!(out.starts_with("Already relayed to Codex CLI: "), "{out}");
+    assert_eq!(session_files_under(&codex_sessions), before + 1);
+}
+
 #[test]
 fn the_installed_command_runs_as_the_agent_would_run_it() {
     // The agent runs the command line through a shell, with the hook's JSON on stdin and
-    // without this shell's environment (here: no CODEX_HOME).
+    // without this shell's environment (here: no CODEX_HOME, no CLAUDE_CONFIG_DIR).
     let env = TestEnv::with_fixtures();
     env.ok(&["hooks", "install", "--agent", "claude"]);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(settings(&env)).unwrap()).unwrap();
@@ -558,12 +688,18 @@ fn the_installed_command_runs_as_the_agent_would_run_it() {
         .unwrap()
         .to_string();
     assert!(command.contains("--home codex="), "{command}");
+    // It says which agent runs it, whose store alone it relays from, and where that store is.
+    assert!(
+        command.contains(" --from claude --home claude="),
+        "{command}"
+    );
     let source = env
         .claude_home()
         .join("projects/-home-dev-projects-interactive/771ce1df-ae7a-4516-8192-f08c38166af2.jsonl");
     let out = env
         .cmd_of("sh")
         .env_remove("CODEX_HOME")
+        .env_remove("CLAUDE_CONFIG_DIR")
         .args(["-c", &command])
         .write_stdin(payload(&source, "771ce1df", "PreCompact"))
         .output()
