@@ -222,6 +222,10 @@ pub struct HookRunArgs {
     /// Token budget for the relayed session.
     #[arg(long, value_name = "N")]
     pub budget: Option<usize>,
+    /// The agent that runs the hook: only a session in its store is relayed (without it, a
+    /// session in any agent's store).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub from: Option<String>,
 }
 
 impl HooksInstallArgs {
@@ -245,6 +249,7 @@ impl HookRunArgs {
         commands::hook_run::Options {
             to: self.to.clone(),
             budget: self.budget,
+            from: self.from.clone(),
         }
     }
 }

@@ -2,7 +2,9 @@
 //! "command", "command", "timeout"}]}]}}`, the schema Claude Code and Codex share) the way a
 //! person would: session-relay's own handler is added or removed as text, in the file's own
 //! indentation and line endings, and every other byte stays where it was. The file must be
-//! strict JSON (both agents refuse comments); a file that is not is refused, untouched.
+//! strict JSON (both agents refuse comments), with no key twice in one object where it bears on
+//! hooks (the agents' parsers part ways on which one counts); a file that is not is refused,
+//! untouched.
 
 use std::ops::Range;
 
@@ -201,17 +203,6 @@ impl HookFile {
         if !value.is_object() {
             bail!("not a JSON object");
         }
-        match value.get("hooks") {
-            None => {}
-            Some(Value::Object(events)) => {
-                for (event, groups) in events {
-                    if !groups.is_array() {
-                        bail!("`hooks.{event}` is not a list");
-                    }
-                }
-            }
-            Some(_) => bail!("`hooks` is not an object"),
-        }
         let root = if text.trim().is_empty() {
             Node {
                 span: 0..0,
@@ -224,6 +215,28 @@ impl HookFile {
             }
             .value()
         };
+        if let Some(d) = duplicate(&root) {
+            let line = |at: usize| text[..at].matches('\n').count() + 1;
+            bail!(
+                "`{}` appears twice in one object (lines {} and {}): Claude Code would read only \
+                 the last and Codex none of the file, so a hook may not run as this file shows \
+                 it; keep one of them",
+                d.path,
+                line(d.first),
+                line(d.second)
+            );
+        }
+        match value.get("hooks") {
+            None => {}
+            Some(Value::Object(events)) => {
+                for (event, groups) in events {
+                    if !groups.is_array() {
+                        bail!("`hooks.{event}` is not a list");
+                    }
+                }
+            }
+            Some(_) => bail!("`hooks` is not an object"),
+        }
         Ok(HookFile { text, root })
     }
 
@@ -396,6 +409,61 @@ impl HookFile {
         }
         *self = HookFile::parse(&text)?;
         Ok(())
+    }
+}
+
+/// A key given twice in one object.
+struct Duplicate {
+    /// Where it is, as `hooks.PreCompact[0].hooks`.
+    path: String,
+    /// Where each of the two begins in the text.
+    first: usize,
+    second: usize,
+}
+
+/// The first key given twice in one object where it bears on hooks: `hooks` at the top, or any
+/// key inside it. The agents' parsers part ways there (JSON.parse in Claude Code keeps the last;
+/// serde into Codex's structs refuses the whole file, as `duplicate field`), and this editor
+/// would find the first: whatever it wrote or judged would not be what the agent reads. Keys
+/// elsewhere in the file are no concern of the hooks, and stay as they are.
+fn duplicate(root: &Node) -> Option<Duplicate> {
+    let Kind::Object(members) = &root.kind else {
+        return None;
+    };
+    let hooks: Vec<&Member> = members.iter().filter(|m| m.key == "hooks").collect();
+    match hooks.as_slice() {
+        [one] => duplicate_within(&one.value, "hooks"),
+        [first, second, ..] => Some(Duplicate {
+            path: "hooks".into(),
+            first: first.span.start,
+            second: second.span.start,
+        }),
+        [] => None,
+    }
+}
+
+fn duplicate_within(node: &Node, path: &str) -> Option<Duplicate> {
+    match &node.kind {
+        Kind::Object(members) => {
+            let mut seen: std::collections::HashMap<&str, usize> = Default::default();
+            for m in members {
+                if let Some(first) = seen.insert(&m.key, m.span.start) {
+                    return Some(Duplicate {
+                        path: format!("{path}.{}", m.key),
+                        first,
+                        second: m.span.start,
+                    });
+                }
+            }
+            members
+                .iter()
+                .find_map(|m| duplicate_within(&m.value, &format!("{path}.{}", m.key)))
+        }
+        Kind::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| duplicate_within(item, &format!("{path}[{i}]"))),
+        Kind::Scalar => None,
     }
 }
 
@@ -684,5 +752,306 @@ mod tests {
         ] {
             assert!(HookFile::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_key_twice_where_it_bears_on_hooks_is_refused_with_its_place() {
+        let ours = "{\"type\": \"command\", \"command\": \"session-relay hook run --to codex\"}";
+        for (text, path, lines) in [
+            (
+                format!("{{\n  \"hooks\": {{\"PreCompact\": [{{\"hooks\": [{ours}]}}]}},\n  \"model\": \"opus\",\n  \"hooks\": {{}}\n}}"),
+                "`hooks`",
+                "lines 2 and 4",
+            ),
+            (
+                format!("{{\"hooks\": {{\n\"PreCompact\": [{{\"hooks\": [{ours}]}}],\n\"PreCompact\": []}}}}"),
+                "`hooks.PreCompact`",
+                "lines 2 and 3",
+            ),
+            (
+                "{\"hooks\": {\"PreCompact\": [{\"hooks\": [{\"type\": \"command\",\n \"command\": \"session-relay hook run --to codex\",\n \"command\": \"echo\"}]}]}}".to_string(),
+                "`hooks.PreCompact[0].hooks[0].command`",
+                "lines 2 and 3",
+            ),
+            // The same key, spelled with an escape: both agents decode it first.
+            (
+                format!("{{\"hooks\": {{\"PreCompact\": [{{\"hooks\": [{ours}]}}]}}, \"hook\\u0073\": {{}}}}"),
+                "`hooks`",
+                "lines 1 and 1",
+            ),
+        ] {
+            let err = HookFile::parse(&text).err().unwrap_or_else(|| panic!("{text}"));
+            let err = format!("{err:#}");
+            assert!(err.contains(path) && err.contains(lines), "{err}\n{text}");
+        }
+        // Twice elsewhere bears on no hook: the file is edited, and keeps it.
+        let text = "{\"model\": \"a\", \"model\": \"b\", \"env\": {\"X\": 1, \"X\": 2}}";
+        let mut f = HookFile::parse(text).unwrap();
+        f.add("PreCompact", &handler("relay run")).unwrap();
+        assert!(
+            f.text()
+                .starts_with("{\"model\": \"a\", \"model\": \"b\", \"env\": {\"X\": 1, \"X\": 2},")
+        );
+    }
+
+    /// A small deterministic generator (xorshift), so that a failure can be replayed.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    /// A JSON object as its members, in order, duplicates allowed.
+    enum Gen {
+        Object(Vec<(String, Gen)>),
+        Array(Vec<Gen>),
+        Text(String),
+        Number(usize),
+    }
+
+    impl Gen {
+        fn render(&self, rng: &mut Rng, out: &mut String) {
+            let ws = |rng: &mut Rng| [" ", "", "\n  ", "\r\n\t"][rng.below(4)];
+            match self {
+                Gen::Object(members) => {
+                    out.push('{');
+                    for (i, (k, v)) in members.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(ws(rng));
+                        let mut key = serde_json::to_string(k).unwrap();
+                        if rng.below(4) == 0 && k.ends_with('s') {
+                            // The same key with its last letter escaped.
+                            key.truncate(key.len() - 2);
+                            key.push_str("\\u0073\"");
+                        }
+                        out.push_str(&key);
+                        out.push(':');
+                        out.push_str(ws(rng));
+                        v.render(rng, out);
+                    }
+                    out.push_str(ws(rng));
+                    out.push('}');
+                }
+                Gen::Array(items) => {
+                    out.push('[');
+                    for (i, v) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(ws(rng));
+                        v.render(rng, out);
+                    }
+                    out.push(']');
+                }
+                Gen::Text(s) => out.push_str(&serde_json::to_string(s).unwrap()),
+                Gen::Number(n) => out.push_str(&n.to_string()),
+            }
+        }
+
+        /// The place of every object inside, as the member or item index at each level.
+        fn objects(&self, place: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
+            let children: Vec<&Gen> = match self {
+                Gen::Object(members) => {
+                    out.push(place.clone());
+                    members.iter().map(|(_, v)| v).collect()
+                }
+                Gen::Array(items) => items.iter().collect(),
+                _ => Vec::new(),
+            };
+            for (i, child) in children.into_iter().enumerate() {
+                place.push(i);
+                child.objects(place, out);
+                place.pop();
+            }
+        }
+
+        fn at(&mut self, place: &[usize]) -> &mut Gen {
+            match (self, place.split_first()) {
+                (Gen::Object(m), Some((i, rest))) => m[*i].1.at(rest),
+                (Gen::Array(items), Some((i, rest))) => items[*i].at(rest),
+                (node, _) => node,
+            }
+        }
+
+        /// A place as the refusal names it: `hooks.PreCompact[0].hooks`.
+        fn name(&self, place: &[usize]) -> String {
+            let mut name = String::new();
+            let mut node = self;
+            for i in place {
+                match node {
+                    Gen::Object(m) => {
+                        if !name.is_empty() {
+                            name.push('.');
+                        }
+                        name.push_str(&m[*i].0);
+                        node = &m[*i].1;
+                    }
+                    Gen::Array(items) => {
+                        name.push_str(&format!("[{i}]"));
+                        node = &items[*i];
+                    }
+                    _ => unreachable!(),
+                }
+            }
+            name
+        }
+    }
+
+    fn hooks_file(rng: &mut Rng, n: usize) -> Gen {
+        let handler = |rng: &mut Rng, n: usize| {
+            let mut m = vec![
+                ("type".to_string(), Gen::Text("command".into())),
+                (
+                    "command".to_string(),
+                    Gen::Text(format!("cmd-{n}-{}", rng.below(1000))),
+                ),
+            ];
+            if rng.below(2) == 0 {
+                m.push(("timeout".into(), Gen::Number(rng.below(600))));
+            }
+            if rng.below(3) == 0 {
+                m.swap(0, 1);
+            }
+            Gen::Object(m)
+        };
+        let mut events = Vec::new();
+        for event in ["PreCompact", "Stop", "SessionEnd"] {
+            if rng.below(3) == 0 {
+                continue;
+            }
+            let groups = (0..rng.below(3))
+                .map(|g| {
+                    let mut m = Vec::new();
+                    if rng.below(2) == 0 {
+                        m.push(("matcher".to_string(), Gen::Text("auto".into())));
+                    }
+                    let hs = (0..rng.below(3))
+                        .map(|h| handler(rng, n * 100 + g * 10 + h))
+                        .collect();
+                    m.push(("hooks".to_string(), Gen::Array(hs)));
+                    Gen::Object(m)
+                })
+                .collect();
+            events.push((event.to_string(), Gen::Array(groups)));
+        }
+        let mut root = vec![("model".to_string(), Gen::Text("opus".into()))];
+        if rng.below(5) > 0 {
+            root.insert(rng.below(2), ("hooks".to_string(), Gen::Object(events)));
+        }
+        if rng.below(4) == 0 {
+            root.push(("model".to_string(), Gen::Text("again".into())));
+        }
+        Gen::Object(root)
+    }
+
+    /// Every command handler of `event` as a parser that keeps the last of a duplicate key
+    /// (serde_json's `Value`, like JSON.parse) reads it.
+    fn handlers_as_parsed(v: &Value, event: &str) -> Vec<(usize, usize, String)> {
+        let mut out = Vec::new();
+        for (g, group) in v["hooks"][event]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            for (h, handler) in group["hooks"].as_array().into_iter().flatten().enumerate() {
+                if let Some(c) = handler["command"].as_str() {
+                    out.push((g, h, c.to_string()));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn what_is_accepted_reads_as_the_agents_read_it_and_duplicates_are_refused() {
+        let mut rng = Rng(0x5eed_1234_abcd_0042);
+        let (mut refused, mut accepted) = (0, 0);
+        for n in 0..2000 {
+            let mut doc = hooks_file(&mut rng, n);
+            // Give one object inside `hooks` (or the root's `hooks`) a key twice, half the time.
+            let mut dup = None;
+            if rng.below(2) == 0 {
+                let mut objects = Vec::new();
+                doc.objects(&mut Vec::new(), &mut objects);
+                // The root, for its `hooks`, and every object inside `hooks`.
+                let hooks_at = match &doc {
+                    Gen::Object(m) => m.iter().position(|(k, _)| k == "hooks"),
+                    _ => None,
+                };
+                objects.retain(|p| hooks_at.is_some_and(|h| p.is_empty() || p[0] == h));
+                if !objects.is_empty() {
+                    let place = objects.swap_remove(rng.below(objects.len()));
+                    let value = if rng.below(2) == 0 {
+                        Gen::Text("x".into())
+                    } else {
+                        Gen::Object(Vec::new())
+                    };
+                    let Gen::Object(members) = doc.at(&place) else {
+                        unreachable!()
+                    };
+                    let keys: Vec<usize> = (0..members.len())
+                        .filter(|i| !place.is_empty() || members[*i].0 == "hooks")
+                        .collect();
+                    if !keys.is_empty() {
+                        let key = members[keys[rng.below(keys.len())]].0.clone();
+                        members.insert(rng.below(members.len() + 1), (key.clone(), value));
+                        let at = doc.name(&place);
+                        dup = Some(if at.is_empty() {
+                            key
+                        } else {
+                            format!("{at}.{key}")
+                        });
+                    }
+                }
+            }
+            let mut text = String::new();
+            doc.render(&mut rng, &mut text);
+            let parsed = HookFile::parse(&text);
+            let Some(path) = dup else {
+                // Accepted: what the editor finds is what the agents' parser finds, and what it
+                // adds is there for that parser.
+                let f = parsed.unwrap_or_else(|e| panic!("{e:#}\n{text}"));
+                accepted += 1;
+                let v: Value = serde_json::from_str(&text).unwrap();
+                for event in ["PreCompact", "Stop", "SessionEnd"] {
+                    let found: Vec<_> = f
+                        .handlers(event)
+                        .into_iter()
+                        .map(|h| (h.group, h.handler, h.command))
+                        .collect();
+                    assert_eq!(found, handlers_as_parsed(&v, event), "{text}");
+                }
+                let mut f = f;
+                let (h, _, _) = f.add("PreCompact", &handler("relay run")).unwrap();
+                let v: Value = serde_json::from_str(f.text()).unwrap();
+                assert!(
+                    handlers_as_parsed(&v, "PreCompact").contains(&(
+                        h.group,
+                        h.handler,
+                        "relay run".into()
+                    )),
+                    "{}",
+                    f.text()
+                );
+                continue;
+            };
+            refused += 1;
+            let err = match parsed {
+                Ok(_) => panic!("`{path}` twice, accepted:\n{text}"),
+                Err(e) => format!("{e:#}"),
+            };
+            assert!(err.contains("appears twice"), "{err}\n{text}");
+            // The first duplicate in the file's order is named; the injected one is the only.
+            assert!(err.contains(&format!("`{path}`")), "{path}: {err}\n{text}");
+        }
+        assert!(refused > 500 && accepted > 500, "{refused} {accepted}");
     }
 }

@@ -198,10 +198,10 @@ pub(super) fn hooks_examples() -> String {
 }
 
 pub(super) fn hook_examples() -> String {
-    let (_, b) = example_agents();
+    let (a, b) = example_agents();
     examples(&[(
         format!(
-            "echo '{{\"transcript_path\": \"/path/to/session.jsonl\"}}' | session-relay hook run --to {b}"
+            "echo '{{\"transcript_path\": \"/path/to/session.jsonl\"}}' | session-relay hook run --to {b} --from {a}"
         ),
         "what the agent runs",
     )])

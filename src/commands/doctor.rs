@@ -614,7 +614,8 @@ fn check_hooks(cfg: &Config) -> (HooksCheck, Vec<Problem>) {
             problems.push(Problem {
                 level: Level::Warning,
                 agent,
-                problem: format!("cannot read {}: {e}", a.file),
+                // The error begins with the file's name.
+                problem: format!("cannot read {e}"),
                 fix: "fix or remove the file, then run `session-relay hooks install` again".into(),
             });
             continue;

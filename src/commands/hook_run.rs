@@ -3,21 +3,32 @@
 //! session (fitted, redacted, idempotent: an unchanged session is not written twice), logs what
 //! it did, and gives back one line for the agent to show. It never fails the agent: every
 //! error becomes that line.
+//!
+//! Only a session in the store of the agent that runs the hook is relayed (`--from`, which
+//! `hooks install` writes into the command; a hook installed without it takes any agent's
+//! store). The input comes from whatever runs the command, and the relay copies what it names
+//! into another agent's store: a `transcript_path` elsewhere, through a symlink or `..`
+//! included, would carry any file there.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::relay;
+use crate::adapter::Adapter;
 use crate::config::Config;
+use crate::select::{self, SelectScope};
 use crate::text::one_line_cut;
 
 pub struct Options {
     /// The agent to relay to.
     pub to: String,
     pub budget: Option<usize>,
+    /// The agent that runs the hook.
+    pub from: Option<String>,
 }
 
 /// The hook's input, as both agents send it.
@@ -53,11 +64,13 @@ pub struct Report {
 pub fn run(cfg: Result<Config>, opts: &Options, input: &[u8]) -> Report {
     let start = Instant::now();
     let payload = parse(input);
-    let source_agent = payload
-        .transcript_path
-        .as_deref()
-        .and_then(|p| agent_of(cfg.as_ref().ok(), p));
-    let result = cfg.and_then(|cfg| relay_session(&cfg, opts, &payload));
+    let caller = opts.from.as_deref().and_then(crate::adapters::by_name);
+    let mut held_by = None;
+    let result = cfg.and_then(|cfg| {
+        let source = session_of(&cfg, caller, &payload)?;
+        held_by = Some(source.agent);
+        relay_session(&cfg, opts, &source.session)
+    });
     let target = crate::adapters::display_name(&opts.to);
     let (outcome, line, side, resume) = match result {
         Ok(r) if r.already_relayed => (
@@ -83,7 +96,7 @@ pub fn run(cfg: Result<Config>, opts: &Options, input: &[u8]) -> Report {
         ),
     };
     let line = crate::text::safe(&line).into_owned();
-    let reply = match source_agent {
+    let reply = match caller.or(held_by) {
         Some(a) => a.hook_reply(&line),
         None => line.clone(),
     };
@@ -114,23 +127,76 @@ fn parse(input: &[u8]) -> Payload {
     }
 }
 
-/// The agent whose session file `path` is.
-fn agent_of(cfg: Option<&Config>, path: &str) -> Option<&'static dyn crate::adapter::Adapter> {
-    crate::select::locate_file(cfg?, std::path::Path::new(path))
-        .ok()?
-        .adapter
+/// A session the hook may relay.
+struct Source {
+    /// As `relay` takes it.
+    session: String,
+    /// The agent whose store holds it.
+    agent: &'static dyn Adapter,
 }
 
-fn relay_session(cfg: &Config, opts: &Options, p: &Payload) -> Result<relay::Report> {
-    let session = match (&p.transcript_path, &p.session_id) {
-        (Some(path), _) if std::path::Path::new(path).is_file() => path.clone(),
-        (_, Some(id)) => id.clone(),
-        _ => anyhow::bail!("the hook's input names no session (no transcript_path or session_id)"),
+/// The session the hook's input names, its `transcript_path`, else its `session_id`, when it is
+/// a file in the store of `caller` (of any agent without one).
+fn session_of(cfg: &Config, caller: Option<&'static dyn Adapter>, p: &Payload) -> Result<Source> {
+    let (path, session) = match (&p.transcript_path, &p.session_id) {
+        (Some(path), _) if Path::new(path).exists() => (PathBuf::from(path), path.clone()),
+        (_, Some(id)) => {
+            // A full id alone: `latest`, a prefix or a path would select something else.
+            if uuid::Uuid::try_parse(id).is_err() {
+                bail!("the hook's session_id `{id}` is not a session id");
+            }
+            let scope = SelectScope {
+                agent: caller.map(|a| a.name()),
+                cwd: None,
+            };
+            let path = select::select(cfg, id, &scope)?.path;
+            let session = path.to_str().map_or_else(|| id.clone(), str::to_string);
+            (path, session)
+        }
+        _ => bail!("the hook's input names no session (no transcript_path or session_id)"),
     };
+    let real = std::fs::canonicalize(&path)
+        .with_context(|| format!("cannot resolve {}", path.display()))?;
+    let stores = select::stores(cfg, caller.map(|a| a.name()));
+    let held_by = stores.iter().find(|s| {
+        s.adapter
+            .store_dirs(&s.home)
+            .iter()
+            .filter_map(|d| std::fs::canonicalize(d).ok())
+            .any(|d| real.starts_with(d))
+    });
+    if let Some(s) = held_by {
+        return Ok(Source {
+            session,
+            agent: s.adapter,
+        });
+    }
+    let whose = caller.map_or_else(
+        || "any agent's".to_string(),
+        |a| format!("{}'s", a.display_name()),
+    );
+    let resolved = if real == path {
+        String::new()
+    } else {
+        format!(" (that is {})", real.display())
+    };
+    let dirs: Vec<String> = stores
+        .iter()
+        .flat_map(|s| s.adapter.store_dirs(&s.home))
+        .map(|d| d.display().to_string())
+        .collect();
+    bail!(
+        "{}{resolved} is not in {whose} session store, so it was not relayed ({})",
+        path.display(),
+        dirs.join(", ")
+    )
+}
+
+fn relay_session(cfg: &Config, opts: &Options, session: &str) -> Result<relay::Report> {
     relay::run(
         cfg,
         &relay::Options {
-            session,
+            session: session.to_string(),
             to: opts.to.clone(),
             agent: None,
             cwd: None,

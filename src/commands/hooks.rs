@@ -163,25 +163,25 @@ fn adapter_and_setup(
 }
 
 /// Reads and checks a hooks file; `None` when it does not exist. A file that is not a hooks
-/// file is an error naming it.
+/// file, or not one both agents read as it reads, is an error that begins with its name.
 fn read_file(path: &Path) -> Result<Option<(String, HookFile)>> {
+    let refused =
+        |why: String| CliError::new(ExitCode::Error, format!("{}: {why}", path.display()));
     let text = match std::fs::read(path) {
-        Ok(b) => String::from_utf8(b).map_err(|_| {
-            CliError::new(
-                ExitCode::Error,
-                format!("{} is not UTF-8 text; nothing was changed", path.display()),
-            )
-        })?,
+        Ok(b) => String::from_utf8(b).map_err(|_| refused("not UTF-8 text".into()))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Err(e) => return Err(refused(format!("cannot read it: {e}")).into()),
     };
-    let file = HookFile::parse(&text).map_err(|e| {
-        CliError::new(
-            ExitCode::Error,
-            format!("{}: {e:#}; nothing was changed", path.display()),
-        )
-    })?;
+    let file = HookFile::parse(&text).map_err(|e| refused(format!("{e:#}")))?;
     Ok(Some((text, file)))
+}
+
+/// `read_file` for a command that would change the file: its refusal says the file is as it was.
+fn read_to_change(path: &Path) -> Result<Option<(String, HookFile)>> {
+    read_file(path).map_err(|e| match e.downcast::<CliError>() {
+        Ok(e) => CliError::new(e.code, format!("{}; nothing was changed", e.message)).into(),
+        Err(e) => e,
+    })
 }
 
 fn installed(
@@ -206,7 +206,12 @@ fn installed(
 }
 
 /// The command the agent runs: this very binary, with what the hook needs to find its way.
-fn hook_command(cfg: &Config, to: &dyn Adapter, opts: &InstallOptions) -> Result<String> {
+fn hook_command(
+    cfg: &Config,
+    from: &dyn Adapter,
+    to: &dyn Adapter,
+    opts: &InstallOptions,
+) -> Result<String> {
     let exe = std::env::current_exe().context("cannot find session-relay's own path")?;
     let mut words: Vec<String> = vec![
         exe.display().to_string(),
@@ -218,12 +223,23 @@ fn hook_command(cfg: &Config, to: &dyn Adapter, opts: &InstallOptions) -> Result
     if let Some(b) = opts.budget {
         words.extend(["--budget".into(), b.to_string()]);
     }
-    // The target's home as it is now, unless it is the default: the agent that runs the hook
-    // need not have the same environment as this shell.
-    let home = &cfg.agent(to.name()).session_root;
-    if to.default_home().as_ref() != Some(home) {
-        let abs = std::path::absolute(home).unwrap_or(home.clone());
-        words.extend(["--home".into(), format!("{}={}", to.name(), abs.display())]);
+    // Each home as it is now, unless it is the default: the agent that runs the hook need not
+    // have the same environment as this shell. The hook relays only a session in the store of
+    // the agent it says runs it, whose file is the one in this home.
+    let home = |words: &mut Vec<String>, agent: &dyn Adapter| {
+        let home = &cfg.agent(agent.name()).session_root;
+        if agent.default_home().as_ref() != Some(home) {
+            let abs = std::path::absolute(home).unwrap_or(home.clone());
+            words.extend([
+                "--home".into(),
+                format!("{}={}", agent.name(), abs.display()),
+            ]);
+        }
+    };
+    home(&mut words, to);
+    words.extend(["--from".into(), from.name().into()]);
+    if from.name() != to.name() {
+        home(&mut words, from);
     }
     if let Some(c) = &opts.config_file {
         let abs = std::path::absolute(c).unwrap_or(c.clone());
@@ -259,9 +275,9 @@ pub fn install(cfg: &Config, opts: &InstallOptions) -> Result<InstallReport> {
         )
         .into());
     }
-    let command = hook_command(cfg, to, opts)?;
+    let command = hook_command(cfg, adapter, to, opts)?;
     let path = setup.file.clone();
-    let existing = read_file(&path)?;
+    let existing = read_to_change(&path)?;
     let existed = existing.is_some();
     let (before, mut file) = match existing {
         Some((text, file)) => (text, file),
@@ -384,7 +400,7 @@ pub fn uninstall(cfg: &Config, opts: &UninstallOptions) -> Result<UninstallRepor
         restored: false,
         notes: Vec::new(),
     };
-    let Some((text, mut file)) = read_file(&path)? else {
+    let Some((text, mut file)) = read_to_change(&path)? else {
         report.notes.push(format!(
             "{} does not exist: nothing to remove",
             path.display()

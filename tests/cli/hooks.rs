@@ -258,6 +258,120 @@ fn a_malformed_settings_file_is_refused_and_left_alone() {
     }
 }
 
+/// Whether `hooks status --json` reports any session-relay hook for `agent`, and its error.
+fn status_of(env: &TestEnv, agent: &str) -> (usize, String) {
+    let s = env.json(&["hooks", "status", "--json"]);
+    let a = s["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == agent)
+        .unwrap()
+        .clone();
+    (
+        a["hooks"].as_array().map_or(0, Vec::len),
+        a["error"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+#[test]
+fn a_key_twice_where_the_agent_reads_the_other_one_is_refused_and_not_reported_as_running() {
+    // Session-relay's own handler, as an install puts it (with a program that exists, so that
+    // only where it stands decides whether it runs).
+    let exe = env!("CARGO_BIN_EXE_session-relay");
+    let ours = format!(
+        "{{\"type\": \"command\", \"command\": \"{exe} hook run --to codex\", \"timeout\": 60}}"
+    );
+    let other = "{\"type\": \"command\", \"command\": \"notify-send done\"}";
+    // Each file: where the agent's parser (the last of a key, for JSON.parse) finds no
+    // session-relay hook, though the first of the key holds one; and the key with its line.
+    let cases = [
+        (
+            format!(
+                "{{\n  \"hooks\": {{\"PreCompact\": [{{\"hooks\": [{ours}]}}]}},\n  \"model\": \"opus\",\n  \"hooks\": {{\"Stop\": [{{\"hooks\": [{other}]}}]}}\n}}\n"
+            ),
+            "`hooks` appears twice in one object (lines 2 and 4)",
+        ),
+        (
+            format!(
+                "{{\"hooks\": {{\n  \"PreCompact\": [{{\"hooks\": [{ours}]}}],\n  \"PreCompact\": [{{\"hooks\": [{other}]}}]\n}}}}\n"
+            ),
+            "`hooks.PreCompact` appears twice in one object (lines 2 and 3)",
+        ),
+        (
+            format!(
+                "{{\"hooks\": {{\"PreCompact\": [{{\"hooks\": [{{\"type\": \"command\",\n  \"command\": \"{exe} hook run --to codex\",\n  \"command\": \"notify-send done\"}}]}}]}}}}\n"
+            ),
+            "`hooks.PreCompact[0].hooks[0].command` appears twice in one object (lines 2 and 3)",
+        ),
+    ];
+    for (text, said) in &cases {
+        // The premise: the agent's parser finds no session-relay hook in the file.
+        let agent_reads: Value = serde_json::from_str(text).unwrap();
+        assert!(ours_of(&agent_reads).is_empty(), "{text}");
+
+        let env = TestEnv::empty();
+        let file = settings(&env);
+        std::fs::write(&file, text).unwrap();
+        // status and doctor do not say it runs, and say why.
+        let (hooks, error) = status_of(&env, "claude");
+        assert_eq!(hooks, 0, "{text}");
+        assert!(error.contains(said), "{error}");
+        assert!(error.contains(&file.display().to_string()), "{error}");
+        let shown = env.ok(&["hooks", "status"]);
+        assert!(!shown.contains("runs"), "{shown}");
+        let out = env.cmd().args(["doctor", "--json"]).output().unwrap();
+        let doctor: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            !doctor["hooks"]["hooks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|h| h["agent"] == "claude"),
+            "{doctor:#}"
+        );
+        assert!(
+            doctor["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["agent"] == "claude" && p["problem"].as_str().unwrap().contains(said)),
+            "{doctor:#}"
+        );
+        // install and uninstall refuse it, naming the file, and leave it as it is.
+        for args in [
+            &["hooks", "install", "--agent", "claude"][..],
+            &["hooks", "uninstall", "--agent", "claude"][..],
+        ] {
+            let (code, err) = env.fails(args);
+            assert_eq!(code, 1, "{args:?}");
+            assert!(err.contains(&file.display().to_string()), "{err}");
+            assert!(err.contains(said), "{err}");
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), *text);
+        }
+    }
+    // Codex's parser refuses such a file whole; so does session-relay.
+    let env = TestEnv::empty();
+    let file = env.codex_home().join("hooks.json");
+    std::fs::write(&file, &cases[1].0).unwrap();
+    let (hooks, error) = status_of(&env, "codex");
+    assert_eq!(hooks, 0);
+    assert!(error.contains(cases[1].1), "{error}");
+    let (code, _) = env.fails(&["hooks", "install", "--agent", "codex"]);
+    assert_eq!(code, 1);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), cases[1].0);
+}
+
+/// Every session-relay handler in a parsed hooks file, of any event.
+fn ours_of(v: &Value) -> Vec<&Value> {
+    v["hooks"]
+        .as_object()
+        .into_iter()
+        .flat_map(|events| events.keys())
+        .flat_map(|event| ours(v, event))
+        .collect()
+}
+
 #[test]
 fn codex_hooks_need_trust_and_status_reads_it() {
     let env = TestEnv::empty();
@@ -432,10 +546,140 @@ fn hook_run_relays_the_session_once_and_always_exits_0() {
     assert!(status.contains("Recent hook runs"), "{status}");
 }
 
+/// `hook run ARGS` with `input` on standard input: (exit code, standard output).
+fn run_hook_as(env: &TestEnv, args: &[&str], input: &str) -> (i32, String) {
+    let out = env
+        .cmd()
+        .args(["hook", "run"])
+        .args(args)
+        .write_stdin(input.to_string())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+    )
+}
+
+fn session_files_under(dir: &Path) -> usize {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .count()
+}
+
+#[test]
+fn hook_run_relays_only_a_transcript_inside_the_calling_agents_store() {
+    let env = TestEnv::with_fixtures();
+    let id = "771ce1df-ae7a-4516-8192-f08c38166af2";
+    let project = env
+        .claude_home()
+        .join("projects/-home-dev-projects-interactive");
+    let inside = project.join(format!("{id}.jsonl"));
+    // The same session, outside every agent's store.
+    let outside_dir = env.dir.path().join("outside");
+    std::fs::create_dir_all(&outside_dir).unwrap();
+    let outside = outside_dir.join("5e55105e-0000-4000-8000-000000000001.jsonl");
+    std::fs::copy(&inside, &outside).unwrap();
+    // A symlink in the store to it, and a path into the store that `..` leads out of.
+    let link = project.join("5e55105e-0000-4000-8000-000000000002.jsonl");
+    std::os::unix::fs::symlink(&outside, &link).unwrap();
+    let dotdot = env
+        .claude_home()
+        .join("projects/../../outside/5e55105e-0000-4000-8000-000000000001.jsonl");
+    let codex_sessions = env.codex_home().join("sessions");
+    let before = session_files_under(&codex_sessions);
+
+    let not_in_store = "session store, so it was not relayed";
+    let refused = [
+        // A hook installed by an older version says not which agent runs it.
+        (
+            &["--to", "codex"][..],
+            payload(&outside, id, "PreCompact"),
+            not_in_store,
+        ),
+        (
+            &["--to", "codex", "--from", "claude"][..],
+            payload(&outside, id, "PreCompact"),
+            not_in_store,
+        ),
+        (
+            &["--to", "codex", "--from", "claude"][..],
+            payload(&link, id, "PreCompact"),
+            not_in_store,
+        ),
+        (
+            &["--to", "codex"][..],
+            payload(&dotdot, id, "PreCompact"),
+            not_in_store,
+        ),
+        // A session id that is a path is no way around it.
+        (
+            &["--to", "codex", "--from", "claude"][..],
+            json!({"session_id": outside, "hook_event_name": "PreCompact"}).to_string(),
+            "is not a session id",
+        ),
+        // A Claude Code session, but the hook is Codex's.
+        (
+            &["--to", "claude", "--from", "codex"][..],
+            payload(&inside, id, "PreCompact"),
+            "is not in Codex CLI's session store, so it was not relayed",
+        ),
+    ];
+    for (args, input, why) in &refused {
+        let (code, out) = run_hook_as(&env, args, input);
+        assert_eq!(code, 0, "{args:?} {input}");
+        assert_eq!(out.lines().count(), 1, "{out}");
+        let line = if args.ends_with(&["--from", "codex"]) {
+            // Codex reads the hook's answer as JSON.
+            let v: Value =
+                serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+            v["systemMessage"].as_str().unwrap().to_string()
+        } else {
+            out.trim().to_string()
+        };
+        assert!(
+            line.starts_with("session-relay could not relay this session to ")
+                && line.contains(why),
+            "{args:?} {input}: {line}"
+        );
+        assert_eq!(
+            session_files_under(&codex_sessions),
+            before,
+            "{args:?} {input}"
+        );
+    }
+    // Through the symlink and `..`, the line says where the path leads.
+    let (_, out) = run_hook_as(&env, &["--to", "codex"], &payload(&link, id, "PreCompact"));
+    let real = std::fs::canonicalize(&outside).unwrap();
+    assert!(
+        out.contains(&format!("(that is {})", real.display())),
+        "{out}"
+    );
+    assert_eq!(session_files_under(&codex_sessions), before);
+
+    // The calling agent's own session is relayed, by its path or by its id.
+    let (code, out) = run_hook_as(
+        &env,
+        &["--to", "codex", "--from", "claude"],
+        &payload(&inside, id, "PreCompact"),
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.starts_with("Relayed to Codex CLI: codex resume "),
+        "{out}"
+    );
+    let by_id = json!({"session_id": id, "hook_event_name": "PreCompact"}).to_string();
+    let (_, out) = run_hook_as(&env, &["--to", "codex", "--from", "claude"], &by_id);
+    assert!(out.starts_with("Already relayed to Codex CLI: "), "{out}");
+    assert_eq!(session_files_under(&codex_sessions), before + 1);
+}
+
 #[test]
 fn the_installed_command_runs_as_the_agent_would_run_it() {
     // The agent runs the command line through a shell, with the hook's JSON on stdin and
-    // without this shell's environment (here: no CODEX_HOME).
+    // without this shell's environment (here: no CODEX_HOME, no CLAUDE_CONFIG_DIR).
     let env = TestEnv::with_fixtures();
     env.ok(&["hooks", "install", "--agent", "claude"]);
     let v: Value = serde_json::from_str(&std::fs::read_to_string(settings(&env)).unwrap()).unwrap();
@@ -444,12 +688,18 @@ fn the_installed_command_runs_as_the_agent_would_run_it() {
         .unwrap()
         .to_string();
     assert!(command.contains("--home codex="), "{command}");
+    // It says which agent runs it, whose store alone it relays from, and where that store is.
+    assert!(
+        command.contains(" --from claude --home claude="),
+        "{command}"
+    );
     let source = env
         .claude_home()
         .join("projects/-home-dev-projects-interactive/771ce1df-ae7a-4516-8192-f08c38166af2.jsonl");
     let out = env
         .cmd_of("sh")
         .env_remove("CODEX_HOME")
+        .env_remove("CLAUDE_CONFIG_DIR")
         .args(["-c", &command])
         .write_stdin(payload(&source, "771ce1df", "PreCompact"))
         .output()
