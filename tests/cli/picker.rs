@@ -152,12 +152,14 @@ fn wait_selected(tmux: &Tmux, text: &str) -> String {
     }
 }
 
+/// The ledger's relay entries (a store relay's is followed by the entry of its registration).
 fn ledger(env: &TestEnv) -> Vec<Value> {
     let path = env.dir.path().join("state/session-relay/ledger.jsonl");
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["event"] == "relay")
         .collect()
 }
 
