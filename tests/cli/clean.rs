@@ -410,3 +410,266 @@ fn a_relay_file_left_before_its_name_is_not_listed_as_a_session() {
     );
     assert!(!left.exists() && source.exists());
 }
+
+/// Sets the target id of the ledger's entries for `id` to `to`, as a hand (or a program) that
+/// edits the ledger would.
+fn retarget(env: &TestEnv, id: &str, to: &str) {
+    let text = std::fs::read_to_string(ledger(env)).unwrap();
+    assert!(text.contains(id), "{id} not in the ledger");
+    let out: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if v["target"]["id"] == id {
+                v["target"]["id"] = Value::String(to.into());
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(ledger(env), out.join("\n") + "\n").unwrap();
+}
+
+/// A ledger line whose target id names a native session does not make `clean` remove that
+/// session's index entries: the id comes from the relayed file itself, and a file that declares
+/// another id than the ledger is kept, its index entries untouched. Relays whose ledger lines
+/// agree with their files are deleted, for every agent (each declares its id its own way).
+#[test]
+fn clean_takes_the_session_id_from_the_file_not_from_the_ledger() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let native = "0199b111-2222-7333-8444-555566667777";
+    // Codex's thread index, naming the native session (the columns `clean` reads).
+    let db = env.codex_home().join("state_5.sqlite");
+    let native_rollout = env
+        .codex_home()
+        .join("sessions/2026/11/28/rollout-2026-11-28T08-00-00-0199b111-2222-7333-8444-555566667777.jsonl");
+    assert!(native_rollout.exists());
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute(
+            "CREATE TABLE threads (id TEXT PRIMARY KEY, rollout_path TEXT NOT NULL)",
+            [],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO threads (id, rollout_path) VALUES (?1, ?2)",
+            [native, native_rollout.to_str().unwrap()],
+        )
+        .unwrap();
+    }
+    let index = env.codex_home().join("session_index.jsonl");
+    let mut tampered = Vec::new();
+    let mut honest = Vec::new();
+    for agent in ["codex", "claude", "gemini"] {
+        let (id, path) = relay(&env, "771ce1df", agent, &proj);
+        let other = if agent == "codex" {
+            native.to_string()
+        } else {
+            format!("{id}-other")
+        };
+        retarget(&env, &id, &other);
+        tampered.push((id, other, path));
+        honest.push(relay(&env, "01a22a5d", agent, &proj));
+    }
+    let index_before = std::fs::read_to_string(&index).unwrap();
+    assert!(index_before.contains(native) && index_before.contains(&tampered[0].0));
+
+    let v = env.json(&["clean", "--older-than", "0d", "--yes", "--json"]);
+    for (file_id, ledger_id, path) in &tampered {
+        assert_eq!(action(&v, ledger_id), "kept", "{v}");
+        let why = reason(&v, ledger_id);
+        assert!(
+            why.contains(file_id.as_str()) && why.contains(ledger_id.as_str()),
+            "{why}"
+        );
+        assert!(path.exists(), "{} deleted", path.display());
+    }
+    for (id, path) in &honest {
+        assert_eq!(action(&v, id), "deleted", "{v}");
+        assert!(!path.exists());
+    }
+    let index_after = std::fs::read_to_string(&index).unwrap();
+    assert!(
+        index_after.contains(native),
+        "the native session's title line removed"
+    );
+    assert!(
+        index_after.contains(&tampered[0].0),
+        "the kept relay's own title line removed"
+    );
+    assert!(!index_after.contains(&honest[0].0));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM threads WHERE id = ?1",
+            [native],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        rows, 1,
+        "the native session's row removed from state_5.sqlite"
+    );
+}
+
+/// How a writer reaches a relayed session while `clean` runs.
+#[derive(Clone, Copy, Debug)]
+enum Writer {
+    /// Opens the file to append (never creating it, as a resuming agent opens an existing
+    /// session) at a random moment after `clean` starts, and writes a line.
+    OpensDuring,
+    /// Holds the file open from before `clean` starts (a running agent) and writes a line at a
+    /// random moment after it starts.
+    HeldOpen,
+}
+
+/// What the rounds of `race` saw.
+#[derive(Default, Debug)]
+struct Tally {
+    written: usize,
+    refused: usize,
+    deleted: usize,
+    kept: usize,
+    /// Rounds whose writer came while the clean still ran.
+    during: usize,
+}
+
+/// Rounds of: relay into Codex, `clean --yes` of every relay, and `writer` writing a line at a
+/// random moment 0-120 ms after the clean starts (every other round, within half the time the
+/// last clean took, so that many moments fall while one runs). A line is lost when the writer's open and
+/// write succeeded and the line is not in the file at its original path once the clean is
+/// over. Besides: a session the clean deleted was never opened by the writer; one it kept, it
+/// says why, and the ledger still shows it in place; and the clean leaves no file behind.
+fn race(writer: Writer, rounds: usize, seed: u64) -> Tally {
+    use std::io::Write;
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let mut rng = crate::common::Rng(seed);
+    let mut tally = Tally::default();
+    let mut last_clean = std::time::Duration::from_millis(120);
+    let names = |dir: &Path| -> std::collections::BTreeSet<std::ffi::OsString> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect()
+    };
+    for round in 0..rounds {
+        // --force: a new relay each round, not the kept one of an earlier round.
+        let r = env.json(&[
+            "relay", "771ce1df", "--to", "codex", "--cwd", &proj, "--force", "--json",
+        ]);
+        let id = r["target"]["id"].as_str().unwrap().to_string();
+        let path = PathBuf::from(r["target"]["path"].as_str().unwrap());
+        let dir = path.parent().unwrap().to_path_buf();
+        let before = names(&dir);
+        let line = format!(
+            "{{\"type\":\"event_msg\",\"payload\":{{\"type\":\"user_message\",\"message\":\"round {round}\"}}}}\n"
+        );
+        let held = match writer {
+            Writer::HeldOpen => Some(
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .unwrap(),
+            ),
+            Writer::OpensDuring => None,
+        };
+        let within = if round % 2 == 0 {
+            120_000
+        } else {
+            (last_clean.as_micros() / 2).min(120_000) as u64
+        };
+        let delay = std::time::Duration::from_micros(rng.below(within));
+        let mut clean = env
+            .std_cmd(assert_cmd::cargo::cargo_bin("session-relay"))
+            .args(["clean", "--older-than", "0d", "--yes", "--json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        std::thread::sleep(delay);
+        if clean.try_wait().unwrap().is_none() {
+            tally.during += 1;
+        }
+        let wrote = match held {
+            Some(mut f) => {
+                let ok = f.write_all(line.as_bytes()).is_ok();
+                // Still held while the clean runs on, as an agent holds its session.
+                let out = clean.wait_with_output().unwrap();
+                drop(f);
+                (ok, out)
+            }
+            None => {
+                let ok = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut f| f.write_all(line.as_bytes()))
+                    .is_ok();
+                (ok, clean.wait_with_output().unwrap())
+            }
+        };
+        let (wrote, out) = wrote;
+        last_clean = started.elapsed();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "round {round}: clean printed no report ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let act = action(&report, &id);
+        let on_disk = std::fs::read_to_string(&path).ok();
+        let ctx = format!("round {round} ({writer:?}, {delay:?}): {act}, {report}");
+        if wrote {
+            tally.written += 1;
+            assert!(
+                on_disk.as_deref().is_some_and(|t| t.contains(&line)),
+                "line lost: {ctx}"
+            );
+        } else {
+            tally.refused += 1;
+        }
+        match act.as_str() {
+            "deleted" => {
+                tally.deleted += 1;
+                assert!(!wrote, "deleted although written to: {ctx}");
+                assert!(on_disk.is_none(), "{ctx}");
+            }
+            "kept" => {
+                tally.kept += 1;
+                assert!(on_disk.is_some(), "kept, yet not at its path: {ctx}");
+                assert!(!reason(&report, &id).is_empty(), "{ctx}");
+                let live = std::fs::read_to_string(ledger(&env))
+                    .unwrap()
+                    .lines()
+                    .filter(|l| l.contains(&format!("\"id\":\"{id}\"")))
+                    .all(|l| !l.contains("\"event\":\"clean\""));
+                assert!(live, "kept, yet recorded as cleaned: {ctx}");
+            }
+            other => panic!("{other}: {ctx}"),
+        }
+        let mut expected = before.clone();
+        if act == "deleted" {
+            expected.remove(path.file_name().unwrap());
+        }
+        assert_eq!(names(&dir), expected, "{ctx}");
+    }
+    tally
+}
+
+/// An agent resuming a relayed session while `clean` deletes it: every line it managed to
+/// write stays, in the file at its path; the clean deleted only files nobody opened.
+#[test]
+fn clean_loses_no_line_appended_while_it_runs() {
+    let t = race(Writer::OpensDuring, 50, 0x5eed_0047_0004_0001);
+    // The race was run: many writers came while a clean ran, and some files were deleted.
+    assert!(t.during >= 15 && t.deleted > 0, "{t:?}");
+}
+
+/// An agent that holds its session open (Codex while it runs) and writes to it while `clean`
+/// runs: its line is never written into a deleted file.
+#[test]
+fn clean_loses_no_line_written_by_a_program_holding_the_session_open() {
+    let t = race(Writer::HeldOpen, 30, 0x5eed_0047_0004_0002);
+    assert_eq!(t.written, 30, "{t:?}");
+}
