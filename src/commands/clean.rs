@@ -352,13 +352,35 @@ fn delete_confirmed(
             o.action = "missing";
             o.reason = "already gone".into();
         }
-        Removal::Kept { why, failed } => {
+        Removal::Kept {
+            why,
+            failed,
+            unregistered,
+        } => {
             o.action = "kept";
             o.reason = if failed {
                 format!("{NOT_DELETED}{why}")
             } else {
                 why
             };
+            // The relay stays in place, and the ledger says its index entries may be gone.
+            if unregistered
+                && let Err(err) = ledger::append(&Entry {
+                    event: ledger::UNREGISTERED.into(),
+                    time: ledger::time_text(Utc::now()),
+                    tool_version: env!("CARGO_PKG_VERSION").into(),
+                    supersedes: Vec::new(),
+                    registered: Some(false),
+                    ..e.clone()
+                })
+            {
+                notes.push(format!(
+                    "{}: kept, but the ledger could not record that its index entries were removed ({err:#}); `{}` still opens it",
+                    e.target.path,
+                    crate::adapters::by_name(&e.target.agent)
+                        .map_or(String::new(), |a| a.resume_command(&e.target.id, &e.cwd))
+                ));
+            }
         }
     }
 }
@@ -579,6 +601,9 @@ enum Removal {
     Kept {
         why: String,
         failed: bool,
+        /// Its index entries may have been removed: the ledger must say it is no longer
+        /// registered, for `doctor --fix` to register it again.
+        unregistered: bool,
     },
 }
 
@@ -604,14 +629,20 @@ fn remove(
             return Removal::Kept {
                 why: format!("cannot move it aside to {} ({err})", q.display()),
                 failed: true,
+                unregistered: false,
             };
         }
     }
-    let keep = |why: String, failed: bool| match rename_noclobber(&q, path) {
-        Ok(()) => Removal::Kept { why, failed },
+    let keep = |why: String, unregistered: bool| match rename_noclobber(&q, path) {
+        Ok(()) => Removal::Kept {
+            why,
+            failed: unregistered,
+            unregistered,
+        },
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Removal::Kept {
             why: format!("{why}; it is no longer at {}", q.display()),
             failed: true,
+            unregistered,
         },
         Err(err) => Removal::Kept {
             why: format!(
@@ -620,6 +651,7 @@ fn remove(
                 q.display()
             ),
             failed: true,
+            unregistered,
         },
     };
     // Opened only as a regular file (a link or a pipe swapped in is never followed nor
@@ -646,7 +678,9 @@ fn remove(
         Ok(notes) => notes,
         Err(err) => {
             return keep(
-                format!("its index entries could not be removed, so it was kept: {err:#}"),
+                format!(
+                    "its index entries could not be removed, so it was kept: {err:#}; if some were, `session-relay doctor --fix` registers it again"
+                ),
                 true,
             );
         }
@@ -672,6 +706,7 @@ fn remove(
         return Removal::Kept {
             why: format!("written to as it was deleted: {whole}; {index_note}"),
             failed: true,
+            unregistered: true,
         };
     }
     Removal::Deleted(notes)
@@ -853,7 +888,15 @@ mod tests {
 
     fn kept(r: Removal) -> (String, bool) {
         match r {
-            Removal::Kept { why, failed } => (why, failed),
+            Removal::Kept {
+                why,
+                failed,
+                unregistered,
+            } => {
+                // Kept with its index entries gone exactly when the reason says so.
+                assert_eq!(unregistered, why.contains("doctor --fix"), "{why}");
+                (why, failed)
+            }
             Removal::Deleted(_) => panic!("deleted"),
             Removal::Missing => panic!("missing"),
         }
