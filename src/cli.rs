@@ -108,6 +108,8 @@ fn parse_home(s: &str) -> Result<(String, PathBuf), String> {
     Ok((agent.to_string(), PathBuf::from(dir)))
 }
 
+/// In the order people come to them: relay first, then looking at sessions, the hooks, and
+/// keeping things tidy. `hook` is what an agent's hook runs, not for typing: hidden.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Write a session into another agent's store (or a fork into the same agent's) so that
@@ -120,9 +122,15 @@ pub enum Command {
     /// Show one session: header, counts, tools, files, todos, tokens, warnings.
     #[command(after_help = show_examples())]
     Show(ShowArgs),
+    /// Live sessions with how full their context is and whether an up-to-date relay exists.
+    #[command(after_help = status_examples())]
+    Status(ListArgs),
     /// Export one session as neutral JSONL or as a Markdown handoff document.
     #[command(after_help = export_examples())]
     Export(ExportArgs),
+    /// Install, remove or check the agent hook that relays a session before it is compacted.
+    #[command(after_help = hooks_examples())]
+    Hooks(HooksArgs),
     /// Delete relayed sessions (only those session-relay wrote and can prove it wrote).
     #[command(after_help = clean_examples())]
     Clean(CleanArgs),
@@ -136,14 +144,8 @@ pub enum Command {
     /// Print the man page (or write one page per command into a folder).
     #[command(after_help = man_examples())]
     Man(ManArgs),
-    /// Live sessions with how full their context is and whether an up-to-date relay exists.
-    #[command(after_help = status_examples())]
-    Status(ListArgs),
-    /// Install, remove or check the agent hook that relays a session before it is compacted.
-    #[command(after_help = hooks_examples())]
-    Hooks(HooksArgs),
     /// What an installed agent hook runs (reads the hook's JSON on standard input).
-    #[command(after_help = hook_examples())]
+    #[command(hide = true, after_help = hook_examples())]
     Hook(HookArgs),
 }
 
@@ -260,7 +262,7 @@ pub struct Scope {
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub agent: Option<String>,
     /// The directory whose sessions to consider (default: the current directory).
-    #[arg(long, value_name = "DIR")]
+    #[arg(short = 'C', long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 }
 
@@ -276,10 +278,10 @@ pub struct ListArgs {
     #[command(flatten)]
     pub scope: Scope,
     /// Every session of every directory.
-    #[arg(long, conflicts_with = "cwd")]
+    #[arg(short, long, conflicts_with = "cwd")]
     pub all: bool,
     /// At most N sessions.
-    #[arg(long, value_name = "N")]
+    #[arg(short = 'n', long, value_name = "N")]
     pub limit: Option<usize>,
     /// Show titles as they are, secrets included (by default they are masked).
     #[arg(long)]
@@ -295,10 +297,10 @@ pub struct ShowArgs {
     #[command(flatten)]
     pub scope: Scope,
     /// Pick from (or take the latest of) every directory's sessions.
-    #[arg(long, conflicts_with = "cwd")]
+    #[arg(short, long, conflicts_with = "cwd")]
     pub all: bool,
     /// Report how a relay to this agent would fit its budget (writes nothing).
-    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    #[arg(short, long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub to: Option<String>,
     /// With --to: the budget to fit (default: from the target's config).
     #[arg(long, value_name = "N", requires = "to")]
@@ -325,7 +327,7 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub scope: Scope,
     /// Pick from (or take the latest of) every directory's sessions.
-    #[arg(long, conflicts_with = "cwd")]
+    #[arg(short, long, conflicts_with = "cwd")]
     pub all: bool,
     /// What to write: the neutral session (jsonl) or a handoff document (markdown).
     #[arg(long, value_enum, default_value = "jsonl")]
@@ -338,7 +340,7 @@ pub struct ExportArgs {
     pub no_redact: bool,
     /// Export the session as a relay to AGENT would carry it: fitted to that agent's budget,
     /// with the handoff brief first.
-    #[arg(long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    #[arg(short, long, value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub to: Option<String>,
     /// With --to: the budget to fit (default: from the target's config).
     #[arg(long, value_name = "N", requires = "to")]
@@ -350,17 +352,17 @@ pub struct RelayArgs {
     #[arg(value_name = "SESSION", help = SESSION_HELP)]
     pub session: Option<String>,
     /// The agent that will resume the session.
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    #[arg(short, long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub to: String,
     /// Only consider this agent's sessions when selecting (for `latest` and prefixes).
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
     pub agent: Option<String>,
     /// The directory the session will be resumed in (default: the source's working directory).
     /// `latest` is also looked up in this directory.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short = 'C', long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Pick from (or take the latest of) every directory's sessions.
-    #[arg(long)]
+    #[arg(short, long)]
     pub all: bool,
     /// Title shown in the target's session picker.
     #[arg(long, value_name = "TEXT")]
@@ -380,7 +382,7 @@ pub struct RelayArgs {
     #[arg(long)]
     pub no_redact: bool,
     /// Relay again even if this unchanged source was already relayed to this target.
-    #[arg(long)]
+    #[arg(short, long)]
     pub force: bool,
     #[arg(long, help = JSON_HELP)]
     pub json: bool,

@@ -259,31 +259,78 @@ pub fn completions(
 
 /// The man page of the whole command (its SUBCOMMANDS section names every command).
 pub fn man(out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    clap_mangen::Man::new(Cli::command()).render(out)
+    let mut cmd = man_command();
+    cmd.build();
+    out.write_all(&page(&cmd)?)
 }
 
-/// The man pages of the command and of each subcommand, written into `dir`; returns the files.
+/// The command as the man pages show it: without clap's `help` subcommand, which has no page
+/// of its own (`--help` is on every page).
+fn man_command() -> clap::Command {
+    fn without_help(cmd: clap::Command) -> clap::Command {
+        cmd.disable_help_subcommand(true)
+            .mut_subcommands(without_help)
+    }
+    without_help(Cli::command())
+}
+
+/// The man pages of the command and of each subcommand not hidden, nested ones included
+/// (`session-relay-hooks-install`), written into `dir`; returns the files.
 pub fn man_pages(dir: &std::path::Path) -> anyhow::Result<Vec<PathBuf>> {
     use anyhow::Context;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut cmd = Cli::command();
+    let mut cmd = man_command();
     cmd.build();
-    let mut pages = vec![(String::from("session-relay"), cmd.clone())];
-    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-        // Once built, a subcommand's display name is `session-relay-<name>`: the page's name.
-        let name = sub.get_display_name().map_or_else(
-            || format!("session-relay-{}", sub.get_name()),
-            str::to_string,
-        );
-        pages.push((name, sub.clone()));
-    }
+    let mut pages = Vec::new();
+    collect_pages(&cmd, &mut pages);
     let mut written = Vec::new();
-    for (name, page) in pages {
+    for page_cmd in pages {
+        // Once built, a command's display name is `session-relay-<name>...`: the page's name.
+        let name = page_cmd
+            .get_display_name()
+            .unwrap_or(page_cmd.get_name())
+            .to_string();
         let path = dir.join(format!("{name}.1"));
-        let mut buf = Vec::new();
-        clap_mangen::Man::new(page).render(&mut buf)?;
-        std::fs::write(&path, buf).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(&path, page(page_cmd)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
         written.push(path);
     }
     Ok(written)
+}
+
+fn collect_pages<'a>(cmd: &'a clap::Command, pages: &mut Vec<&'a clap::Command>) {
+    pages.push(cmd);
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        collect_pages(sub, pages);
+    }
+}
+
+/// One man page: clap_mangen's sections, with the examples that end each command's help as an
+/// EXAMPLES section of lines kept as they are (`.nf`), not a paragraph filled to the width.
+fn page(cmd: &clap::Command) -> std::io::Result<Vec<u8>> {
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut out = Vec::new();
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(&mut out)?;
+    }
+    if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+        man.render_subcommands_section(&mut out)?;
+    }
+    if let Some(after) = cmd.get_after_help() {
+        let mut roff = roff::Roff::new();
+        roff.control("SH", ["EXAMPLES"]).control("nf", []);
+        for line in after.to_string().lines().filter(|l| *l != "Examples:") {
+            roff.text([roff::roman(line)]);
+        }
+        roff.control("fi", []);
+        roff.to_writer(&mut out)?;
+    }
+    if cmd.get_version().is_some() {
+        man.render_version_section(&mut out)?;
+    }
+    Ok(out)
 }

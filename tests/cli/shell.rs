@@ -47,9 +47,32 @@ fn help_leads_with_relay_and_every_command_ends_with_examples() {
     for a in session_relay::adapters::registry() {
         assert!(top.contains(a.display_name()), "{top}");
     }
-    let commands = &top[top.find("Commands:").unwrap()..];
-    let first = commands.lines().nth(1).unwrap().trim();
-    assert!(first.starts_with("relay "), "relay comes first: {first}");
+    let commands = &top[top.find("Commands:").unwrap()..top.find("Options:").unwrap()];
+    let listed: Vec<&str> = commands
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    // Relay first, then in the order people come to them; what an agent's hook runs is not
+    // for typing, and not listed.
+    assert_eq!(
+        listed,
+        [
+            "relay",
+            "list",
+            "show",
+            "status",
+            "export",
+            "hooks",
+            "clean",
+            "doctor",
+            "completions",
+            "man",
+            "help"
+        ],
+        "{top}"
+    );
+    assert!(env.ok(&["hook", "--help"]).contains("run"));
     let examples = &top[top.find("Examples:").expect("top-level examples")..];
     assert_eq!(
         examples
@@ -146,7 +169,74 @@ fn the_man_page_documents_every_command() {
     }
     let relay = std::fs::read_to_string(dir.join("session-relay-relay.1")).unwrap();
     assert!(relay.contains("dry\\-run"), "{relay}");
-    assert!(relay.contains("Examples:"), "{relay}");
+    // Examples are lines of their own, not a paragraph to fill: one command a line, between
+    // `.nf` and `.fi`.
+    let examples = &relay[relay.find(".SH EXAMPLES").expect(".SH EXAMPLES")..];
+    let block: Vec<&str> = examples
+        .lines()
+        .skip(1)
+        .take_while(|l| *l != ".fi")
+        .collect();
+    assert_eq!(block.first(), Some(&".nf"), "{examples}");
+    assert!(block.len() >= 4, "{examples}");
+    assert!(
+        block[1..]
+            .iter()
+            .all(|l| l.contains("session\\-relay relay")),
+        "{examples}"
+    );
+    // Every page a page names is one written, and nothing hidden is named.
+    let written: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    for name in &written {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        for (at, _) in text.match_indices("session\\-relay\\-") {
+            let roff: String = text[at..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '\\' || *c == '-')
+                .collect();
+            if text[at + roff.len()..].starts_with("(1)") {
+                let page = format!("{}.1", roff.replace("\\-", "-"));
+                assert!(
+                    written.contains(&page),
+                    "{name} names {page}, which is not written: {written:?}"
+                );
+            }
+        }
+        assert!(!text.contains("session\\-relay\\-help"), "{name}");
+        assert!(!text.contains("session\\-relay\\-hook("), "{name}");
+    }
+    assert!(
+        written.contains(&"session-relay-hooks-install.1".to_string()),
+        "{written:?}"
+    );
+}
+
+/// The short flags of the common options, as ripgrep, fd and cargo users expect them.
+#[test]
+fn common_options_have_short_flags() {
+    let env = TestEnv::with_fixtures();
+    let long = env.ok(&["list", "--all", "--limit", "2", "--json"]);
+    assert_eq!(env.ok(&["list", "-a", "-n", "2", "--json"]), long);
+    assert_eq!(env.ok(&["list", "-an2", "--json"]), long);
+    let proj = env.project();
+    let dry = env.json(&[
+        "relay",
+        "771ce1df",
+        "-t",
+        "codex",
+        "-C",
+        &proj,
+        "--dry-run",
+        "--json",
+    ]);
+    assert_eq!(dry["dry_run"], true, "{dry}");
+    assert_eq!(
+        dry["cwd"],
+        std::fs::canonicalize(&proj).unwrap().to_str().unwrap()
+    );
 }
 
 /// (stdout, stderr) of a run, with or without NO_COLOR and `--color`.
