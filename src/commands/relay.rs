@@ -70,6 +70,12 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
 
 fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     let target = crate::adapters::by_name(&opts.to).context("unknown target agent")?;
+    // Before the session is read, and on a dry run too: a dry run says what the relay would do,
+    // and this one would only fail.
+    let home = &cfg.agent(target.name()).session_root;
+    if opts.out.is_none() && !home.is_dir() {
+        return Err(missing_home(target, home));
+    }
     let scope = Scope {
         agent: opts.agent.clone(),
         cwd: opts.cwd.clone(),
@@ -316,20 +322,6 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     };
 
     if !opts.dry_run {
-        if standalone.is_none() && !home.is_dir() {
-            return Err(CliError::new(
-                ExitCode::NoStore,
-                format!(
-                    "{} home {} does not exist. Run {} once, or point to its home with {}=DIR or --home {}=DIR.",
-                    target.display_name(),
-                    home.display(),
-                    target.display_name(),
-                    target.home_env(),
-                    target.name()
-                ),
-            )
-            .into());
-        }
         if let Some(dir) = out.as_ref().and_then(|o| o.create.as_ref()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create the folder {} for --out", dir.display()))?;
@@ -409,6 +401,22 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         notes,
         warnings,
     })
+}
+
+/// The error of a relay into a store whose home does not exist (nothing is created there).
+fn missing_home(target: &dyn Adapter, home: &Path) -> anyhow::Error {
+    CliError::new(
+        ExitCode::NoStore,
+        format!(
+            "{} home {} does not exist. Run {} once, or point to its home with {}=DIR or --home {}=DIR.",
+            target.display_name(),
+            home.display(),
+            target.display_name(),
+            target.home_env(),
+            target.name()
+        ),
+    )
+    .into()
 }
 
 /// Takes back a relay whose session landed but could not be registered in the target's
