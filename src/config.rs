@@ -212,7 +212,9 @@ fn resolve_agent(a: &dyn Adapter, file: &FileConfig, overrides: &Overrides) -> A
         )
     };
     AgentSettings {
-        session_root,
+        // Absolute from here on: every path made from it (listing cache keys, the ledger, a
+        // relay's provenance and brief) must name the same file from any directory.
+        session_root: std::path::absolute(&session_root).unwrap_or(session_root),
         session_root_from,
         context_window: fa
             .and_then(|f| f.context_window)

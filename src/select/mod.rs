@@ -483,6 +483,10 @@ pub fn locate_file(cfg: &Config, path: &Path) -> Result<Located> {
         .into());
     }
     let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    // Named as given, but absolute: the ledger and a relay's provenance record it, and it must
+    // name the same file from any directory.
+    let given = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let path = given.as_path();
     for s in stores(cfg, None) {
         for dir in s.adapter.store_dirs(&s.home) {
             let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
