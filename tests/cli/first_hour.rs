@@ -144,7 +144,7 @@ fn figures(r: &Value) -> Value {
 
 /// A dry run predicts the relay: every figure of its report (the fit, the shape, the size
 /// written, the messages) is the relay's, on sources of every agent into every agent, and the
-/// text writes the budget's figures the same way. The source's messages in the budget report
+/// text writes the budget's figures the same way; so are `show --to`'s. The source's messages in the budget report
 /// are the ones `list` and `show` count.
 #[test]
 fn a_dry_run_predicts_the_relay_figure_for_figure() {
@@ -173,6 +173,11 @@ fn a_dry_run_predicts_the_relay_figure_for_figure() {
             let real = env.json(&[&args[..], &["--json"]].concat());
             assert_eq!(real["dry_run"], false, "{what}");
             assert_eq!(figures(&dry), figures(&real), "{what}");
+            // `show --to` says how the relay would fit: the same figures.
+            let preview = env.json(&["show", path, "--to", to, "--cwd", &proj, "--json"]);
+            for key in ["fit", "shape", "budget_from"] {
+                assert_eq!(preview[key], real[key], "{what}: show --to's {key}");
+            }
             assert_eq!(
                 dry["fit"]["source"]["messages"], *messages,
                 "{what}: the source's messages, as the listing counts them"
