@@ -128,13 +128,19 @@ pub struct Overrides {
 
 impl Config {
     pub fn load(overrides: &Overrides) -> Result<Config> {
-        let (path, required) = match (&overrides.config_file, std::env::var_os(CONFIG_ENV)) {
-            (Some(p), _) => (Some(p.clone()), true),
-            (None, Some(p)) if !p.is_empty() => (Some(PathBuf::from(p)), true),
-            _ => (crate::paths::default_config_path(), false),
+        // The file the user named, and how: a file named that does not exist is an error.
+        let (path, named_by) = match (&overrides.config_file, std::env::var_os(CONFIG_ENV)) {
+            (Some(p), _) => (Some(p.clone()), Some("--config")),
+            (None, Some(p)) if !p.is_empty() => (Some(PathBuf::from(p)), Some(CONFIG_ENV)),
+            _ => (crate::paths::default_config_path(), None),
         };
+        if let (Some(p), Some(by)) = (&path, named_by)
+            && !p.exists()
+        {
+            bail!("{}", missing_file(p, by));
+        }
         let (file_cfg, file) = match path {
-            Some(p) if p.exists() || required => (parse_file(&p)?, Some(p)),
+            Some(p) if p.exists() || named_by.is_some() => (parse_file(&p)?, Some(p)),
             _ => (FileConfig::default(), None),
         };
 
@@ -206,7 +212,9 @@ fn resolve_agent(a: &dyn Adapter, file: &FileConfig, overrides: &Overrides) -> A
         )
     };
     AgentSettings {
-        session_root,
+        // Absolute from here on: every path made from it (listing cache keys, the ledger, a
+        // relay's provenance and brief) must name the same file from any directory.
+        session_root: std::path::absolute(&session_root).unwrap_or(session_root),
         session_root_from,
         context_window: fa
             .and_then(|f| f.context_window)
@@ -226,6 +234,23 @@ fn resolve_agent(a: &dyn Adapter, file: &FileConfig, overrides: &Overrides) -> A
             .and_then(|f| f.tokenizer)
             .unwrap_or_else(|| a.default_tokenizer()),
     }
+}
+
+/// What to say of a config file named with `--config` or `$SESSION_RELAY_CONFIG` that does not
+/// exist: which file, who named it, and the ways on.
+fn missing_file(path: &Path, named_by: &str) -> String {
+    let default = crate::paths::default_config_path()
+        .map(|d| format!(", {} (read when it exists)", d.display()))
+        .unwrap_or_default();
+    let drop = if named_by == CONFIG_ENV {
+        format!("unset {CONFIG_ENV}")
+    } else {
+        "leave out --config".to_string()
+    };
+    format!(
+        "the config file {} (named by {named_by}) does not exist. Create it (config.example.yaml in the repository lists every key), correct the path, or {drop} to use the default file{default}.",
+        path.display()
+    )
 }
 
 fn expand_tilde(p: &Path) -> PathBuf {

@@ -388,6 +388,20 @@ pub fn trim_output_of(text: &str, max: usize, n: usize) -> String {
     )
 }
 
+/// `1234567` -> `1,234,567`: how every count is written in text output (JSON keeps plain
+/// numbers), so that one figure reads the same in every report.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `1536` -> `1.5 KB`.
 pub fn human_size(n: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KB", "MB", "GB"];
@@ -465,6 +479,31 @@ pub fn tilde(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every number, grouped by three from the right, reads back as the number.
+    #[test]
+    fn thousands_groups_by_three_and_reads_back() {
+        let mut next = test_rng(0x9e37_79b9_7f4a_7c15);
+        for digits in 1..=20u32 {
+            for _ in 0..50 {
+                let n = if digits == 20 {
+                    u64::MAX - next(1000) as u64
+                } else {
+                    let low = 10u64.pow(digits - 1) - u64::from(digits == 1);
+                    low + next(9 * 10u64.pow(digits - 1)) as u64
+                };
+                let text = thousands(n);
+                assert_eq!(text.replace(',', "").parse::<u64>().unwrap(), n, "{text}");
+                let groups: Vec<&str> = text.split(',').collect();
+                assert!((1..=3).contains(&groups[0].len()), "{text}");
+                assert!(groups[1..].iter().all(|g| g.len() == 3), "{text}");
+            }
+        }
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(119_200), "119,200");
+    }
 
     /// Outputs of many shapes around the cuts: blank runs (ASCII, CRLF, ideographic spaces),
     /// lines of every length around the quoted 400 characters and the heads of the cuts, lone

@@ -278,22 +278,38 @@ pub fn resolve_cwd(
 }
 
 /// Start and last activity: the metadata's `startTime` / `lastUpdated`, else the first and last
-/// message times.
+/// message times. A relay's `lastUpdated` says when it was written, not when anyone was active
+/// in it (it is written fresh, or the CLI would delete the relay of an old session at its next
+/// start): its last activity is its newest message's time, as for a relay into any other store.
 pub fn times(
     meta: &Map<String, Value>,
     first_message: Option<&str>,
     last_message: Option<&str>,
+    relayed: bool,
 ) -> (Option<Timestamp>, Option<Timestamp>) {
+    let message = |t: Option<&str>| t.filter(|s| !s.is_empty()).map(Timestamp::parse);
     let stamp = |key: &str, fallback: Option<&str>| {
         meta.get(key)
             .and_then(Timestamp::from_value)
-            .or_else(|| fallback.filter(|s| !s.is_empty()).map(Timestamp::parse))
+            .or_else(|| message(fallback))
     };
-    (
-        stamp("startTime", first_message),
-        stamp("lastUpdated", last_message),
-    )
+    let updated = match message(last_message) {
+        Some(last) if relayed => Some(last),
+        _ => stamp("lastUpdated", last_message),
+    };
+    (stamp("startTime", first_message), updated)
 }
+
+/// Whether the reader met the provenance record a relay writes.
+fn is_relay(session: &Session) -> bool {
+    session
+        .stats
+        .skipped_types
+        .contains_key(&format!("type:{}", RELAY_RECORD))
+}
+
+/// The `type` of the provenance record a relay writes after the metadata.
+const RELAY_RECORD: &str = "session-relay";
 
 /// The title: the summary the CLI (or a relay) set, else the first prompt.
 pub fn title(meta: &Map<String, Value>, first_prompt: Option<&str>) -> Option<String> {
@@ -439,8 +455,12 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let meta = std::mem::take(&mut conv.meta);
     let state = match converted {
         Some((_, state, (first_ts, last_ts))) => {
-            (session.created, session.updated) =
-                times(&meta, first_ts.as_deref(), last_ts.as_deref());
+            (session.created, session.updated) = times(
+                &meta,
+                first_ts.as_deref(),
+                last_ts.as_deref(),
+                is_relay(&session),
+            );
             state
         }
         None => {
@@ -452,7 +472,8 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
                 .iter()
                 .rev()
                 .find_map(|(m, _)| str_field(m, "timestamp").filter(|s| !s.is_empty()));
-            (session.created, session.updated) = times(&meta, first_ts, last_ts);
+            (session.created, session.updated) =
+                times(&meta, first_ts, last_ts, is_relay(&session));
             let mut state = Convert::default();
             for (m, line) in &messages {
                 convert(m, *line, &mut session, &mut state);
@@ -683,7 +704,7 @@ fn record(v: Value, no: usize, session: &mut Session) -> Record<(Value, usize)> 
     let kind = str_field(&v, "type")
         .map(|t| format!("type:{t}"))
         .unwrap_or_else(|| "<no id, $set or sessionId>".into());
-    if str_field(&v, "type") == Some("session-relay") {
+    if str_field(&v, "type") == Some(RELAY_RECORD) {
         // The provenance record a relay leaves; Gemini CLI skips it.
         *session.stats.skipped_types.entry(kind).or_default() += 1;
     } else {

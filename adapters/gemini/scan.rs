@@ -117,7 +117,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         .messages()
         .filter_map(|m| m.timestamp.as_deref())
         .last();
-    let (created, updated) = read::times(&conv.meta, first_ts, last_ts);
+    let (created, updated) = read::times(&conv.meta, first_ts, last_ts, relay_of.is_some());
     let mut messages = 0;
     let mut first_prompt: Option<String> = None;
     let mut first_context: Option<String> = None;

@@ -11,7 +11,7 @@ use crate::adapter::{Adapter, NativeSession, WriteRequest};
 use crate::config::Config;
 use crate::exit::{CliError, ExitCode};
 use crate::ledger;
-use crate::model::Role;
+use crate::model::{Role, Session};
 use crate::plan::{self, PlanReport};
 use crate::text::one_line_cut;
 use crate::verify;
@@ -70,6 +70,12 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
 
 fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     let target = crate::adapters::by_name(&opts.to).context("unknown target agent")?;
+    // Before the session is read, and on a dry run too: a dry run says what the relay would do,
+    // and this one would only fail.
+    let home = &cfg.agent(target.name()).session_root;
+    if opts.out.is_none() && !home.is_dir() {
+        return Err(missing_home(target, home));
+    }
     let scope = Scope {
         agent: opts.agent.clone(),
         cwd: opts.cwd.clone(),
@@ -231,7 +237,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
 
     let now = Utc::now();
     let id = target.new_id();
-    let stamp = now.format("%Y%m%d_%H%M%S").to_string();
+    let stamp = stamp(now);
     // A given title is written to the session, the store's index and the report:
     // masked like the session (a derived one comes from the already masked prompt).
     // Counted apart, then added: a second, full read of the source replaces its counts.
@@ -240,13 +246,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         (Some(t), Some(r)) => Some(r.text(t, &mut title_counts).into_owned()),
         (t, _) => t.clone(),
     };
-    let title = given.unwrap_or_else(|| {
-        format!(
-            "relay_{stamp} from {}: {}",
-            source.agent,
-            one_line_cut(source.first_user_prompt().unwrap_or(""), 60)
-        )
-    });
+    let title = given.unwrap_or_else(|| default_title(&source, &stamp));
     let out = match &opts.out {
         Some(p) => Some(standalone_path(p, &stamp, &id)?),
         None => None,
@@ -316,20 +316,6 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     };
 
     if !opts.dry_run {
-        if standalone.is_none() && !home.is_dir() {
-            return Err(CliError::new(
-                ExitCode::NoStore,
-                format!(
-                    "{} home {} does not exist. Run {} once, or point to its home with {}=DIR or --home {}=DIR.",
-                    target.display_name(),
-                    home.display(),
-                    target.display_name(),
-                    target.home_env(),
-                    target.name()
-                ),
-            )
-            .into());
-        }
         if let Some(dir) = out.as_ref().and_then(|o| o.create.as_ref()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create the folder {} for --out", dir.display()))?;
@@ -409,6 +395,37 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         notes,
         warnings,
     })
+}
+
+/// The title of a relayed session when none is given: `relay_<stamp> from <agent>: <first
+/// request>`, the stamp being the relay's time (`%Y%m%d_%H%M%S`).
+pub(super) fn default_title(source: &Session, stamp: &str) -> String {
+    format!(
+        "relay_{stamp} from {}: {}",
+        source.agent,
+        one_line_cut(source.first_user_prompt().unwrap_or(""), 60)
+    )
+}
+
+/// The stamp of a relay made at `now`, in its default title and `--out` file name.
+pub(super) fn stamp(now: chrono::DateTime<Utc>) -> String {
+    now.format("%Y%m%d_%H%M%S").to_string()
+}
+
+/// The error of a relay into a store whose home does not exist (nothing is created there).
+fn missing_home(target: &dyn Adapter, home: &Path) -> anyhow::Error {
+    CliError::new(
+        ExitCode::NoStore,
+        format!(
+            "{} home {} does not exist. Run {} once, or point to its home with {}=DIR or --home {}=DIR.",
+            target.display_name(),
+            home.display(),
+            target.display_name(),
+            target.home_env(),
+            target.name()
+        ),
+    )
+    .into()
 }
 
 /// Takes back a relay whose session landed but could not be registered in the target's
@@ -596,7 +613,7 @@ fn relay_lock(source_sha: &str, target: &str) -> Result<std::fs::File> {
 
 /// The directory the session will be resumed in, as the target agent will see it: the real
 /// path when the directory exists here (Claude Code keys its projects by real path).
-fn resolve_cwd(
+pub(super) fn resolve_cwd(
     flag: Option<&Path>,
     source: Option<&str>,
     notes: &mut Vec<String>,

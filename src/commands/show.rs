@@ -417,8 +417,12 @@ fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
     let mut warnings = Vec::new();
     let (mut s, redactor, folder) = super::read_masked(cfg, &located, read, false, &mut warnings)?;
     let mut redactions = redact(redactor.as_deref(), &mut s);
-    let cwd = resume_dir(opts.scope.cwd.as_deref(), &s)?;
-    let title = s.title.clone().unwrap_or_default();
+    // The directory and title the relay would give it (its brief names both, and counts them).
+    let cwd = match (opts.scope.cwd.as_deref(), s.cwd.as_deref()) {
+        (None, None) => resume_dir(None, &s)?,
+        (flag, recorded) => super::relay::resolve_cwd(flag, recorded, &mut Vec::new())?,
+    };
+    let title = super::relay::default_title(&s, &super::relay::stamp(chrono::Utc::now()));
     let plan = super::plan_relay(
         cfg,
         &located,

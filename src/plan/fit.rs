@@ -56,6 +56,7 @@ pub struct FitParams {
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
 pub struct Part {
     pub turns: usize,
+    /// Messages as `list` and `show` count them (`is_conversation`).
     pub messages: usize,
     /// Estimated: characters / 4 plus a few tokens a message, the same for every part.
     pub source_tokens: usize,
@@ -115,6 +116,17 @@ pub fn cost(tok: Tokenizer, m: &Message) -> usize {
     } else {
         tok.message(m)
     }
+}
+
+/// Whether a shaped message is one the source counts among its messages (`list`, `show`): the
+/// user's and the assistant's words, not a tool call the shaping turned into text.
+pub fn is_conversation(m: &Message) -> bool {
+    matches!(m.role, Role::User | Role::Assistant) && m.kind() != Some("tool_transcript")
+}
+
+/// How many of `msgs` are messages (`is_conversation`).
+pub fn conversation(msgs: &[Message]) -> usize {
+    msgs.iter().filter(|m| is_conversation(m)).count()
 }
 
 /// The source-side size of a message: an estimate, cheap enough for any session, of the
@@ -745,7 +757,7 @@ pub fn fit_folded(
     let mut tools = ToolStats::default();
     let source_part = |range: &Range<usize>, turns: usize| Part {
         turns,
-        messages: range.len(),
+        messages: conversation(&msgs[range.clone()]),
         source_tokens: source_of(range),
         written_tokens: 0,
     };
@@ -754,7 +766,7 @@ pub fn fit_folded(
     let always = Part {
         turns: usize::from(first_user.is_some())
             + usize::from(last.is_some() && last != first_user),
-        messages: fixed_msgs.source_messages(),
+        messages: fixed_msgs.source_messages(msgs),
         source_tokens: fixed_msgs
             .source_ranges()
             .iter()
@@ -819,7 +831,7 @@ pub fn fit_folded(
     for t in folded {
         let part = Part {
             turns: usize::from(t.user),
-            messages: t.messages,
+            messages: t.conversation as usize,
             source_tokens: t.source_tokens,
             written_tokens: 0,
         };
@@ -1079,8 +1091,11 @@ impl Fixed {
             .collect()
     }
 
-    fn source_messages(&self) -> usize {
-        self.source_ranges().iter().map(Range::len).sum()
+    fn source_messages(&self, msgs: &[Message]) -> usize {
+        self.source_ranges()
+            .into_iter()
+            .map(|r| conversation(&msgs[r]))
+            .sum()
     }
 
     fn shortened(&self) -> bool {

@@ -177,7 +177,8 @@ impl TurnFold for Folder {
         part.turns.push(FoldedTurn {
             number,
             user,
-            messages: shaped.len(),
+            messages: shaped.len() as u32,
+            conversation: fit::conversation(&shaped) as u32,
             source_tokens: shaped.iter().map(fit::source_tokens).sum(),
             first_message_timed: shaped.first().is_some_and(|m| m.timestamp.is_some()),
             first_time: shaped.iter().find_map(|m| m.timestamp.clone()),

@@ -71,21 +71,26 @@ pub fn budget_for(cfg: &Config, target: &dyn Adapter, flag: Option<usize>) -> (u
         Some((w, file)) => (
             *w,
             format!(
-                "{w} context_window (recorded by {} in {})",
+                "{} context_window (recorded by {} in {})",
+                crate::text::thousands(*w),
                 target.display_name(),
                 file.display()
             ),
         ),
         None => (
             a.context_window,
-            format!("{} context_window", a.context_window),
+            format!(
+                "{} context_window",
+                crate::text::thousands(a.context_window)
+            ),
         ),
     };
     (
         a.budget_for_window(window),
         format!(
             "({from} - {} reserved_tokens) x {} safety_ratio",
-            a.reserved_tokens, a.safety_ratio
+            crate::text::thousands(a.reserved_tokens),
+            a.safety_ratio
         ),
     )
 }

@@ -22,8 +22,11 @@ pub struct FoldedTurn {
     pub number: usize,
     /// It starts with a user message (else it is the rest of the first turn).
     pub user: bool,
-    /// Its messages, as shaped for the target.
-    pub messages: usize,
+    /// Its messages, as shaped for the target (32 bits: a record is kept for each of a long
+    /// session's tens of thousands of folded turns).
+    pub messages: u32,
+    /// Of those, the messages the source counts as such (`fit::is_conversation`).
+    pub conversation: u32,
     /// Their `fit::source_tokens`.
     pub source_tokens: usize,
     /// Its first message has a time (then `first_time`).
@@ -762,6 +765,7 @@ mod tests {
                 number,
                 user: true,
                 messages: 1,
+                conversation: 1,
                 source_tokens: 1,
                 first_message_timed: false,
                 first_time: None,

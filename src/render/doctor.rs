@@ -4,7 +4,7 @@ use colored::Colorize;
 
 use super::Text;
 use crate::commands::doctor::{CliStatus, Level, Report};
-use crate::text::safe;
+use crate::text::{safe, thousands};
 
 impl Text for Report {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -39,7 +39,7 @@ impl Text for Report {
                 )?;
             }
             if a.home_exists {
-                writeln!(out, "  sessions  {}", a.sessions)?;
+                writeln!(out, "  sessions  {}", thousands(a.sessions as u64))?;
             }
             let c = &a.cli;
             let verified = c.verified.join(", ");
@@ -88,7 +88,9 @@ impl Text for Report {
             writeln!(
                 out,
                 "  ledger    {} relay(s), {} cleaned, {} relayed session(s) on disk",
-                l.relays, l.cleaned, l.relayed_present
+                thousands(l.relays as u64),
+                thousands(l.cleaned as u64),
+                thousands(l.relayed_present as u64)
             )?;
         } else {
             writeln!(out, "  ledger    none yet (nothing relayed)")?;

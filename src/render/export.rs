@@ -2,6 +2,7 @@ use std::io::{self, Write};
 
 use super::Text;
 use crate::commands::export::Report;
+use crate::text::thousands;
 
 /// The export's own output is the document; this report goes to standard error.
 impl Text for Report {
@@ -10,10 +11,10 @@ impl Text for Report {
             writeln!(
                 out,
                 "masked {} secret(s): {}",
-                self.redactions.total(),
+                thousands(self.redactions.total() as u64),
                 counts
                     .iter()
-                    .map(|(k, n)| format!("{k} {n}"))
+                    .map(|(k, n)| format!("{k} {}", thousands(*n as u64)))
                     .collect::<Vec<_>>()
                     .join(", ")
             )?;
@@ -23,8 +24,8 @@ impl Text for Report {
                 out,
                 "fitted for {}: {} of {} tokens ({})",
                 crate::adapters::display_name(&f.to),
-                f.total_tokens,
-                f.budget,
+                thousands(f.total_tokens as u64),
+                thousands(f.budget as u64),
                 f.budget_from
             )?;
         }

@@ -3,15 +3,7 @@ use std::io::{self, Write};
 use crate::plan::{Part, PlanReport};
 
 fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::text::thousands(n as u64)
 }
 
 /// How tool calls travel (structured or as text) and how much of the kept ones is kept (whole
@@ -20,15 +12,15 @@ pub fn tool_calls(plan: &PlanReport) -> String {
     let f = &plan.fit;
     let mut line = format!(
         "{} structured, {} as text; kept {} whole, {} as one line",
-        plan.shape.structured_tool_calls,
-        plan.shape.text_tool_calls,
-        f.tool_calls_whole,
-        f.tool_calls_one_line
+        thousands(plan.shape.structured_tool_calls),
+        thousands(plan.shape.text_tool_calls),
+        thousands(f.tool_calls_whole),
+        thousands(f.tool_calls_one_line)
     );
     if f.tool_outputs_trimmed > 0 {
         line.push_str(&format!(
             "; {} outputs trimmed ({} characters cut)",
-            f.tool_outputs_trimmed,
+            thousands(f.tool_outputs_trimmed),
             thousands(f.tool_output_chars_cut)
         ));
     }
@@ -114,7 +106,8 @@ pub fn itemized(plan: &PlanReport, out: &mut dyn Write) -> io::Result<()> {
         writeln!(
             out,
             "  summary          {} of {} points from the left-out turns",
-            fit.summary_points_kept, fit.summary_points
+            thousands(fit.summary_points_kept),
+            thousands(fit.summary_points)
         )?;
     }
     writeln!(out, "  tool calls       {}", tool_calls(plan))?;

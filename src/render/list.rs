@@ -4,7 +4,7 @@ use colored::Colorize;
 
 use super::{Text, short_id};
 use crate::commands::list::Report;
-use crate::text::{human_size, one_line_cut, safe};
+use crate::text::{human_size, one_line_cut, safe, thousands};
 
 impl Text for Report {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -40,7 +40,7 @@ impl Text for Report {
                 updated,
                 safe(&s.agent),
                 safe(&short_id(&s.id)),
-                s.messages,
+                thousands(s.messages as u64),
                 human_size(s.size),
                 safe(&title)
             )?;

@@ -124,7 +124,7 @@ pub fn entry_text(c: &Candidate, p: &Preview, now: chrono::DateTime<chrono::Utc>
     facts.push(human_size(s.size));
     facts.push(format!(
         "{} message{}",
-        s.messages,
+        crate::text::thousands(s.messages as u64),
         if s.messages == 1 { "" } else { "s" }
     ));
     facts.push(field(&super::short_id(&s.id), 8));

@@ -3,7 +3,7 @@ use std::io::{self, Write};
 use super::Text;
 use crate::commands::Redactions;
 use crate::commands::relay::Report;
-use crate::text::{human_size, safe};
+use crate::text::{human_size, safe, thousands};
 
 /// `3 masked (github_token 2, aws_access_key 1)`, `none found`, or `NOT masked`.
 pub fn redactions(r: &Redactions) -> String {
@@ -11,9 +11,9 @@ pub fn redactions(r: &Redactions) -> String {
         Some(c) if c.is_empty() => "none found".into(),
         Some(c) => format!(
             "{} masked ({})",
-            r.total(),
+            thousands(r.total() as u64),
             c.iter()
-                .map(|(k, n)| format!("{k} {n}"))
+                .map(|(k, n)| format!("{k} {}", thousands(*n as u64)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
@@ -56,7 +56,7 @@ impl Text for Report {
             "  {} {} ({} messages, {})",
             if dry { "would write" } else { "wrote" },
             safe(&self.target.path),
-            self.messages,
+            thousands(self.messages as u64),
             human_size(self.bytes as u64)
         )?;
         writeln!(out, "  title      {}", safe(&self.title))?;
@@ -72,12 +72,12 @@ impl Text for Report {
             writeln!(
                 out,
                 "  budget     {} of {} tokens: {} turns kept verbatim, {} shortened, {} summarized, {} left out",
-                fit.total_tokens,
-                fit.budget,
-                fit.verbatim.turns,
-                fit.shortened.turns,
-                fit.summarized.turns,
-                fit.left_out.turns
+                thousands(fit.total_tokens as u64),
+                thousands(fit.budget as u64),
+                thousands(fit.verbatim.turns as u64),
+                thousands(fit.shortened.turns as u64),
+                thousands(fit.summarized.turns as u64),
+                thousands(fit.left_out.turns as u64)
             )?;
             writeln!(out, "  tool calls {}", super::fit::tool_calls(&self.plan))?;
         }

@@ -3,9 +3,69 @@ use std::io::{self, Write};
 use colored::Colorize;
 
 use super::Text;
+use crate::commands::show::ContextCheck;
 use crate::commands::show::{FitPreview, Report, SessionReport};
 use crate::model::{Timestamp, TodoStatus};
-use crate::text::{one_line, safe, truncate_chars};
+use crate::text::{one_line, safe, thousands, truncate_chars};
+
+/// `23 (user 8, assistant 15); besides them 9 tool calls, 9 tool results, 1 reasoning`: the
+/// messages as `list` counts them (the user's and the assistant's words), whose parts add up
+/// to them, then what else the session holds, named for what it is.
+fn messages_line(r: &SessionReport) -> String {
+    let n = |role: &str| r.counts.get(role).copied().unwrap_or(0) as u64;
+    let mut line = format!(
+        "{} (user {}, assistant {})",
+        thousands(r.messages as u64),
+        thousands(n("user")),
+        thousands(n("assistant"))
+    );
+    let others: Vec<String> = [
+        ("tool_call", "tool call", "tool calls"),
+        ("tool_result", "tool result", "tool results"),
+        ("reasoning", "reasoning", "reasoning"),
+        ("system", "context message", "context messages"),
+    ]
+    .iter()
+    .filter(|(role, _, _)| n(role) > 0)
+    .map(|(role, one, many)| {
+        let count = n(role);
+        format!(
+            "{} {}",
+            thousands(count),
+            if count == 1 { one } else { many }
+        )
+    })
+    .collect();
+    if !others.is_empty() {
+        line.push_str(&format!("; besides them {}", others.join(", ")));
+    }
+    line
+}
+
+/// What the agent recorded of its context, and how our count of the same growth compares.
+fn context_line(c: &ContextCheck, agent: &str) -> String {
+    let mut line = format!(
+        "{} tokens at the newest request, as {agent} recorded it",
+        thousands(c.recorded_tokens)
+    );
+    let since = "since the first request (or the last compaction)";
+    match c.ratio {
+        Some(ratio) if c.recorded_growth > 0 => line.push_str(&format!(
+            "; {since} it grew by {} as recorded and by {} as we count it ({}): recorded / counted = {ratio:.2}",
+            thousands(c.recorded_growth),
+            thousands(c.estimated_growth as u64),
+            c.tokenizer
+        )),
+        // A constant record (a mock model's) leaves nothing to compare the count with.
+        Some(_) => line.push_str(&format!(
+            "; {since} it recorded no growth, where we count {} ({}): nothing to compare",
+            thousands(c.estimated_growth as u64),
+            c.tokenizer
+        )),
+        None => {}
+    }
+    line
+}
 
 impl Text for Report {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -97,23 +157,12 @@ impl Text for SessionReport {
             )
         )?;
 
-        let parts: Vec<String> = self
-            .counts
-            .iter()
-            .map(|(r, n)| format!("{r} {n}"))
-            .collect();
-        writeln!(
-            out,
-            "\n{} {} ({})",
-            "Messages:".bold(),
-            self.messages,
-            parts.join(", ")
-        )?;
+        writeln!(out, "\n{} {}", "Messages:".bold(), messages_line(self))?;
         if !self.tool_calls.is_empty() {
             let parts: Vec<String> = self
                 .tool_calls
                 .iter()
-                .map(|(k, v)| format!("{} {v}", safe(k)))
+                .map(|(k, v)| format!("{} {}", safe(k), thousands(*v as u64)))
                 .collect();
             writeln!(out, "{} {}", "Tool calls:".bold(), parts.join(", "))?;
         }
@@ -121,28 +170,11 @@ impl Text for SessionReport {
             out,
             "{} {} ({})",
             "Estimated tokens:".bold(),
-            self.estimated_tokens,
+            thousands(self.estimated_tokens as u64),
             self.tokenizer
         )?;
         if let Some(c) = &self.context_check {
-            match c.ratio {
-                Some(ratio) => writeln!(
-                    out,
-                    "{} {} tokens at the newest request, as the agent recorded it; it grew by {} since the first request (or the last compaction), which our {} count puts at {} ({:.2}x)",
-                    "Context:".bold(),
-                    c.recorded_tokens,
-                    c.recorded_growth,
-                    c.tokenizer,
-                    c.estimated_growth,
-                    ratio
-                )?,
-                None => writeln!(
-                    out,
-                    "{} {} tokens at the newest request, as the agent recorded it",
-                    "Context:".bold(),
-                    c.recorded_tokens,
-                )?,
-            }
+            writeln!(out, "{} {}", "Context:".bold(), context_line(c, display))?;
         }
         if !s.files_touched.is_empty() {
             writeln!(out, "\n{}", "Files touched:".bold())?;
@@ -174,8 +206,11 @@ impl Text for SessionReport {
             }
         }
         let st = &s.stats;
-        let mut read = vec![format!("{} lines", st.lines)];
-        read.push(format!("{} malformed", st.malformed_lines));
+        let mut read = vec![format!("{} lines", thousands(st.lines as u64))];
+        read.push(format!(
+            "{} malformed",
+            thousands(st.malformed_lines as u64)
+        ));
         if st.abandoned_branch_lines > 0 {
             read.push(format!(
                 "{} on abandoned branches",

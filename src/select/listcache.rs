@@ -1,5 +1,5 @@
-//! A cache of listing summaries keyed by file path, size and modification time, so that a
-//! warm `list` of thousands of sessions reads only directory entries and one small file.
+//! A cache of listing summaries keyed by absolute file path, size and modification time, so
+//! that a warm `list` of thousands of sessions reads only directory entries and one small file.
 //! Agents only append to sessions, which changes both size and mtime: a changed file is
 //! scanned again. The cache lives in the state dir; when it cannot be read or written the
 //! listing simply scans.
@@ -35,8 +35,9 @@ pub struct ListCache {
 /// a relayed session (`relay_of`). 5: a salvaged line keeps the same tail however it was read
 /// in pieces (`jsonl::keep_tail`), so a title taken from one may change by a character. 6: the
 /// same when whitespace runs long after the line's JSON or where its kept end starts. 7: a
-/// relayed session's source says when it was relayed (`relay_of.relayed_at`).
-const VERSION: u32 = 7;
+/// relayed session's source says when it was relayed (`relay_of.relayed_at`). 8: keys are
+/// absolute paths, and a Gemini CLI relay's last activity is its newest message.
+const VERSION: u32 = 8;
 
 #[derive(Serialize, Deserialize)]
 struct OnDisk {
@@ -81,7 +82,12 @@ impl ListCache {
             .ok()
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos());
-        let key = path.display().to_string();
+        // Absolute: a listing made from another directory must find the same entries, and one
+        // made from here must not take another directory's file of the same relative name.
+        let key = std::path::absolute(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .display()
+            .to_string();
         if let Some(c) = self.old.get(&key)
             && c.size == meta.len()
             && c.mtime_ns == mtime_ns

@@ -79,6 +79,43 @@ pub fn existing_stores(cfg: &Config, agent: Option<&str>) -> Result<Vec<Store>> 
     Ok(found)
 }
 
+/// A warning for each home that was given (flag, environment, config file) and does not exist:
+/// a typo there would otherwise only show as sessions missing from the listing. A default
+/// home that does not exist is an agent that is not installed, and says nothing.
+fn missing_homes(cfg: &Config, agent: Option<&str>) -> Vec<String> {
+    use crate::config::Origin;
+    stores(cfg, agent)
+        .into_iter()
+        .filter_map(|s| {
+            let settings = cfg.agent(s.adapter.name());
+            let given = match settings.session_root_from {
+                Origin::Default => return None,
+                Origin::Flag => format!("--home {}=", s.adapter.name()),
+                Origin::Env => format!("{}=", s.adapter.home_env()),
+                Origin::File => format!(
+                    "agents.{}.session_root in {}: ",
+                    s.adapter.name(),
+                    cfg.file.as_deref().map_or("the config file".into(), |f| f
+                        .display()
+                        .to_string())
+                ),
+            };
+            (!s.home.is_dir()).then(|| {
+                format!(
+                    "{} home {} does not exist ({given}{}): its sessions are not listed. Correct the path, or leave it out to use the default{}.",
+                    s.adapter.display_name(),
+                    s.home.display(),
+                    s.home.display(),
+                    s.adapter
+                        .default_home()
+                        .map(|d| format!(" ({})", d.display()))
+                        .unwrap_or_default()
+                )
+            })
+        })
+        .collect()
+}
+
 /// Every session in the existing stores, newest first (subagent transcripts included, with
 /// `parent_id`), and what could not be listed.
 pub struct Listing {
@@ -120,7 +157,7 @@ pub fn list_with(cfg: &Config, agent: Option<&str>, opts: &ListOptions) -> Resul
         }
     };
     let mut sessions = Vec::new();
-    let mut warnings = Vec::new();
+    let mut warnings = missing_homes(cfg, agent);
     for s in existing_stores(cfg, agent)? {
         let titles = s.adapter.index_titles(&s.home);
         let files = s.adapter.session_files(&s.home);
@@ -446,6 +483,10 @@ pub fn locate_file(cfg: &Config, path: &Path) -> Result<Located> {
         .into());
     }
     let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    // Named as given, but absolute: the ledger and a relay's provenance record it, and it must
+    // name the same file from any directory.
+    let given = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let path = given.as_path();
     for s in stores(cfg, None) {
         for dir in s.adapter.store_dirs(&s.home) {
             let dir = std::fs::canonicalize(&dir).unwrap_or(dir);

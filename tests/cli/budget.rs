@@ -309,10 +309,12 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
             ),
             "case {case}: parts add up"
         );
+        // Messages as `list` and `show` count them in the source: the report's source is the
+        // session the user knows.
         assert_eq!(
             report.source.messages,
-            shaped.messages.len() - 1,
-            "case {case}: every shaped message accounted for"
+            source.message_count(),
+            "case {case}: the source's messages, as the listing counts them"
         );
         assert_eq!(
             report.total_tokens,

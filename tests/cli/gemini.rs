@@ -595,7 +595,7 @@ fn dry_run_and_clean_for_gemini() {
     assert!(out.contains("Dry run: nothing was written."), "{out}");
     assert!(out.contains("gemini --resume"), "{out}");
     assert!(
-        out.contains("514,288 tokens = (1048576 context_window - 20000 reserved_tokens) x 0.5"),
+        out.contains("514,288 tokens = (1,048,576 context_window - 20,000 reserved_tokens) x 0.5"),
         "{out}"
     );
     assert_eq!(

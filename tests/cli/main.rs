@@ -9,6 +9,7 @@ mod budget;
 mod clean;
 mod doctor;
 mod export;
+mod first_hour;
 mod fuzz_readers;
 mod gemini;
 mod hooks;

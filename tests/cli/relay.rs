@@ -410,7 +410,7 @@ fn relays_fit_the_budget_and_report_it() {
         r["budget_from"]
             .as_str()
             .unwrap()
-            .contains("200000 context_window")
+            .contains("200,000 context_window")
     );
     let cfg = env.dir.path().join("c.yaml");
     std::fs::write(&cfg, "agents:\n  claude:\n    context_window: 100000\n    reserved_tokens: 10000\n    safety_ratio: 0.5\n").unwrap();
@@ -562,7 +562,7 @@ fn the_window_codex_records_sets_the_budget_unless_the_config_sets_one() {
     );
     let from = r["budget_from"].as_str().unwrap();
     assert!(
-        from.contains("258400 context_window (recorded by Codex CLI in"),
+        from.contains("258,400 context_window (recorded by Codex CLI in"),
         "{from}"
     );
     let settings = env.config();
@@ -590,7 +590,7 @@ fn the_window_codex_records_sets_the_budget_unless_the_config_sets_one() {
         r["budget_from"]
             .as_str()
             .unwrap()
-            .starts_with("(128000 context_window - "),
+            .starts_with("(128,000 context_window - "),
         "{}",
         r["budget_from"]
     );
