@@ -41,6 +41,12 @@ pub struct Report {
     pub dry_run: bool,
     pub sessions: Vec<Outcome>,
     pub notes: Vec<String>,
+    /// Relayed sessions the ledger records as in place, before `--agent` and `--superseded`
+    /// chose among them.
+    pub in_ledger: usize,
+    /// The choice made among them, to say why none was a candidate.
+    pub superseded: bool,
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -112,7 +118,8 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
     let mut outcomes: Vec<(Outcome, Option<Entry>)> = Vec::new();
     let (ledger_entries, ledger_warnings) = ledger::read();
     notes.extend(ledger_warnings);
-    let candidates = candidates(ledger_entries, args.agent.as_deref(), args.superseded);
+    let (candidates, in_ledger) =
+        candidates(ledger_entries, args.agent.as_deref(), args.superseded);
     let progress = &args.progress;
     if let Some(p) = progress {
         p.start(
@@ -220,6 +227,9 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
         dry_run: args.dry_run,
         sessions: outcomes.into_iter().map(|(o, _)| o).collect(),
         notes,
+        in_ledger,
+        superseded: args.superseded,
+        agent: args.agent.clone(),
     })
 }
 
@@ -386,8 +396,9 @@ fn delete_confirmed(
 }
 
 /// The newest relay entry per target file, without those already cleaned; with `superseded`,
-/// only those a later relay of the same source superseded.
-fn candidates(entries: Vec<Entry>, agent: Option<&str>, superseded: bool) -> Vec<Entry> {
+/// only those a later relay of the same source superseded. Also how many there were before
+/// `agent` and `superseded` chose.
+fn candidates(entries: Vec<Entry>, agent: Option<&str>, superseded: bool) -> (Vec<Entry>, usize) {
     let replaced = ledger::superseded(&entries);
     let mut latest: HashMap<String, Entry> = HashMap::new();
     for e in entries {
@@ -401,13 +412,14 @@ fn candidates(entries: Vec<Entry>, agent: Option<&str>, superseded: bool) -> Vec
             _ => {}
         }
     }
+    let in_ledger = latest.len();
     let mut v: Vec<Entry> = latest
         .into_values()
         .filter(|e| agent.is_none_or(|a| a == e.target.agent))
         .filter(|e| !superseded || replaced.contains(&e.target.path))
         .collect();
     v.sort_by(|a, b| a.time.cmp(&b.time).then(a.target.path.cmp(&b.target.path)));
-    v
+    (v, in_ledger)
 }
 
 fn judge(

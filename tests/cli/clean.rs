@@ -673,3 +673,39 @@ fn clean_loses_no_line_written_by_a_program_holding_the_session_open() {
     let t = race(Writer::HeldOpen, 30, 0x5eed_0047_0004_0002);
     assert_eq!(t.written, 30, "{t:?}");
 }
+
+/// With nothing to clean, `clean` says why: nothing relayed, or none of the relays in the
+/// ledger chosen by `--superseded` or `--agent` (it said "No relayed sessions in the ledger."
+/// while the ledger held three).
+#[test]
+fn nothing_to_clean_says_why() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    assert_eq!(
+        env.ok(&["clean", "--dry-run"]).trim(),
+        "No relayed sessions in the ledger."
+    );
+    for id in ["771ce1df", "5d0c3a1e", "01a22a5d"] {
+        relay(&env, id, "codex", &proj);
+    }
+    let superseded = env.ok(&["clean", "--superseded", "--dry-run"]);
+    assert!(
+        superseded.starts_with("None of the 3 relayed sessions in the ledger is superseded"),
+        "{superseded}"
+    );
+    let claude = env.ok(&[
+        "clean",
+        "--agent",
+        "claude",
+        "--older-than",
+        "0d",
+        "--dry-run",
+    ]);
+    assert!(
+        claude
+            .starts_with("None of the 3 relayed sessions in the ledger is in Claude Code's store"),
+        "{claude}"
+    );
+    let v = env.json(&["clean", "--superseded", "--dry-run", "--json"]);
+    assert_eq!(v["in_ledger"], 3, "{v}");
+}
