@@ -107,8 +107,13 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
     let mut fitted = None;
     if let Some(target) = target {
         let to = target.name().to_string();
-        let cwd = resume_dir(opts.scope.cwd.as_deref(), &s)?;
-        let title = s.title.clone().unwrap_or_default();
+        // The directory and title the relay would give it (its brief names both, and counts
+        // them), as `show --to` plans it.
+        let cwd = match (opts.scope.cwd.as_deref(), s.cwd.as_deref()) {
+            (None, None) => resume_dir(None, &s)?,
+            (flag, recorded) => super::relay::resolve_cwd(flag, recorded, &mut Vec::new())?,
+        };
+        let title = super::relay::default_title(&s, &super::relay::stamp(chrono::Utc::now()));
         let id = s.id.clone();
         let plan = super::plan_relay(
             cfg,

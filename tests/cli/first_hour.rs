@@ -178,6 +178,25 @@ fn a_dry_run_predicts_the_relay_figure_for_figure() {
             for key in ["fit", "shape", "budget_from"] {
                 assert_eq!(preview[key], real[key], "{what}: show --to's {key}");
             }
+            // So does `export --to`, which writes the session as the relay carries it.
+            let file = env.work().join(format!("export-{to}.jsonl"));
+            let _ = std::fs::remove_file(&file);
+            let out = env
+                .cmd()
+                .args(["export", path, "--to", to, "--cwd", &proj, "-o"])
+                .arg(&file)
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stderr);
+            let fit = &real["fit"];
+            assert!(
+                said.contains(&format!(
+                    ": {} of {} tokens",
+                    grouped(fit["total_tokens"].as_u64().unwrap()),
+                    grouped(fit["budget"].as_u64().unwrap())
+                )),
+                "{what}: export --to says\n{said}\nthe relay {fit}"
+            );
             assert_eq!(
                 dry["fit"]["source"]["messages"], *messages,
                 "{what}: the source's messages, as the listing counts them"
