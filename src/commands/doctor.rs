@@ -66,7 +66,6 @@ pub struct CliCheck {
     pub verified: Vec<&'static str>,
     pub status: CliStatus,
     /// Why the version could not be read, when it could not.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 

@@ -113,7 +113,14 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
             (None, None) => resume_dir(None, &s)?,
             (flag, recorded) => super::relay::resolve_cwd(flag, recorded, &mut Vec::new())?,
         };
-        let title = super::relay::default_title(&s, &super::relay::stamp(chrono::Utc::now()));
+        // The stamp is of the session's last activity, not of now: an export is the same file
+        // whenever it is made, and its title as many tokens as a relay's.
+        let last = s
+            .updated
+            .as_ref()
+            .and_then(|t| t.time())
+            .unwrap_or_default();
+        let title = super::relay::default_title(&s, &super::relay::stamp(last));
         let id = s.id.clone();
         let plan = super::plan_relay(
             cfg,

@@ -35,7 +35,6 @@ pub struct Listed {
     #[serde(flatten)]
     pub summary: Summary,
     /// Set for a session session-relay wrote.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub relay: Option<RelayMark>,
 }
 

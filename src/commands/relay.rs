@@ -51,7 +51,6 @@ pub struct Report {
     pub messages: usize,
     pub bytes: usize,
     /// When the earlier relay was made (with `already_relayed`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub relayed_at: Option<String>,
     /// Earlier relays of this source to the same agent and directory that this one replaces
     /// (`clean --superseded` removes them once nobody continued them).

@@ -50,7 +50,6 @@ pub struct SessionReport {
     pub tokenizer: &'static str,
     /// The agent's own record of its context at the newest request, next to our estimate of
     /// the conversation up to it.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub context_check: Option<ContextCheck>,
 }
 

@@ -53,7 +53,6 @@ pub struct Context {
     pub window_from: &'static str,
     /// tokens / window, in percent, one decimal.
     pub percent: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
 }
 

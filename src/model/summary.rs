@@ -11,26 +11,26 @@ pub struct Summary {
     pub id: String,
     pub agent: String,
     pub path: PathBuf,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub cwd: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub title: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub created: Option<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub updated: Option<Timestamp>,
     /// User and assistant messages on the branch the agent loads (as `show` counts them).
     pub messages: usize,
     pub size: u64,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     pub archived: bool,
     /// For a subagent transcript: its parent session's id. Such summaries are not top-level.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub parent_id: Option<String>,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub subagents: usize,
     /// For a session session-relay wrote: the source its provenance record names.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub relay_of: Option<RelaySource>,
 }
 
@@ -40,7 +40,7 @@ pub struct RelaySource {
     pub agent: String,
     pub id: String,
     /// When the relay was written, as its provenance or ledger entry says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub relayed_at: Option<String>,
 }
 
@@ -64,15 +64,11 @@ pub struct RecordedUsage {
     /// answer; Codex: the newest request's total).
     pub tokens: u64,
     /// The model's context window, when the agent records it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub window: Option<u64>,
     /// The model that answered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub model: Option<String>,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 /// Whether a session file's name holds the session's id: the file an agent names for it.

@@ -1,10 +1,9 @@
 use std::io::{self, Write};
 
-use colored::Colorize;
-
+use super::table::{Paint, Table, Under, screen_width};
 use super::{Text, short_id};
 use crate::commands::list::Report;
-use crate::text::{human_size, one_line_cut, safe, thousands};
+use crate::text::{human_size, one_line, safe, thousands};
 
 impl Text for Report {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -12,19 +11,13 @@ impl Text for Report {
         if self.sessions.is_empty() {
             return no_sessions(self.dir.as_deref(), out);
         }
-        writeln!(
-            out,
-            "{}",
-            format!(
-                "{:<16}  {:<6}  {:<8}  {:>5}  {:>7}  {}",
-                "UPDATED", "AGENT", "ID", "MSGS", "SIZE", "TITLE"
-            )
-            .bold()
-        )?;
+        let mut table = Table::new(
+            &["UPDATED", "AGENT", "ID", "MSGS", "SIZE", "TITLE"],
+            &[3, 4],
+        );
         for listed in &self.sessions {
             let s = &listed.summary;
-            let updated = time_cell(s.sort_time());
-            let mut title = one_line_cut(s.title.as_deref().unwrap_or(""), 60);
+            let mut title = one_line(s.title.as_deref().unwrap_or(""));
             if let Some(r) = &listed.relay {
                 title = format!("{} {title}", relay_marker(r));
             }
@@ -34,20 +27,28 @@ impl Text for Report {
             if s.subagents > 0 {
                 title = format!("{title} (+{} subagent)", s.subagents);
             }
-            writeln!(
-                out,
-                "{:<16}  {:<6}  {:<8}  {:>5}  {:>7}  {}",
-                updated,
-                safe(&s.agent),
-                safe(&short_id(&s.id)),
-                thousands(s.messages as u64),
-                human_size(s.size),
-                safe(&title)
-            )?;
-            if self.dir.is_none() {
-                dir_line(s.cwd.as_deref(), out)?;
-            }
+            let under = match self.dir {
+                None => vec![Under::Dim(
+                    safe(s.cwd.as_deref().unwrap_or("(no cwd)")).into_owned(),
+                )],
+                Some(_) => Vec::new(),
+            };
+            table.row(
+                [
+                    time_cell(s.sort_time()),
+                    safe(&s.agent).into_owned(),
+                    safe(&short_id(&s.id)).into_owned(),
+                    thousands(s.messages as u64),
+                    human_size(s.size),
+                    safe(&title).into_owned(),
+                ]
+                .into_iter()
+                .map(|c| (c, Paint::Plain))
+                .collect(),
+                under,
+            );
         }
+        table.write(out, screen_width())?;
         Ok(())
     }
 }
@@ -68,16 +69,6 @@ pub fn no_sessions(dir: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
 pub fn time_cell(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
     t.map(|t| t.format("%Y-%m-%d %H:%M").to_string())
         .unwrap_or_else(|| "-".into())
-}
-
-/// With `--all`, the session's directory under its row.
-pub fn dir_line(cwd: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "{:<16}  {}",
-        "",
-        safe(cwd.unwrap_or("(no cwd)")).dimmed()
-    )
 }
 
 /// `[relay]`, or `[relay, superseded]` when a newer relay of the same source replaced it.

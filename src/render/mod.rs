@@ -12,6 +12,7 @@ pub mod progress;
 mod relay;
 mod show;
 mod status;
+mod table;
 
 use std::io::{self, IsTerminal, Write};
 

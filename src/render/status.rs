@@ -1,10 +1,9 @@
 use std::io::{self, Write};
 
-use colored::Colorize;
-
+use super::table::{Paint, Table, Under, screen_width};
 use super::{Text, short_id};
 use crate::commands::status::{Context, Report};
-use crate::text::{one_line_cut, safe};
+use crate::text::{one_line, safe};
 
 /// `128.4k`, `200k`, `1M`: token counts in a column.
 fn tokens(n: u64) -> String {
@@ -36,15 +35,10 @@ impl Text for Report {
         if self.sessions.is_empty() {
             return super::list::no_sessions(self.dir.as_deref(), out);
         }
-        writeln!(
-            out,
-            "{}",
-            format!(
-                "{:<16}  {:<6}  {:<8}  {:<18}  {:<20}  {}",
-                "UPDATED", "AGENT", "ID", "CONTEXT", "RELAY", "TITLE"
-            )
-            .bold()
-        )?;
+        let mut table = Table::new(
+            &["UPDATED", "AGENT", "ID", "CONTEXT", "RELAY", "TITLE"],
+            &[],
+        );
         for s in &self.sessions {
             let updated = super::list::time_cell(s.updated.as_ref().and_then(|t| t.time()));
             let relay = match s.relays.as_slice() {
@@ -65,42 +59,43 @@ impl Text for Report {
                     .collect::<Vec<_>>()
                     .join(", "),
             };
-            let mut title = one_line_cut(s.title.as_deref().unwrap_or(""), 50);
+            let mut title = one_line(s.title.as_deref().unwrap_or(""));
             if let Some(r) = &s.relay {
                 title = format!("{} {title}", super::list::relay_marker(r));
             }
             let pct = s.context.as_ref().map_or(0.0, |c| c.percent);
-            let ctx = format!("{:<18}", context(s.context.as_ref()));
-            let ctx = if pct >= 80.0 {
-                ctx.red().to_string()
+            let paint = if pct >= 80.0 {
+                Paint::Red
             } else if pct >= 60.0 {
-                ctx.yellow().to_string()
+                Paint::Yellow
             } else {
-                ctx
+                Paint::Plain
             };
-            writeln!(
-                out,
-                "{:<16}  {:<6}  {:<8}  {}  {:<20}  {}",
-                updated,
-                safe(&s.agent),
-                safe(&short_id(&s.id)),
-                ctx,
-                safe(&relay),
-                safe(&title)
-            )?;
+            let mut under = Vec::new();
             if self.dir.is_none() {
-                super::list::dir_line(s.cwd.as_deref(), out)?;
+                under.push(Under::Dim(
+                    safe(s.cwd.as_deref().unwrap_or("(no cwd)")).into_owned(),
+                ));
             }
             for r in s.relays.iter().filter(|r| r.up_to_date) {
-                writeln!(
-                    out,
-                    "{:<16}  {} {}",
-                    "",
-                    "resume:".dimmed(),
-                    safe(&r.resume_command)
-                )?;
+                under.push(Under::Labelled(
+                    "resume:",
+                    safe(&r.resume_command).into_owned(),
+                ));
             }
+            table.row(
+                vec![
+                    (updated, Paint::Plain),
+                    (safe(&s.agent).into_owned(), Paint::Plain),
+                    (safe(&short_id(&s.id)).into_owned(), Paint::Plain),
+                    (context(s.context.as_ref()), paint),
+                    (safe(&relay).into_owned(), Paint::Plain),
+                    (safe(&title).into_owned(), Paint::Plain),
+                ],
+                under,
+            );
         }
+        table.write(out, screen_width())?;
         Ok(())
     }
 }

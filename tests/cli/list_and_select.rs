@@ -407,7 +407,7 @@ fn a_full_id_selects_the_file_the_listing_shows() {
     let listed = env.json(&["list", "--all", "--json"]);
     let rows = listed["sessions"].as_array().unwrap();
     let mut checked = 0;
-    for row in rows.iter().filter(|r| r.get("parent_id").is_none()) {
+    for row in rows.iter().filter(|r| r["parent_id"].is_null()) {
         let id = row["id"].as_str().unwrap();
         let shown = env.json(&["show", id, "--json"]);
         assert_eq!(
@@ -701,4 +701,102 @@ fn the_listing_cache_never_serves_a_changed_file() {
         row(&env.list_json(&["list", "--all", "--json"]))["messages"],
         3
     );
+}
+
+/// `list` and `status` fill the width they are given (the terminal's, else `COLUMNS`) and no
+/// more: a title is cut at the edge, not at a fixed 60 characters, and no row wraps; every
+/// column starts in one place whatever its cells hold.
+#[test]
+fn tables_fill_the_width_and_keep_their_columns() {
+    use unicode_width::UnicodeWidthStr;
+    let env = TestEnv::with_fixtures();
+    for command in ["list", "status"] {
+        let at = |columns: &str| -> String {
+            let out = env
+                .cmd()
+                .env("COLUMNS", columns)
+                .args([command, "--all"])
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let wide = at("200");
+        let longest = wide.lines().map(|l| l.width()).max().unwrap();
+        assert!(
+            longest > 100,
+            "{command}: a 200-column screen is used:\n{wide}"
+        );
+        assert!(longest <= 200, "{command}:\n{wide}");
+        let header = wide.lines().next().unwrap();
+        let title_at = header.find("TITLE").unwrap();
+        for narrow in ["60", "80"] {
+            let text = at(narrow);
+            let columns: usize = narrow.parse().unwrap();
+            for l in text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("resume:"))
+            {
+                assert!(
+                    l.width() <= columns.max(title_at + 20),
+                    "{command} at {narrow}: {l:?}"
+                );
+            }
+        }
+        // Rows start their title where the header does (the relayed marker included).
+        for l in wide.lines().skip(1).filter(|l| !l.starts_with(' ')) {
+            let cells: Vec<&str> = l[..title_at]
+                .split("  ")
+                .filter(|c| !c.is_empty())
+                .collect();
+            assert!(cells.len() >= 4, "{command}: {l:?}");
+            assert!(
+                l[..title_at].ends_with("  "),
+                "{command}: the title starts at column {title_at}: {l:?}"
+            );
+        }
+    }
+}
+
+/// Every documented field is in every report, `null`, `false` or `0` when empty: a script reads
+/// `row["relay"]` without first asking whether it is there.
+#[test]
+fn json_reports_carry_every_documented_field() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let rows = env.list_json(&["list", "--all", "--json"]);
+    let rows = rows.as_array().unwrap();
+    assert!(rows.len() > 20);
+    for row in rows {
+        for key in [
+            "id",
+            "agent",
+            "path",
+            "cwd",
+            "title",
+            "created",
+            "updated",
+            "messages",
+            "size",
+            "archived",
+            "parent_id",
+            "subagents",
+            "relay_of",
+            "relay",
+        ] {
+            assert!(row.get(key).is_some(), "list row without {key}: {row}");
+        }
+    }
+    let shown = env.json(&["show", "771ce1df", "--json"]);
+    assert!(shown.get("context_check").is_some(), "{shown}");
+    let relayed = env.json(&[
+        "relay", "771ce1df", "--to", "codex", "--cwd", &proj, "--json",
+    ]);
+    assert!(relayed.get("relayed_at").is_some(), "{relayed}");
+    let status = env.json(&["status", "--all", "--json"]);
+    for s in status["sessions"].as_array().unwrap() {
+        if let Some(c) = s.get("context").filter(|c| !c.is_null()) {
+            assert!(c.get("model").is_some(), "{c}");
+        }
+    }
 }

@@ -152,7 +152,7 @@ fn clean_superseded_removes_replaced_relays_nobody_continued() {
         .iter()
         .find(|s| s["id"] == "771ce1df-ae7a-4516-8192-f08c38166af2")
         .unwrap();
-    assert!(native.get("relay").is_none(), "{native}");
+    assert!(native["relay"].is_null(), "{native}");
 
     let dry = env.json(&["clean", "--superseded", "--dry-run", "--json"]);
     let actions: Vec<(String, String)> = dry["sessions"]
