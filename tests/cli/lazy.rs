@@ -103,8 +103,9 @@ fn both_ways_folding(
     (lazy, full, in_part, folding)
 }
 
-/// `both_ways` of each session to Claude Code and Codex at three budgets, each pair asserted
-/// the same: the relays, each with what it was.
+/// `both_ways` of each session to Claude Code and Codex at three budgets (the smallest to one
+/// and the largest to the other in the default tier), each pair asserted the same: the
+/// relays, each with what it was.
 fn relays_both_ways(env: &TestEnv, sessions: &[std::path::PathBuf]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let relays = cases(
@@ -292,7 +293,7 @@ fn write_long_claude_session(env: &TestEnv, id: &str, turns: usize) -> std::path
 }
 
 /// The relays of a long generated session: to every agent, at budgets from a small part of
-/// the session to most of a target's window.
+/// the session to most of a target's window (the first of them in the default tier).
 fn long_session_relays() -> Vec<(&'static str, &'static str)> {
     let all = session_relay::adapters::names()
         .into_iter()
@@ -550,9 +551,9 @@ fn show_counting_older_turns_says_what_holding_them_says() {
 
 /// A plain export of a long session, JSONL or Markdown, writes its older turns, masked, as it
 /// reads them and lets them go: what it writes is the same, byte for byte, as an export that
-/// holds every turn, on every fixture and on long generated sessions, whether the turns it
-/// wrote could stand or the session was read again (a call answered after them, an orphan
-/// among them).
+/// holds every turn, on every fixture (four of them in the default tier) and on long generated
+/// sessions, whether the turns it wrote could stand or the session was read again (a call
+/// answered after them, an orphan among them).
 #[test]
 fn export_writing_older_turns_as_it_reads_writes_the_same() {
     use session_relay::commands::export::{SPILL_KEEP_ENV, SPILL_NOTE};
