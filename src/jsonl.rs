@@ -1399,7 +1399,7 @@ mod tests {
             Some(spaces(5 * t + 1)),
             None,
         ];
-        for ending in endings {
+        for ending in crate::text::test_cases(endings, 3) {
             let mut line = String::from(r#"{"type":"user","text":""#);
             while line.len() < max + 5 * SALVAGE_TAIL {
                 line.push_str(["word ", "été ", "x"][rng(3)]);
@@ -1414,7 +1414,8 @@ mod tests {
             // The line as a read that cut nothing would salvage it.
             let whole = salvage(&line.as_bytes()[..max], &line.as_bytes()[max..], line.len())
                 .unwrap_or_else(|| panic!("{:?} is salvaged", ending.as_deref().map(str::len)));
-            let mut sizes: Vec<usize> = (0..40).map(|_| 1 + rng(3 * SALVAGE_TAIL as u64)).collect();
+            let sizes: Vec<usize> = (0..40).map(|_| 1 + rng(3 * SALVAGE_TAIL as u64)).collect();
+            let mut sizes = crate::text::test_cases(sizes, 8);
             sizes.extend([SALVAGE_TAIL, SALVAGE_TAIL - 1, 2 * SALVAGE_TAIL, 1 << 20]);
             for size in sizes {
                 let mut reader = BufReader::with_capacity(size, line.as_bytes());
@@ -1653,7 +1654,7 @@ mod tests {
     #[test]
     fn salvage_drops_a_token_cut_at_either_seam() {
         let key = format!("sk-ant-api03-{}-XYZAA", "A1b2C3d4".repeat(12));
-        for offset in [1usize, 7, 13, 60, key.len() - 2] {
+        for offset in crate::text::test_cases([1usize, 7, 13, 60, key.len() - 2], 2) {
             // The head's cut falls `offset` bytes into one copy of the key, the tail's start
             // `offset` bytes into another.
             let prefix = "{\"id\":\"x\",\"text\":\"";
@@ -1696,7 +1697,7 @@ mod tests {
     /// the line: refused, so the line is skipped with its warning.
     #[test]
     fn salvage_refuses_cuts_that_join_two_records() {
-        for shift in 0..40 {
+        for shift in crate::text::test_cases(0..40, 3) {
             // The first record padded by `shift` bytes moves both cuts across the records.
             let mut line = format!(
                 "{{\"content\":[{{\"id\":\"first\",\"text\":\"{}\"}},",
@@ -1724,7 +1725,7 @@ mod tests {
             "a", "\\\"", "\\\\", "\\n", "\\u00e9", "é", "日本", "😀", " ",
         ];
         let mut seed = 0x5a1_7a6e_u64;
-        for shift in 0..64 {
+        for shift in crate::text::test_cases(0..64, 8) {
             let mut text = "p".repeat(shift);
             while text.len() < SALVAGE_HEAD + 3 * SALVAGE_TAIL {
                 seed = seed

@@ -878,7 +878,8 @@ mod tests {
         let ids = ["s-1", "q\"uote", "back\\slash", "日本"];
         let mut next = test_rng(0x1ed9_e7b0_7707_0003);
         let (mut kept, mut skipped) = (0, 0);
-        for _ in 0..500 {
+        let rounds = crate::text::test_count(100, 500);
+        for _ in 0..rounds {
             let entries = generated(&mut next, 4, |next, n, entries, relays| {
                 let mut e = entry("relay", n, next(6));
                 e.source.id = ids[next(ids.len() as u64)].to_string();
@@ -926,7 +927,7 @@ mod tests {
         }
         // Both kinds of line, or the test proves nothing.
         assert!(
-            kept > 2_000 && skipped > 500,
+            kept > 4 * rounds && skipped > rounds,
             "{kept} kept, {skipped} skipped"
         );
     }
@@ -955,7 +956,7 @@ mod tests {
     fn a_relay_learns_the_same_from_the_lines_about_its_session() {
         let ids = ["s-1", "s-10", "q\"uote", "back\\slash", "日本", "clean"];
         let mut next = test_rng(0xab07_1ed6_e7aa_0002);
-        for round in 0..600 {
+        for round in 0..crate::text::test_count(100, 600) {
             let entries = generated(&mut next, 5, |next, n, entries, relays| {
                 let mut e = entry("relay", n, next(6));
                 e.source.id = ids[next(ids.len() as u64)].to_string();

@@ -365,6 +365,57 @@ pub fn test_rng(seed: u64) -> impl FnMut(u64) -> usize {
     }
 }
 
+/// For tests: the cases a generated test runs. All of `all` in the slow tier (`cargo test
+/// --features slow-tests`, which CI runs); in the default tier `n` of them spread evenly from
+/// the first to the last, so that a contributor's `cargo test` meets each kind of case (the
+/// smallest and the largest, every variant a list cycles through) in a few seconds.
+#[cfg(test)]
+pub fn test_cases<T>(all: impl IntoIterator<Item = T>, n: usize) -> Vec<T> {
+    let all: Vec<T> = all.into_iter().collect();
+    if cfg!(feature = "slow-tests") || n >= all.len() {
+        return all;
+    }
+    let picked = spread(all.len(), n);
+    all.into_iter()
+        .enumerate()
+        .filter_map(|(i, case)| picked.contains(&i).then_some(case))
+        .collect()
+}
+
+/// For tests: about one in `k` of `all` (picked reproducibly at random) in the default tier,
+/// all of them in the slow tier (see `test_cases`). For long lists of generated inputs that
+/// come in groups of variants, where an even spread could keep meeting the same variant.
+#[cfg(test)]
+pub fn test_sample<T>(all: impl IntoIterator<Item = T>, k: u64) -> Vec<T> {
+    let mut pick = test_rng(0x7e57_5a3b_1e00_0001);
+    all.into_iter()
+        .filter(|_| cfg!(feature = "slow-tests") || pick(k) == 0)
+        .collect()
+}
+
+/// For tests: a count of generated cases, `all` in the slow tier and `fast` in the default one
+/// (see `test_cases`).
+#[cfg(test)]
+pub fn test_count(fast: usize, all: usize) -> usize {
+    if cfg!(feature = "slow-tests") {
+        all
+    } else {
+        fast
+    }
+}
+
+/// `n` indices of `0..len` (`n < len`) spread evenly, the first and the last included.
+#[cfg(test)]
+fn spread(len: usize, n: usize) -> Vec<usize> {
+    match n {
+        0 => Vec::new(),
+        1 => vec![0],
+        _ => (0..n)
+            .map(|i| (i * (len - 1) + (n - 1) / 2) / (n - 1))
+            .collect(),
+    }
+}
+
 /// How many characters of a tool output a reader keeps when it reads the output's turn only
 /// in part (see `reduced_output`): enough for its first line, and a little of its end.
 pub const REDUCED_OUTPUT_CHARS: usize = 1000;
@@ -503,6 +554,20 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1000), "1,000");
         assert_eq!(thousands(119_200), "119,200");
+    }
+
+    /// The default tier's spread of a generated test's cases: as many as asked, each once, in
+    /// order, the first and the last among them.
+    #[test]
+    fn a_spread_of_cases_meets_the_first_and_the_last() {
+        for len in 2..60 {
+            for n in 2..len {
+                let picked = spread(len, n);
+                assert_eq!(picked.len(), n, "{n} of {len}");
+                assert!(picked.windows(2).all(|w| w[0] < w[1]), "{picked:?}");
+                assert_eq!((picked[0], picked[n - 1]), (0, len - 1), "{picked:?}");
+            }
+        }
     }
 
     /// Outputs of many shapes around the cuts: blank runs (ASCII, CRLF, ideographic spaces),

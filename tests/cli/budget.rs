@@ -188,7 +188,7 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
     let mut r = Rng(0x5e55_1011_2e1a_7001);
     let mut ok = 0;
     let mut filled = 0;
-    let cases = 300;
+    let cases = crate::common::count(60, 300);
     for case in 0..cases {
         let source = session(&mut r, case);
         // Every registered agent as a target, with its own way of counting.

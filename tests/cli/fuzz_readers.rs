@@ -1,7 +1,8 @@
 //! A bounded, deterministic mutation fuzzer over both readers and everything downstream of them
 //! (listing scan, neutral round trip, shaping, budget fitting, both writers and the read-back).
-//! It runs in CI with a small count; run it longer with
-//! `FUZZ_ITERATIONS=200000 cargo test --release --test fuzz_readers -- --nocapture`
+//! It runs 200 mutations in a plain `cargo test`, 3,000 in the slow tier CI runs
+//! (`--features slow-tests`); run it longer with
+//! `FUZZ_ITERATIONS=200000 cargo test --release --test cli fuzz_readers -- --nocapture`
 //! (the cargo-fuzz targets in `fuzz/` cover the same code with coverage guidance).
 //! An input that panics is kept in the build's scratch folder; once fixed it belongs in
 //! `fixtures/fuzz-regressions/`, which is replayed on every run.
@@ -198,7 +199,7 @@ fn mutated_sessions_never_panic() {
     let iterations: usize = std::env::var("FUZZ_ITERATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+        .unwrap_or(crate::common::count(200, 3000));
     let regressions = crate::common::fixtures().join("fuzz-regressions");
     // Crashing inputs are kept in the build's scratch folder, never in the source tree; the
     // failure message says where, so that they can be added to the regressions.

@@ -20,6 +20,7 @@ mod list_and_select;
 mod out_folder;
 mod picker;
 mod read;
+mod readme;
 mod redaction;
 mod reformat;
 mod registration;

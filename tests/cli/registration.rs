@@ -167,7 +167,7 @@ fn a_relay_killed_at_any_moment_is_registered_by_the_next() {
     let start = Instant::now();
     relay(&probe);
     let took = start.elapsed();
-    for round in 0..12 {
+    for round in 0..crate::common::count(4, 12) {
         let env = env_with_thread_index();
         let proj = env.project();
         let at = Duration::from_micros(rng.below(took.as_micros() as u64 * 5 / 4 + 1));

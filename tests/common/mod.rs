@@ -244,6 +244,47 @@ pub fn fixture_sessions() -> Vec<(&'static str, PathBuf)> {
     out
 }
 
+/// Whether this is the slow tier, `cargo test --locked --features slow-tests` (CI runs it):
+/// generated tests then run every case (see `cases`), and the tests marked
+/// `#[cfg_attr(not(feature = "slow-tests"), ignore = ...)]` run at all.
+pub const SLOW_TIER: bool = cfg!(feature = "slow-tests");
+
+/// The cases a generated test runs. All of `all` in the slow tier; in the default tier `n` of
+/// them spread evenly from the first to the last, so that a contributor's `cargo test` meets
+/// each kind of case (every agent, the smallest and the largest budget) in a few seconds.
+pub fn cases<T>(all: impl IntoIterator<Item = T>, n: usize) -> Vec<T> {
+    let all: Vec<T> = all.into_iter().collect();
+    if SLOW_TIER || n >= all.len() {
+        return all;
+    }
+    let picked: Vec<usize> = match n {
+        0 => Vec::new(),
+        1 => vec![0],
+        _ => (0..n)
+            .map(|i| (i * (all.len() - 1) + (n - 1) / 2) / (n - 1))
+            .collect(),
+    };
+    all.into_iter()
+        .enumerate()
+        .filter_map(|(i, case)| picked.contains(&i).then_some(case))
+        .collect()
+}
+
+/// `all` in the slow tier; `fast`, the few of them chosen for what they make happen, in the
+/// default one.
+pub fn chosen<T>(fast: impl IntoIterator<Item = T>, all: impl IntoIterator<Item = T>) -> Vec<T> {
+    if SLOW_TIER {
+        all.into_iter().collect()
+    } else {
+        fast.into_iter().collect()
+    }
+}
+
+/// A count of generated cases: `all` in the slow tier, `fast` in the default one.
+pub fn count(fast: usize, all: usize) -> usize {
+    if SLOW_TIER { all } else { fast }
+}
+
 /// xorshift64*: a deterministic, dependency-free generator for generated inputs.
 pub struct Rng(pub u64);
 

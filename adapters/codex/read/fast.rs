@@ -417,18 +417,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rollout-2026-11-30T00-00-00-long.jsonl");
         std::fs::write(&path, &text).unwrap();
-        for opts in [
-            crate::adapter::ReadOptions::default(),
-            crate::adapter::ReadOptions {
-                max_tool_output: Some(8000),
-                ..Default::default()
-            },
-            crate::adapter::ReadOptions {
-                max_tool_output: Some(8000),
-                full_tail_tokens: Some(30_000),
-                ..Default::default()
-            },
-        ] {
+        for opts in crate::text::test_cases(
+            [
+                crate::adapter::ReadOptions::default(),
+                crate::adapter::ReadOptions {
+                    max_tool_output: Some(8000),
+                    ..Default::default()
+                },
+                crate::adapter::ReadOptions {
+                    max_tool_output: Some(8000),
+                    full_tail_tokens: Some(30_000),
+                    ..Default::default()
+                },
+            ],
+            2,
+        ) {
             let read = |general_only: bool| {
                 GENERAL_ONLY.store(general_only, Relaxed);
                 let s = super::super::read_lines(&path, "long", opts.clone()).unwrap();
@@ -446,8 +449,9 @@ mod tests {
         let _switch = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
         let lines = lines();
         assert!(lines.len() > 1000, "only {} lines", lines.len());
+        let lines = crate::text::test_sample(lines.iter().enumerate(), 8);
         let (mut taken, mut items, mut items_taken) = (0, 0, 0);
-        for (i, text) in lines.iter().enumerate() {
+        for &(i, text) in &lines {
             let mask = crate::adapter::WordMask("e");
             for (max, reduced, mask) in [
                 (Some(40), true, None),
