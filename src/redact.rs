@@ -90,6 +90,16 @@ enum Check {
     Jwk,
 }
 
+impl Check {
+    /// Whether every match of a rule with this check lies within a line but for the line
+    /// break before it, and holds its hint: such a rule's regex starts at the line where the
+    /// prefilter (`Near`) or its hint says its first match may be, not at the text's start
+    /// (the named rules are woken by words most long outputs hold, `token`, `key`).
+    fn within_a_line(self) -> bool {
+        matches!(self, Check::Named(Given::Line | Given::Flag))
+    }
+}
+
 /// Where a named value is given (see `Check::Named`).
 #[derive(Clone, Copy, PartialEq)]
 enum Given {
@@ -137,6 +147,85 @@ struct RuleSet {
     gates: AhoCorasick,
     /// The built-in rule of each of the gates' strings.
     gated: Vec<usize>,
+    /// For each built-in rule, what must be next to a gate's string for the rule to be named
+    /// (`Near`), if anything.
+    near: Vec<Option<Near>>,
+}
+
+/// What the rules gated by a secret's name (`token`, `key`, `pass`: strings most long
+/// outputs hold) need next to it, checked where the gates' automaton finds the name: in place
+/// of a search of the whole text for their hint, which made them a tenth of a relay's
+/// masking. Each is true wherever the rule's hint matches.
+#[derive(Clone, Copy, Debug)]
+enum Near {
+    /// The rest of a name, then `=` or `: ` (`Given::Line`).
+    Assigned,
+    /// A flag's dashes before and whitespace after (`Given::Flag`).
+    Flag,
+    /// An end tag's `</` before (`Given::Element`).
+    EndTag,
+}
+
+impl Near {
+    fn of(check: Check) -> Option<Near> {
+        match check {
+            Check::Named(Given::Line) => Some(Near::Assigned),
+            Check::Named(Given::Flag) => Some(Near::Flag),
+            Check::Named(Given::Element) => Some(Near::EndTag),
+            _ => None,
+        }
+    }
+
+    /// Whether the gate's string at `start..end` of `lower` (see `gate_text`, of `text`) has
+    /// this next to it.
+    fn holds(self, text: &[u8], lower: &[u8], start: usize, end: usize) -> bool {
+        let name = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-');
+        let blank = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
+        match self {
+            // A secret's word that ends the name or is followed by a separator or a capital
+            // (`DB_PASS`, `SECRET_KEY_BASE`, `npmAuthToken`, not `tokens`), the rest of the
+            // name, then `=` or `: `.
+            Near::Assigned => {
+                let mut j = end + lower[end..].iter().take_while(|b| name(b)).count();
+                let assigned = if lower.get(j) == Some(&b':') {
+                    blank(lower.get(j + 1))
+                } else {
+                    while blank(lower.get(j)) {
+                        j += 1;
+                    }
+                    lower.get(j) == Some(&b'=')
+                };
+                let ends = |b: &u8| !name(b) || b.is_ascii_uppercase() || b".-_".contains(b);
+                assigned
+                    && SECRET_WORDS_LOWER.iter().any(|w| {
+                        lower[start..].starts_with(w.as_bytes())
+                            && text.get(start + w.len()).is_none_or(ends)
+                    })
+            }
+            Near::Flag => {
+                let word = end
+                    - lower[start..end]
+                        .iter()
+                        .rev()
+                        .take_while(|b| blank(Some(b)))
+                        .count();
+                blank(lower.get(word))
+                    && lower[..start]
+                        .iter()
+                        .rev()
+                        .take_while(|b| name(b))
+                        .any(|&b| b == b'-')
+            }
+            Near::EndTag => {
+                let before = lower[..start]
+                    .iter()
+                    .rev()
+                    .take_while(|&b| name(b) || *b == b':')
+                    .count();
+                lower[..start - before].ends_with(b"</")
+            }
+        }
+    }
 }
 
 impl RuleSet {
@@ -167,32 +256,45 @@ impl RuleSet {
             ungated,
             gates,
             gated,
+            near: BUILTIN.iter().map(|r| Near::of(r.3)).collect(),
         }
     }
 
-    /// The indices of the rules that may match `text`, in order.
-    fn matches(&self, text: &str) -> Vec<usize> {
-        let mut hits: Vec<usize> = self
+    /// The indices of the rules that may match `text`, in order, each with where in `text` its
+    /// first match may be: for a rule with a `Near`, where the first of its gate's strings
+    /// with that next to it is (a match holds one), else 0.
+    fn matches(&self, text: &str) -> Vec<(usize, usize)> {
+        let mut hits: Vec<(usize, usize)> = self
             .user
             .as_ref()
-            .map(|u| u.matches(text).into_iter().collect())
+            .map(|u| u.matches(text).into_iter().map(|i| (i, 0)).collect())
             .unwrap_or_default();
         let offset = self.user.as_ref().map_or(0, RegexSet::len);
         let lower = gate_text(text);
-        let mut builtin: Vec<usize> = self
+        // A folded character (`GATE_FOLDS`) moves the bytes after it: then nothing is checked.
+        let in_place = lower.len() == text.len();
+        let mut builtin: Vec<(usize, usize)> = self
             .gates
             .find_overlapping_iter(&lower)
-            .map(|m| self.gated[m.pattern().as_usize()])
+            .filter_map(|m| {
+                let rule = self.gated[m.pattern().as_usize()];
+                match self.near[rule] {
+                    Some(near) if in_place => near
+                        .holds(text.as_bytes(), &lower, m.start(), m.end())
+                        .then_some((rule, m.start())),
+                    _ => Some((rule, 0)),
+                }
+            })
             .collect();
         builtin.extend(
             self.ungated
                 .iter()
                 .filter(|(_, re)| re.is_match(text))
-                .map(|&(i, _)| i),
+                .map(|&(i, _)| (i, 0)),
         );
         builtin.sort_unstable();
-        builtin.dedup();
-        hits.extend(builtin.into_iter().map(|i| offset + i));
+        builtin.dedup_by_key(|h| h.0);
+        hits.extend(builtin.into_iter().map(|(i, at)| (offset + i, at)));
         hits
     }
 }
@@ -281,9 +383,29 @@ impl crate::adapter::OutputMask for Redactor {
 /// the search of most texts a byte at a time.
 macro_rules! secret_words {
     () => {
-        "(?:pass|PASS|Pass|pwd|PWD|Pwd|secret|SECRET|Secret|token|TOKEN|Token|key|KEY|Key|auth|AUTH|Auth|cred|CRED|Cred|private|PRIVATE|Private|salt|SALT|Salt|bearer|BEARER|Bearer)"
+        "(?:pass|PASS|Pass|passwd|PASSWD|Passwd|password|PASSWORD|Password|passphrase|PASSPHRASE|Passphrase|pwd|PWD|Pwd|secret|SECRET|Secret|token|TOKEN|Token|key|KEY|Key|auth|AUTH|Auth|cred|CRED|Cred|creds|CREDS|Creds|credential|CREDENTIAL|Credential|credentials|CREDENTIALS|Credentials|private|PRIVATE|Private|salt|SALT|Salt|bearer|BEARER|Bearer)"
     };
 }
+
+/// `secret_words!` in lower case, for `Near::Assigned`.
+const SECRET_WORDS_LOWER: &[&str] = &[
+    "pass",
+    "passwd",
+    "password",
+    "passphrase",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "cred",
+    "creds",
+    "credential",
+    "credentials",
+    "private",
+    "salt",
+    "bearer",
+];
 
 /// `(kind, regex, group, check, hint)`. Each rule is anchored on a fixed prefix or shape of the
 /// format it names (or on the label a value is assigned to), so that hashes, ids and base64 stay
@@ -1105,18 +1227,19 @@ const BUILTIN: &[(&str, &str, usize, Check, Option<&str>)] = &[
         // flags (`--token=X`, `-Dgpg.passphrase=X`), URL parameters (`?access_token=`). The
         // name decides (`named_secret`): a password's is masked as given, any other secret's
         // only when it looks random, and an id, a digest or a label under an innocent name
-        // (`RUN_ID=01ARZ…`) never.
+        // (`RUN_ID=01ARZ…`) never. The word ends the name or a part of it (`SECRET_KEY_BASE`,
+        // `npmAuthToken`; not `tokens = 3`).
         "high_entropy_value",
         concat!(
             r#"(?m)(?:^|[\s(;&|+>?:"'])(?:export[ \t]+|-D|--from-literal=|--?)?([A-Za-z0-9_.-]*"#,
             secret_words!(),
-            r#"[A-Za-z0-9_.-]*)(?:[ \t]*=[ \t]*|:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s"'`,;&|(){}<>\[\]-][^\s"'`,;&|(){}<>\[\]]*)"#
+            r#"(?:[_.\-A-Z][A-Za-z0-9_.-]*)?)(?:[ \t]*=[ \t]*|:[ \t]+)("[^"\n]*"|'[^'\n]*'|[^\s"'`,;&|(){}<>\[\]-][^\s"'`,;&|(){}<>\[\]]*)"#
         ),
         2,
         Check::Named(Given::Line),
         Some(concat!(
             secret_words!(),
-            r"[A-Za-z0-9_.-]*(?:[ \t]*=|:[ \t])"
+            r"(?:[_.\-A-Z][A-Za-z0-9_.-]*)?(?:[ \t]*=|:[ \t])"
         )),
     ),
     (
@@ -1236,41 +1359,69 @@ impl Redactor {
         }
         // Most texts named hold no secret: they are copied only when one is masked.
         let mut out = Cow::Borrowed(text);
-        for i in hits {
+        for (i, at) in hits {
             let rule = &self.rules[i];
-            if let Some(hint) = rule.hint {
-                let hint = rule
-                    .hint_re
-                    .get_or_init(|| Regex::new(hint).expect("built-in hint compiles"));
-                if !hint.is_match(&out) {
-                    continue;
-                }
-            }
-            let mut masked: Vec<(&str, String)> = Vec::new();
-            let re = rule
-                .re
-                .get_or_init(|| Regex::new(&rule.pattern).expect("built-in pattern compiles"));
-            let replaced = re.replace_all(&out, |c: &Captures| {
-                let w = c.get(0).unwrap().as_str();
-                match self.judge(rule, c, &out) {
-                    Some((start, end, kind)) => {
-                        masked.push((kind, w[start..end].to_string()));
-                        format!("{}[REDACTED:{kind}]{}", &w[..start], &w[end..])
-                    }
-                    None => w.to_string(),
-                }
-            });
-            if !masked.is_empty() {
-                out = Cow::Owned(replaced.into_owned());
-                for (kind, value) in masked {
-                    *counts.entry(kind.to_string()).or_default() += 1;
-                    if let Some(seen) = seen.as_deref_mut() {
-                        seen.push((kind.to_string(), value));
-                    }
+            // Where the prefilter found the first match may be is a place in the text as it
+            // was: of use while nothing is masked.
+            let from = (rule.check.within_a_line() && matches!(out, Cow::Borrowed(_)))
+                .then(|| text[..at].rfind('\n').map_or(0, |n| n + 1));
+            let Some((masked_text, masked)) = self.apply(rule, &out, from) else {
+                continue;
+            };
+            out = Cow::Owned(masked_text);
+            for (kind, value) in masked {
+                *counts.entry(kind.to_string()).or_default() += 1;
+                if let Some(seen) = seen.as_deref_mut() {
+                    seen.push((kind.to_string(), value));
                 }
             }
         }
         out
+    }
+
+    /// `text` with the secrets `rule` finds masked, and each one's kind and value; `None` if
+    /// it masked none. `from`: where its first match may begin, known (see
+    /// `RuleSet::matches`) or else found by its hint: a rule whose matches lie within a line
+    /// (`Check::within_a_line`) is run from the line of its hint's first match.
+    fn apply<'r>(
+        &self,
+        rule: &'r Rule,
+        text: &str,
+        from: Option<usize>,
+    ) -> Option<(String, Vec<(&'r str, String)>)> {
+        let from = match (from, rule.hint) {
+            (Some(from), _) => from,
+            (None, None) => 0,
+            (None, Some(hint)) => {
+                let hint = rule
+                    .hint_re
+                    .get_or_init(|| Regex::new(hint).expect("built-in hint compiles"));
+                if rule.check.within_a_line() {
+                    let m = hint.find(text)?;
+                    text[..m.start()].rfind('\n').map_or(0, |i| i + 1)
+                } else if hint.is_match(text) {
+                    0
+                } else {
+                    return None;
+                }
+            }
+        };
+        let mut masked = Vec::new();
+        let re = rule
+            .re
+            .get_or_init(|| Regex::new(&rule.pattern).expect("built-in pattern compiles"));
+        let rest = &text[from..];
+        let replaced = re.replace_all(rest, |c: &Captures| {
+            let w = c.get(0).unwrap().as_str();
+            match self.judge(rule, c, rest) {
+                Some((start, end, kind)) => {
+                    masked.push((kind, w[start..end].to_string()));
+                    format!("{}[REDACTED:{kind}]{}", &w[..start], &w[end..])
+                }
+                None => w.to_string(),
+            }
+        });
+        (!masked.is_empty()).then(|| (format!("{}{replaced}", &text[..from]), masked))
     }
 
     /// What a match `c` of `rule` in `text` masks: the span of the match to replace (from its
@@ -2362,7 +2513,13 @@ mod tests {
     /// then finds nothing to mask).
     fn assert_names_as_a_regex_set(redactor: &Redactor, reference: &RegexSet, text: &str) {
         let want: Vec<usize> = reference.matches(text).into_iter().collect();
-        let got = redactor.set.get().matches(text);
+        let got: Vec<usize> = redactor
+            .set
+            .get()
+            .matches(text)
+            .into_iter()
+            .map(|h| h.0)
+            .collect();
         let offset = redactor.rules.len() - BUILTIN.len();
         let lower = gate_text(text);
         let holds_gate = |i: usize| {
@@ -2807,6 +2964,49 @@ mod tests {
             let (out, c) = red(t);
             assert_eq!(out, t, "{c:?}");
         }
+    }
+
+    /// A rule whose matches lie within a line, run from where the prefilter says its first
+    /// match may be or from the line of its hint's first match, masks what it masks run from
+    /// the text's start; and where the prefilter does not name it, it masks nothing.
+    #[test]
+    fn a_rule_run_from_where_its_first_match_may_be_masks_what_it_masks_from_the_start() {
+        #[rustfmt::skip]
+        const PIECES: &[&str] = &[
+            "DB_PASS=pgdevpass", "\n", " ", "token: a8Hq2Lm9Xv4Rt7Np3Kc6Wd1Zs5Fb0Gy", "--token ",
+            "sgthk1.v51p66qu9by39lyc", "export ", "SECRET_KEY_BASE=", "7b2a3164a2adbdeddf06a1d3e33ad1a5",
+            "pub token: usize", "tokens = 3", "\"", "'", "-storepass ", "Tr0ub4dor", "=", ": ",
+            "\n  api_key: ", "-Dgpg.passphrase=", "x", "?access_token=", "&", "é", "ſ", "\t",
+            "<password>", "</password>", "-", "Key", "PASS",
+        ];
+        let r = Redactor::new(&[], &[]).unwrap();
+        let rules: Vec<usize> = (0..r.rules.len())
+            .filter(|&i| r.rules[i].check.within_a_line())
+            .collect();
+        assert_eq!(rules.len(), 2);
+        let mut rng = crate::text::test_rng(0x9e37_79b9_7f4a_7c15u64);
+        let mut next = move |n: usize| rng(n as u64);
+        let mut masked = 0;
+        for _ in 0..5_000 {
+            let text: String = (0..1 + next(16))
+                .map(|_| PIECES[next(PIECES.len())])
+                .collect();
+            let named = r.set.get().matches(&text);
+            for &i in &rules {
+                let rule = &r.rules[i];
+                let whole = r.apply(rule, &text, Some(0));
+                match named.iter().find(|h| h.0 == i) {
+                    Some(&(_, at)) => {
+                        let line = text[..at].rfind('\n').map_or(0, |n| n + 1);
+                        assert_eq!(r.apply(rule, &text, Some(line)), whole, "{text:?}");
+                        assert_eq!(r.apply(rule, &text, None), whole, "{text:?}");
+                    }
+                    None => assert_eq!(whole, None, "{text:?}"),
+                }
+                masked += usize::from(whole.is_some());
+            }
+        }
+        assert!(masked > 500, "{masked}");
     }
 
     #[test]
