@@ -5,6 +5,9 @@
 use crate::common::TestEnv;
 use serde_json::{Value, json};
 
+#[path = "redaction_corpus.rs"]
+mod corpus;
+
 /// (kind, secret, how it appears in text). Fake values with the real shapes.
 fn secrets() -> Vec<(&'static str, String, String)> {
     let s = |kind: &'static str, secret: &str, text: &str| {
@@ -1272,4 +1275,108 @@ fn list_show_and_the_listing_cache_mask_secrets_unless_told_not_to() {
             .contains(secret)
     );
     assert!(env.ok(&["show", &id, "--no-redact"]).contains(secret));
+}
+
+/// A Codex rollout whose `session_meta.git` names `remote`, with one exchange.
+fn codex_session_with_remote(env: &TestEnv, remote: &str, name: &str) -> String {
+    let id = format!("0199f000-0000-7000-8000-0000000007{name}");
+    let dir = env.codex_home().join("sessions/2026/11/30");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lines = [
+        json!({"timestamp": "2026-11-30T10:00:00.000Z", "type": "session_meta", "payload": {"id": id, "timestamp": "2026-11-30T10:00:00.000Z", "cwd": "/home/dev/projects/app", "originator": "codex_cli_rs", "cli_version": "0.60.0", "source": "cli",
+            "git": {"commit_hash": "4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b", "branch": "main", "repository_url": remote}}}),
+        json!({"timestamp": "2026-11-30T10:00:01.000Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix the build."}]}}),
+        json!({"timestamp": "2026-11-30T10:00:02.000Z", "type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Fixed."}]}}),
+    ];
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(
+        dir.join(format!("rollout-2026-11-30T10-00-00-{id}.jsonl")),
+        text.join("\n") + "\n",
+    )
+    .unwrap();
+    id
+}
+
+/// Codex's thread index as codex 0.171 creates it (migration 64), reduced to the columns a
+/// relay writes, all nullable.
+fn codex_thread_index(env: &TestEnv) -> std::path::PathBuf {
+    let db = env.codex_home().join("state_5.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE _sqlx_migrations (version INTEGER PRIMARY KEY);
+         INSERT INTO _sqlx_migrations VALUES (64);
+         CREATE TABLE threads (id TEXT PRIMARY KEY, rollout_path TEXT, created_at INTEGER,
+           updated_at INTEGER, created_at_ms INTEGER, updated_at_ms INTEGER, recency_at INTEGER,
+           recency_at_ms INTEGER, source TEXT, model_provider TEXT, cwd TEXT, title TEXT,
+           first_user_message TEXT, preview TEXT, sandbox_policy TEXT, approval_mode TEXT,
+           cli_version TEXT, git_sha TEXT, git_branch TEXT, git_origin_url TEXT,
+           history_mode TEXT, originator TEXT);",
+    )
+    .unwrap();
+    db
+}
+
+/// A git remote's credentials (a token in the userinfo's password, or as its user) are masked
+/// in every output that carries the remote: the relayed Codex rollout's `session_meta`, Codex's
+/// thread index, the relay into Claude Code, both exports and `show`; the user and host stay,
+/// and an ssh remote is left as it is.
+#[test]
+fn git_remote_credentials_are_masked_in_every_output() {
+    let env = TestEnv::empty();
+    let proj = env.project();
+    let db = codex_thread_index(&env);
+    let glpat = "glpat-Ab3dEf6hIj9kLm2nOp5q";
+    let legacy = "26656cfc1561a28eed7f685c955901662d7047ed";
+    let ssh = "git@github.com:acme/app.git";
+    let sessions = [
+        (
+            format!("https://oauth2:{glpat}@gitlab.example.com/acme/app.git"),
+            "https://oauth2:[REDACTED:gitlab_token]@gitlab.example.com/acme/app.git",
+        ),
+        (
+            format!("https://{legacy}@github.com/acme/app.git"),
+            "https://[REDACTED:url_credentials]@github.com/acme/app.git",
+        ),
+    ];
+    let ids: Vec<String> = (0..sessions.len())
+        .map(|n| codex_session_with_remote(&env, &sessions[n].0, &format!("{n:02}")))
+        .collect();
+    let before = all_files(&env);
+    let mut written = String::new();
+    for (id, (_, masked)) in ids.iter().zip(&sessions) {
+        let r: Value = serde_json::from_str(
+            &env.ok(&["relay", id, "--to", "codex", "--cwd", &proj, "--json"]),
+        )
+        .unwrap();
+        let rollout = std::fs::read_to_string(r["target"]["path"].as_str().unwrap()).unwrap();
+        let meta: Value = serde_json::from_str(rollout.lines().next().unwrap()).unwrap();
+        assert_eq!(meta["payload"]["git"]["repository_url"], *masked);
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let origin: String = conn
+            .query_row(
+                "SELECT git_origin_url FROM threads WHERE id = ?1",
+                [r["target"]["id"].as_str().unwrap()],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(origin, *masked);
+        written.push_str(&env.ok(&["relay", id, "--to", "claude", "--cwd", &proj]));
+        written.push_str(&env.ok(&["export", id, "--format", "markdown"]));
+        for args in [
+            vec!["export", id, "--format", "jsonl"],
+            vec!["show", id],
+            vec!["show", id, "--json"],
+        ] {
+            let out = env.ok(&args);
+            assert!(out.contains(masked), "{args:?}:\n{out}");
+            written.push_str(&out);
+        }
+    }
+    written.push_str(&files_written(&env, &before));
+    for secret in [glpat, legacy] {
+        assert!(!written.contains(secret), "{secret} left");
+    }
+    let id = codex_session_with_remote(&env, ssh, "09");
+    assert!(env.ok(&["export", &id]).contains(ssh));
+    assert!(env.ok(&["show", &id]).contains(ssh));
 }
