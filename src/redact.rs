@@ -2574,7 +2574,8 @@ mod tests {
         let mut rng = crate::text::test_rng(0x2545_f491_4f6c_dd1du64);
         let mut next = move |n: usize| rng(n as u64);
         let mut matched = 0;
-        for i in 0..20_000 {
+        let rounds = crate::text::test_count(3_000, 20_000);
+        for i in 0..rounds {
             let mut text: String = (0..1 + next(12))
                 .map(|_| PIECES[next(PIECES.len())])
                 .collect();
@@ -2585,7 +2586,10 @@ mod tests {
             matched += usize::from(reference.is_match(&text));
         }
         // The comparison must have covered both answers.
-        assert!((2_000..18_000).contains(&matched), "{matched}");
+        assert!(
+            (rounds / 10..rounds * 9 / 10).contains(&matched),
+            "{matched}"
+        );
         // And every string of every fixture, whole.
         fn strings(v: &Value, out: &mut Vec<String>) {
             match v {

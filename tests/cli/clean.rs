@@ -661,17 +661,20 @@ fn race(writer: Writer, rounds: usize, seed: u64) -> Tally {
 /// write stays, in the file at its path; the clean deleted only files nobody opened.
 #[test]
 fn clean_loses_no_line_appended_while_it_runs() {
-    let t = race(Writer::OpensDuring, 50, 0x5eed_0047_0004_0001);
+    // 50 rounds in the slow tier, as issue 47 asks of this race.
+    let rounds = crate::common::count(15, 50);
+    let t = race(Writer::OpensDuring, rounds, 0x5eed_0047_0004_0001);
     // The race was run: many writers came while a clean ran, and some files were deleted.
-    assert!(t.during >= 15 && t.deleted > 0, "{t:?}");
+    assert!(t.during >= rounds * 3 / 10 && t.deleted > 0, "{t:?}");
 }
 
 /// An agent that holds its session open (Codex while it runs) and writes to it while `clean`
 /// runs: its line is never written into a deleted file.
 #[test]
 fn clean_loses_no_line_written_by_a_program_holding_the_session_open() {
-    let t = race(Writer::HeldOpen, 30, 0x5eed_0047_0004_0002);
-    assert_eq!(t.written, 30, "{t:?}");
+    let rounds = crate::common::count(10, 30);
+    let t = race(Writer::HeldOpen, rounds, 0x5eed_0047_0004_0002);
+    assert_eq!(t.written, rounds, "{t:?}");
 }
 
 /// With nothing to clean, `clean` says why: nothing relayed, or none of the relays in the
