@@ -442,112 +442,65 @@ pub enum HookTrust {
     Untrusted,
 }
 
-pub trait Adapter: Sync {
+/// What an agent is, as data: one `const` in each adapter's folder. Everything else that
+/// knows the agent is behaviour, in its `Adapter`.
+pub struct Agent {
     /// Short name used on the command line and in the neutral model (`claude`, `codex`).
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
     /// Product name for messages.
-    fn display_name(&self) -> &'static str;
+    pub display_name: &'static str,
     /// The environment variable the agent itself reads for its home, e.g. `CODEX_HOME`.
-    fn home_env(&self) -> &'static str;
-    /// The agent's home when neither config nor environment says otherwise.
-    fn default_home(&self) -> Option<PathBuf>;
-    /// The agent's own command-line program (`codex`, `claude`), which `doctor` looks for on
-    /// PATH and asks for `--version`. `None` when the agent has no CLI to check.
-    fn cli_command(&self) -> Option<&'static str> {
-        None
-    }
-    /// The versions of that CLI this adapter's writer was verified against (the real-client
-    /// suite opens relayed sessions in them), oldest first. This is the one list of them in
-    /// the code: `doctor` compares the installed CLI with it, and a test checks that the
-    /// README and the real-client installer name the same versions.
-    fn verified_versions(&self) -> &'static [&'static str] {
-        &[]
-    }
-    /// The npm package the CLI is published as, when it is (`@openai/codex`).
-    fn npm_package(&self) -> Option<&'static str> {
-        None
-    }
-    /// How to install the newest verified version of the CLI (for `doctor`'s advice): by
-    /// default, npm's command for `npm_package` at the last of `verified_versions`.
-    fn cli_install(&self) -> Option<String> {
-        let package = self.npm_package()?;
-        Some(match self.verified_versions().last() {
-            Some(v) => format!("npm install -g {package}@{v}"),
-            None => format!("npm install -g {package}"),
-        })
-    }
+    pub home_env: &'static str,
+    /// The agent's home when neither config nor environment says otherwise, under the user's
+    /// home folder (empty: that folder itself).
+    pub default_home: &'static str,
+    /// Its command-line program, when it has one to check.
+    pub cli: Option<Cli>,
     /// Context window of the agent's current default models, in tokens.
-    fn default_context_window(&self) -> u64;
+    pub context_window: u64,
     /// Room the agent needs for its own system prompt, tools and answer, in tokens.
-    fn default_reserved_tokens(&self) -> u64;
-    /// The context window the agent itself recorded in its newest sessions under `home`, if it
-    /// records one (Codex writes `model_context_window`), with the file it was read from.
-    fn recorded_context_window(&self, _home: &Path) -> Option<(u64, PathBuf)> {
-        None
-    }
-    /// How full the context of the session in `path` was at its newest request, as the agent
-    /// recorded it, read from the end of the file only; `None` when the agent records none
-    /// there.
-    fn recorded_usage(&self, _path: &Path) -> Option<RecordedUsage> {
-        None
-    }
-    /// Where this agent reads hooks under `home`, if it runs any.
-    fn hook_setup(&self, _home: &Path) -> Option<HookSetup> {
-        None
-    }
-    /// The one line a hook prints, in the form in which the agent shows it to the user.
-    fn hook_reply(&self, line: &str) -> String {
-        line.to_string()
-    }
-    /// Whether the agent will run the hook with `command` registered in its hooks file as
-    /// handler `handler` of group `group` of `event`.
-    fn hook_trust(&self, _home: &Path, _event: &str, _group: usize, _handler: usize) -> HookTrust {
-        HookTrust::NotNeeded
-    }
-    /// Records, through the agent's own means, that the user trusts the hook registered as in
-    /// `hook_trust`. Returns a note for the user.
-    fn trust_hook(
-        &self,
-        _home: &Path,
-        _event: &str,
-        _group: usize,
-        _handler: usize,
-    ) -> Result<String> {
-        anyhow::bail!("{} has no hook trust step", self.display_name())
-    }
-    /// How this agent's tokens are counted when the config does not say.
-    fn default_tokenizer(&self) -> crate::tokens::Tokenizer;
-    /// The folders under `home` that hold sessions (shown when none exist).
-    fn store_dirs(&self, home: &Path) -> Vec<PathBuf>;
-    /// Every session file under `home`: top-level sessions and subagent transcripts.
-    fn session_files(&self, home: &Path) -> Vec<PathBuf>;
+    pub reserved_tokens: u64,
+    /// How its tokens are counted when the config does not say.
+    pub tokenizer: crate::tokens::Tokenizer,
+    /// A fresh session id in the form this agent uses.
+    pub new_id: fn() -> String,
+}
+
+/// An agent's command-line program.
+pub struct Cli {
+    /// The program (`codex`, `claude`) `doctor` looks for on PATH and asks for `--version`.
+    pub command: &'static str,
+    /// The npm package it is published as (`@openai/codex`).
+    pub npm_package: &'static str,
+    /// The versions this adapter's writer was verified against (the real-client suite opens
+    /// relayed sessions in them), oldest first. This is the one list of them in the code:
+    /// `doctor` compares the installed CLI with it, and a test checks that the README and the
+    /// real-client installer name the same versions.
+    pub verified_versions: &'static [&'static str],
+}
+
+/// A version 4 UUID, as most agents name their sessions.
+pub fn uuid_v4() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// What an agent does with its sessions: where they are, reading, listing, writing and
+/// registering them, and its hooks.
+pub trait Adapter: Sync {
+    /// What the agent is.
+    fn agent(&self) -> &'static Agent;
+    /// Where its sessions are kept under a home.
+    fn store(&self) -> &dyn Store;
     /// What the listing shows of one session file, read cheaply (no tool output is parsed).
     /// Subagent transcripts come with `parent_id` set. It must agree with `read`.
     fn scan(&self, path: &Path) -> Result<Summary>;
-    /// The id `scan` gives a file, when its name and first line settle it without reading the
-    /// rest (`None`: only a scan can tell). Selecting a session by its full id uses it to skip
-    /// the listing, which scans every session not in its cache whole, the long one included.
-    fn id_from_name(&self, _path: &Path) -> Option<String> {
-        None
-    }
-    /// Titles the store's own index gives sessions (id -> title), which win over the files'.
-    fn index_titles(&self, _home: &Path) -> HashMap<String, String> {
-        HashMap::new()
-    }
-    /// Reads one session file into the neutral model. `home` lets an adapter consult its
-    /// store's indexes (titles); it may be absent for a file outside any store.
-    fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session> {
-        self.read_with(path, home, ReadOptions::default())
-    }
-    /// `read`, keeping only what `opts` asks for.
+    /// Reads one session file into the neutral model, keeping only what `opts` asks for.
+    /// `home` lets an adapter consult its store's indexes (titles); it may be absent for a
+    /// file outside any store.
     fn read_with(&self, path: &Path, home: Option<&Path>, opts: ReadOptions) -> Result<Session>;
     /// Whether a file outside any store (named `path`, its first lines saying `head`) looks
     /// like this agent's session.
     fn claims(&self, path: &Path, head: &crate::jsonl::sniff::Head) -> bool;
-    /// A fresh session id in the form this agent uses.
-    fn new_id(&self) -> String {
-        uuid::Uuid::new_v4().to_string()
-    }
     /// This agent's own tool for a neutral tool call, if it has one: (name, input). Calls
     /// without one travel as text. `same_agent` says the call was written by this agent, so its
     /// name and input are already this agent's own.
@@ -569,6 +522,166 @@ pub trait Adapter: Sync {
     ) -> Result<Vec<String>>;
     /// Before a relayed session's file is deleted: remove it from the store's indexes.
     fn unregister(&self, home: &Path, id: &str) -> Result<Vec<String>>;
+    /// Its hooks, if it runs any.
+    fn hooks(&self) -> Option<&dyn Hooks> {
+        None
+    }
+    /// What it records of a session's context use, if anything.
+    fn usage(&self) -> Option<&dyn Usage> {
+        None
+    }
+}
+
+/// Where an agent keeps its sessions under a home.
+pub trait Store: Sync {
+    /// The folders that hold sessions (shown when none exist).
+    fn dirs(&self, home: &Path) -> Vec<PathBuf>;
+    /// Every session file: top-level sessions and subagent transcripts.
+    fn session_files(&self, home: &Path) -> Vec<PathBuf>;
+    /// The id `scan` gives a file, when its name and first line settle it without reading the
+    /// rest (`None`: only a scan can tell). Selecting a session by its full id uses it to skip
+    /// the listing, which scans every session not in its cache whole, the long one included.
+    fn id_from_name(&self, _path: &Path) -> Option<String> {
+        None
+    }
+    /// Titles the store's own index gives sessions (id -> title), which win over the files'.
+    fn index_titles(&self, _home: &Path) -> HashMap<String, String> {
+        HashMap::new()
+    }
+}
+
+/// An agent's hooks: where it reads them and how it runs session-relay's.
+pub trait Hooks: Sync {
+    /// Where this agent reads hooks under `home`.
+    fn setup(&self, home: &Path) -> HookSetup;
+    /// The one line a hook prints, in the form in which the agent shows it to the user.
+    fn reply(&self, line: &str) -> String {
+        line.to_string()
+    }
+    /// Whether the agent will run the hook registered in its hooks file as handler `handler`
+    /// of group `group` of `event`.
+    fn trust(&self, _home: &Path, _event: &str, _group: usize, _handler: usize) -> HookTrust {
+        HookTrust::NotNeeded
+    }
+    /// Records, through the agent's own means, that the user trusts the hook registered as in
+    /// `trust`. Returns a note for the user.
+    fn record_trust(
+        &self,
+        _home: &Path,
+        _event: &str,
+        _group: usize,
+        _handler: usize,
+    ) -> Result<String> {
+        anyhow::bail!("this agent has no hook trust step")
+    }
+}
+
+/// What an agent records of how full a session's context was.
+pub trait Usage: Sync {
+    /// How full the context of the session in `path` was at its newest request, as the agent
+    /// recorded it, read from the end of the file only; `None` when it records none there.
+    fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage>;
+    /// The context window the agent recorded in its newest sessions under `home`, if it
+    /// records one (Codex writes `model_context_window`), with the file it was read from.
+    fn recorded_context_window(&self, _home: &Path) -> Option<(u64, PathBuf)> {
+        None
+    }
+}
+
+/// The agent's facts and behaviours under the names the rest of the code asks for them.
+impl dyn Adapter + '_ {
+    pub fn name(&self) -> &'static str {
+        self.agent().name
+    }
+    pub fn display_name(&self) -> &'static str {
+        self.agent().display_name
+    }
+    pub fn home_env(&self) -> &'static str {
+        self.agent().home_env
+    }
+    pub fn default_home(&self) -> Option<PathBuf> {
+        let sub = self.agent().default_home;
+        dirs::home_dir().map(|h| if sub.is_empty() { h } else { h.join(sub) })
+    }
+    pub fn cli_command(&self) -> Option<&'static str> {
+        self.agent().cli.as_ref().map(|c| c.command)
+    }
+    pub fn verified_versions(&self) -> &'static [&'static str] {
+        self.agent()
+            .cli
+            .as_ref()
+            .map_or(&[], |c| c.verified_versions)
+    }
+    pub fn npm_package(&self) -> Option<&'static str> {
+        self.agent().cli.as_ref().map(|c| c.npm_package)
+    }
+    /// How to install the newest verified version of the CLI (for `doctor`'s advice): npm's
+    /// command for its package at the last of its verified versions.
+    pub fn cli_install(&self) -> Option<String> {
+        let cli = self.agent().cli.as_ref()?;
+        Some(match cli.verified_versions.last() {
+            Some(v) => format!("npm install -g {}@{v}", cli.npm_package),
+            None => format!("npm install -g {}", cli.npm_package),
+        })
+    }
+    pub fn default_context_window(&self) -> u64 {
+        self.agent().context_window
+    }
+    pub fn default_reserved_tokens(&self) -> u64 {
+        self.agent().reserved_tokens
+    }
+    pub fn default_tokenizer(&self) -> crate::tokens::Tokenizer {
+        self.agent().tokenizer
+    }
+    pub fn new_id(&self) -> String {
+        (self.agent().new_id)()
+    }
+    pub fn store_dirs(&self, home: &Path) -> Vec<PathBuf> {
+        self.store().dirs(home)
+    }
+    pub fn session_files(&self, home: &Path) -> Vec<PathBuf> {
+        self.store().session_files(home)
+    }
+    pub fn id_from_name(&self, path: &Path) -> Option<String> {
+        self.store().id_from_name(path)
+    }
+    pub fn index_titles(&self, home: &Path) -> HashMap<String, String> {
+        self.store().index_titles(home)
+    }
+    /// Reads one session file whole (see `Adapter::read_with`).
+    pub fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session> {
+        self.read_with(path, home, ReadOptions::default())
+    }
+    pub fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
+        self.usage()?.recorded_usage(path)
+    }
+    pub fn recorded_context_window(&self, home: &Path) -> Option<(u64, PathBuf)> {
+        self.usage()?.recorded_context_window(home)
+    }
+    pub fn hook_setup(&self, home: &Path) -> Option<HookSetup> {
+        Some(self.hooks()?.setup(home))
+    }
+    pub fn hook_reply(&self, line: &str) -> String {
+        self.hooks()
+            .map_or_else(|| line.to_string(), |h| h.reply(line))
+    }
+    pub fn hook_trust(&self, home: &Path, event: &str, group: usize, handler: usize) -> HookTrust {
+        self.hooks().map_or(HookTrust::NotNeeded, |h| {
+            h.trust(home, event, group, handler)
+        })
+    }
+    pub fn trust_hook(
+        &self,
+        home: &Path,
+        event: &str,
+        group: usize,
+        handler: usize,
+    ) -> Result<String> {
+        match self.hooks() {
+            Some(h) => h.record_trust(home, event, group, handler),
+            None => anyhow::bail!("{} runs no hooks", self.display_name()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -79,6 +79,15 @@ impl Tokenizer {
         }
     }
 
+    /// The tokenizer of `model`, in the family of this one: Claude's estimates tell its
+    /// models apart (`for_claude_model`); the others count every model alike.
+    pub fn for_model(self, model: &str) -> Tokenizer {
+        match self {
+            Tokenizer::Estimate | Tokenizer::EstimateLegacy => Tokenizer::for_claude_model(model),
+            other => other,
+        }
+    }
+
     /// The estimate for a Claude model by its id: the legacy one for the models before the
     /// tokenizer changed (Opus 4.7).
     pub fn for_claude_model(model: &str) -> Tokenizer {

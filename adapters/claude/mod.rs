@@ -14,83 +14,41 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::adapter::{Adapter, HookSetup, NativeSession, ReadOptions, WriteRequest};
+use crate::adapter::{
+    Adapter, Agent, Cli, HookSetup, Hooks, NativeSession, ReadOptions, Store, Usage, WriteRequest,
+};
 use crate::model::{Message, RecordedUsage, Session, Summary};
 
 pub struct Claude;
 
 pub static ADAPTER: Claude = Claude;
 
-/// The CLI versions the writer was verified against (see `Adapter::verified_versions`).
-const VERIFIED: &[&str] = &["2.1.332"];
-
 pub const NAME: &str = "claude";
 
-impl Adapter for Claude {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+pub const AGENT: Agent = Agent {
+    name: NAME,
+    display_name: "Claude Code",
+    home_env: "CLAUDE_CONFIG_DIR",
+    default_home: ".claude",
+    cli: Some(Cli {
+        command: "claude",
+        npm_package: "@anthropic-ai/claude-code",
+        verified_versions: &["2.1.332"],
+    }),
+    // Claude Sonnet / Opus 4.x: 200k tokens (1M is an opt-in beta).
+    context_window: 200_000,
+    // Claude Code 2.1.332's system prompt, tool definitions and injected context measured at
+    // 14k (`-p`) to 19k (interactive) tokens, plus room for CLAUDE.md, MCP and skills.
+    reserved_tokens: 30_000,
+    tokenizer: crate::tokens::Tokenizer::Estimate,
+    new_id: crate::adapter::uuid_v4,
+};
 
-    fn display_name(&self) -> &'static str {
-        "Claude Code"
-    }
+/// `projects/<escaped cwd>/`, and the subagent transcripts beside each session.
+struct Projects;
 
-    fn home_env(&self) -> &'static str {
-        "CLAUDE_CONFIG_DIR"
-    }
-
-    fn default_home(&self) -> Option<PathBuf> {
-        dirs::home_dir().map(|h| h.join(".claude"))
-    }
-
-    fn cli_command(&self) -> Option<&'static str> {
-        Some("claude")
-    }
-
-    fn verified_versions(&self) -> &'static [&'static str] {
-        VERIFIED
-    }
-
-    fn npm_package(&self) -> Option<&'static str> {
-        Some("@anthropic-ai/claude-code")
-    }
-
-    fn default_context_window(&self) -> u64 {
-        // Claude Sonnet / Opus 4.x: 200k tokens (1M is an opt-in beta).
-        200_000
-    }
-
-    fn default_reserved_tokens(&self) -> u64 {
-        // Claude Code 2.1.332's system prompt, tool definitions and injected context measured
-        // at 14k (`-p`) to 19k (interactive) tokens, plus room for CLAUDE.md, MCP and skills.
-        30_000
-    }
-
-    fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
-        usage::recorded_usage(path)
-    }
-
-    fn hook_setup(&self, home: &Path) -> Option<HookSetup> {
-        // Claude Code 2.1.332 reads the user's hooks from `settings.json` in its config dir
-        // (strict JSON: a comment makes it ignore the whole file). A PreCompact hook's standard
-        // output is shown to the user and also given to the summarizer as "Additional
-        // Instructions"; the hook's one line is both.
-        Some(HookSetup {
-            file: std::path::absolute(home)
-                .unwrap_or_else(|_| home.to_path_buf())
-                .join("settings.json"),
-            pre_compact: "PreCompact",
-            session_end: "SessionEnd",
-            timeout_secs: 60,
-            trust: None,
-        })
-    }
-
-    fn default_tokenizer(&self) -> crate::tokens::Tokenizer {
-        crate::tokens::Tokenizer::Estimate
-    }
-
-    fn store_dirs(&self, home: &Path) -> Vec<PathBuf> {
+impl Store for Projects {
+    fn dirs(&self, home: &Path) -> Vec<PathBuf> {
         vec![home.join("projects")]
     }
 
@@ -98,15 +56,57 @@ impl Adapter for Claude {
         scan::session_files(home)
     }
 
-    fn scan(&self, path: &Path) -> Result<Summary> {
-        scan::summarize(path)
-    }
-
     fn id_from_name(&self, path: &Path) -> Option<String> {
         if subagent_parent(path).is_some() {
             return None;
         }
         Some(id_of(path))
+    }
+}
+
+impl Usage for Claude {
+    fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
+        usage::recorded_usage(path)
+    }
+}
+
+impl Hooks for Claude {
+    fn setup(&self, home: &Path) -> HookSetup {
+        // Claude Code 2.1.332 reads the user's hooks from `settings.json` in its config dir
+        // (strict JSON: a comment makes it ignore the whole file). A PreCompact hook's standard
+        // output is shown to the user and also given to the summarizer as "Additional
+        // Instructions"; the hook's one line is both.
+        HookSetup {
+            file: std::path::absolute(home)
+                .unwrap_or_else(|_| home.to_path_buf())
+                .join("settings.json"),
+            pre_compact: "PreCompact",
+            session_end: "SessionEnd",
+            timeout_secs: 60,
+            trust: None,
+        }
+    }
+}
+
+impl Adapter for Claude {
+    fn agent(&self) -> &'static Agent {
+        &AGENT
+    }
+
+    fn store(&self) -> &dyn Store {
+        &Projects
+    }
+
+    fn hooks(&self) -> Option<&dyn Hooks> {
+        Some(self)
+    }
+
+    fn usage(&self) -> Option<&dyn Usage> {
+        Some(self)
+    }
+
+    fn scan(&self, path: &Path) -> Result<Summary> {
+        scan::summarize(path)
     }
 
     fn read_with(&self, path: &Path, _home: Option<&Path>, opts: ReadOptions) -> Result<Session> {

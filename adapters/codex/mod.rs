@@ -17,7 +17,8 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::adapter::{
-    Adapter, HookSetup, HookTrust, NativeSession, ReadOptions, TrustStep, WriteRequest,
+    Adapter, Agent, Cli, HookSetup, HookTrust, Hooks, NativeSession, ReadOptions, Store, TrustStep,
+    Usage, WriteRequest,
 };
 use crate::model::{Message, RecordedUsage, Session, Summary};
 
@@ -25,50 +26,58 @@ pub struct Codex;
 
 pub static ADAPTER: Codex = Codex;
 
-/// The CLI versions the writer was verified against (see `Adapter::verified_versions`).
-const VERIFIED: &[&str] = &["0.171.0"];
-
 pub const NAME: &str = "codex";
 
-impl Adapter for Codex {
-    fn name(&self) -> &'static str {
-        NAME
+pub const AGENT: Agent = Agent {
+    name: NAME,
+    display_name: "Codex CLI",
+    home_env: "CODEX_HOME",
+    default_home: ".codex",
+    cli: Some(Cli {
+        command: "codex",
+        npm_package: "@openai/codex",
+        verified_versions: &["0.171.0"],
+    }),
+    // What Codex 0.171 records as `model_context_window` for its gpt-5.x models (95% of the
+    // catalogue's 272k); the window recorded in the user's own rollouts wins.
+    context_window: 258_400,
+    // Codex 0.171's instructions, tool definitions and injected context measured at 8.5k to
+    // 13.9k tokens, plus room for AGENTS.md and MCP tools.
+    reserved_tokens: 20_000,
+    tokenizer: crate::tokens::Tokenizer::O200k,
+    new_id: new_thread_id,
+};
+
+/// Codex names threads with time-ordered v7 uuids.
+fn new_thread_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// `sessions/YYYY/MM/DD/` and `archived_sessions/`, titled by `session_index.jsonl`.
+struct Sessions;
+
+impl Store for Sessions {
+    fn dirs(&self, home: &Path) -> Vec<PathBuf> {
+        vec![home.join("sessions"), home.join("archived_sessions")]
     }
 
-    fn display_name(&self) -> &'static str {
-        "Codex CLI"
+    fn session_files(&self, home: &Path) -> Vec<PathBuf> {
+        scan::session_files(home)
     }
 
-    fn home_env(&self) -> &'static str {
-        "CODEX_HOME"
+    fn id_from_name(&self, path: &Path) -> Option<String> {
+        let named = id_from_file_name(path)?;
+        scan::id_from_first_line(path).filter(|id| *id == named)
     }
 
-    fn default_home(&self) -> Option<PathBuf> {
-        dirs::home_dir().map(|h| h.join(".codex"))
+    fn index_titles(&self, home: &Path) -> HashMap<String, String> {
+        session_index(home)
     }
+}
 
-    fn cli_command(&self) -> Option<&'static str> {
-        Some("codex")
-    }
-
-    fn verified_versions(&self) -> &'static [&'static str] {
-        VERIFIED
-    }
-
-    fn npm_package(&self) -> Option<&'static str> {
-        Some("@openai/codex")
-    }
-
-    fn default_context_window(&self) -> u64 {
-        // What Codex 0.171 records as `model_context_window` for its gpt-5.x models (95% of
-        // the catalogue's 272k); the window recorded in the user's own rollouts wins.
-        258_400
-    }
-
-    fn default_reserved_tokens(&self) -> u64 {
-        // Codex 0.171's instructions, tool definitions and injected context measured at 8.5k
-        // to 13.9k tokens, plus room for AGENTS.md and MCP tools.
-        20_000
+impl Usage for Codex {
+    fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
+        usage::recorded_usage(path)
     }
 
     fn recorded_context_window(&self, home: &Path) -> Option<(u64, PathBuf)> {
@@ -96,13 +105,11 @@ impl Adapter for Codex {
             .map(|w| (w, p))
         })
     }
+}
 
-    fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
-        usage::recorded_usage(path)
-    }
-
-    fn hook_setup(&self, home: &Path) -> Option<HookSetup> {
-        Some(HookSetup {
+impl Hooks for Codex {
+    fn setup(&self, home: &Path) -> HookSetup {
+        HookSetup {
             file: hooks::file(home),
             pre_compact: "PreCompact",
             session_end: "SessionEnd",
@@ -112,55 +119,53 @@ impl Adapter for Codex {
                 how: "start codex, type /hooks, and review and trust the PreCompact hook",
                 recorded_in: "hooks.state in config.toml",
             }),
-        })
+        }
     }
 
-    fn hook_reply(&self, line: &str) -> String {
+    fn reply(&self, line: &str) -> String {
         // Codex reads a hook's standard output as JSON; `systemMessage` is shown to the user.
         serde_json::json!({ "systemMessage": line }).to_string()
     }
 
-    fn hook_trust(&self, home: &Path, event: &str, group: usize, handler: usize) -> HookTrust {
+    fn trust(&self, home: &Path, event: &str, group: usize, handler: usize) -> HookTrust {
         hooks::trust(home, event, group, handler)
     }
 
-    fn trust_hook(&self, home: &Path, event: &str, group: usize, handler: usize) -> Result<String> {
+    fn record_trust(
+        &self,
+        home: &Path,
+        event: &str,
+        group: usize,
+        handler: usize,
+    ) -> Result<String> {
         hooks::trust_with_codex(home, event, group, handler)
     }
+}
 
-    fn default_tokenizer(&self) -> crate::tokens::Tokenizer {
-        crate::tokens::Tokenizer::O200k
+impl Adapter for Codex {
+    fn agent(&self) -> &'static Agent {
+        &AGENT
     }
 
-    fn store_dirs(&self, home: &Path) -> Vec<PathBuf> {
-        vec![home.join("sessions"), home.join("archived_sessions")]
+    fn store(&self) -> &dyn Store {
+        &Sessions
     }
 
-    fn session_files(&self, home: &Path) -> Vec<PathBuf> {
-        scan::session_files(home)
+    fn hooks(&self) -> Option<&dyn Hooks> {
+        Some(self)
+    }
+
+    fn usage(&self) -> Option<&dyn Usage> {
+        Some(self)
     }
 
     fn scan(&self, path: &Path) -> Result<Summary> {
         scan::summarize(path)
     }
 
-    fn index_titles(&self, home: &Path) -> HashMap<String, String> {
-        session_index(home)
-    }
-
-    fn id_from_name(&self, path: &Path) -> Option<String> {
-        let named = id_from_file_name(path)?;
-        scan::id_from_first_line(path).filter(|id| *id == named)
-    }
-
     fn read_with(&self, path: &Path, home: Option<&Path>, opts: ReadOptions) -> Result<Session> {
         let home = home.map(Path::to_path_buf).or_else(|| home_of(path));
         read::read(path, home.as_deref(), opts)
-    }
-
-    fn new_id(&self) -> String {
-        // Codex names threads with time-ordered v7 uuids.
-        uuid::Uuid::now_v7().to_string()
     }
 
     fn native_tool(&self, call: &Message, same_agent: bool) -> Option<(String, Value)> {

@@ -3,7 +3,7 @@
 //! skipped by the parser, never built. The rules are the reader's (`read::read_lines`): the
 //! first `session_meta` gives id, cwd and start, wherever it is; the conversation is the
 //! response items', else the events'; so `list` says what `show` reads whatever the layout of
-//! the JSON. Titles from `session_index.jsonl` win over the files' (see `Adapter::index_titles`).
+//! the JSON. Titles from `session_index.jsonl` win over the files' (see `Store::index_titles`).
 
 use std::path::{Path, PathBuf};
 

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::adapter::{Adapter, NativeSession, ReadOptions, WriteRequest};
+use crate::adapter::{Adapter, Agent, Cli, NativeSession, ReadOptions, Store, WriteRequest};
 use crate::model::{Message, Session, Summary};
 
 pub struct Gemini;
@@ -28,60 +28,46 @@ pub static ADAPTER: Gemini = Gemini;
 
 pub const NAME: &str = "gemini";
 
-/// The CLI versions the writer was verified against (see `Adapter::verified_versions`).
-const VERIFIED: &[&str] = &["0.61.0"];
+pub const AGENT: Agent = Agent {
+    name: NAME,
+    display_name: "Gemini CLI",
+    home_env: "GEMINI_CLI_HOME",
+    default_home: "",
+    cli: Some(Cli {
+        command: "gemini",
+        npm_package: "@google/gemini-cli",
+        verified_versions: &["0.61.0"],
+    }),
+    // Gemini CLI 0.61's `tokenLimit()` for every Gemini 2.5 / 3 model it offers.
+    context_window: 1_048_576,
+    // Gemini CLI 0.61's system prompt, tool declarations and session context measured at 8,500
+    // to 10,000 o200k tokens, plus room for GEMINI.md files and MCP tools.
+    reserved_tokens: 20_000,
+    // Gemini's tokenizer is not public; o200k_base is the closest one we can count with.
+    tokenizer: crate::tokens::Tokenizer::O200k,
+    new_id: crate::adapter::uuid_v4,
+};
 
-impl Adapter for Gemini {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+/// `.gemini/tmp/<project>/chats/`.
+struct Chats;
 
-    fn display_name(&self) -> &'static str {
-        "Gemini CLI"
-    }
-
-    fn home_env(&self) -> &'static str {
-        "GEMINI_CLI_HOME"
-    }
-
-    fn default_home(&self) -> Option<PathBuf> {
-        dirs::home_dir()
-    }
-
-    fn cli_command(&self) -> Option<&'static str> {
-        Some("gemini")
-    }
-
-    fn verified_versions(&self) -> &'static [&'static str] {
-        VERIFIED
-    }
-
-    fn npm_package(&self) -> Option<&'static str> {
-        Some("@google/gemini-cli")
-    }
-
-    fn default_context_window(&self) -> u64 {
-        // Gemini CLI 0.61's `tokenLimit()` for every Gemini 2.5 / 3 model it offers.
-        1_048_576
-    }
-
-    fn default_reserved_tokens(&self) -> u64 {
-        // Gemini CLI 0.61's system prompt, tool declarations and session context measured at
-        // 8,500 to 10,000 o200k tokens, plus room for GEMINI.md files and MCP tools.
-        20_000
-    }
-
-    fn default_tokenizer(&self) -> crate::tokens::Tokenizer {
-        // Gemini's tokenizer is not public; o200k_base is the closest one we can count with.
-        crate::tokens::Tokenizer::O200k
-    }
-
-    fn store_dirs(&self, home: &Path) -> Vec<PathBuf> {
+impl Store for Chats {
+    fn dirs(&self, home: &Path) -> Vec<PathBuf> {
         vec![tmp_dir(home)]
     }
 
     fn session_files(&self, home: &Path) -> Vec<PathBuf> {
         scan::session_files(home)
+    }
+}
+
+impl Adapter for Gemini {
+    fn agent(&self) -> &'static Agent {
+        &AGENT
+    }
+
+    fn store(&self) -> &dyn Store {
+        &Chats
     }
 
     fn scan(&self, path: &Path) -> Result<Summary> {

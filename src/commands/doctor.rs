@@ -1,6 +1,6 @@
 //! `session-relay doctor`: what session-relay finds on this machine — each agent's home and
 //! store, its installed CLI and whether that version is one the writers were verified against
-//! (`Adapter::verified_versions`), the config file, the state folder and ledger, and hooks — and
+//! (`Cli::verified_versions` of each `Agent`), the config file, the state folder and ledger, and hooks — and
 //! for each problem, what to do.
 
 use std::path::{Path, PathBuf};

@@ -155,13 +155,14 @@ fn keep_tokens_asked() -> Option<usize> {
         .and_then(|v| v.parse().ok())
 }
 
-/// The tokenizer the context check counts with: the one of the model that recorded the
-/// context, for Claude Code; else the agent's.
+/// The tokenizer the context check counts with: the agent's, for the model that recorded the
+/// context where the agent's models count apart (Claude's).
 fn context_tokenizer(agent: &str, model: Option<&str>) -> tokens::Tokenizer {
+    let tokenizer =
+        crate::adapters::by_name(agent).map_or(tokens::Tokenizer::O200k, |a| a.default_tokenizer());
     match model {
-        Some(model) if agent == "claude" => tokens::Tokenizer::for_claude_model(model),
-        _ => crate::adapters::by_name(agent)
-            .map_or(tokens::Tokenizer::O200k, |a| a.default_tokenizer()),
+        Some(model) => tokenizer.for_model(model),
+        None => tokenizer,
     }
 }
 

@@ -393,7 +393,7 @@ pub fn select(cfg: &Config, selector: &str, scope: &SelectScope) -> Result<Locat
 }
 
 /// A full id (a UUID) that names exactly one file in the stores, whose adapter confirms it
-/// from the name and first line (`Adapter::id_from_name`): the file the listing would give,
+/// from the name and first line (`Store::id_from_name`): the file the listing would give,
 /// without the listing, which scans every session not in its cache whole. A session being
 /// relayed is often the one that changed since the last listing, and the longest. Anything
 /// less certain (a prefix, two files, an id only a scan can confirm) is left to the listing.
