@@ -2,6 +2,7 @@
 //! transcripts in `<session uuid>/subagents/agent-<id>.jsonl`.
 
 mod chain;
+mod injected;
 mod read;
 mod scan;
 mod tools;

@@ -7,6 +7,7 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::chain::{self, CHAIN_TYPES, Id, Link};
+use super::injected::{injected_kind, unescaped};
 
 mod fast;
 use crate::adapter::OutputCut;
@@ -1354,43 +1355,6 @@ fn classify_user_text(mut m: Message, meta: bool, compact_summary: bool) -> Mess
         m.content = rest.to_string();
     }
     m
-}
-
-/// Put before a person's words that start as Claude Code's own texts do (`<system-reminder>`,
-/// `<command-name>`): Claude Code would take them for its own, and show them as a command or
-/// not at all. The reader takes it off again (`unescaped`).
-pub(crate) const ESCAPE: &str = "(relayed) ";
-
-/// A person's words with `ESCAPE` taken off, when the writer put it there.
-pub(crate) fn unescaped(text: &str) -> Option<&str> {
-    text.strip_prefix(ESCAPE)
-        .filter(|rest| injected_kind(rest, false, false).is_some())
-}
-
-/// What a user line's text is when Claude Code wrote it rather than the person (`None`: the
-/// person's own words). The listing scanner counts messages with it too.
-pub(super) fn injected_kind(text: &str, meta: bool, compact_summary: bool) -> Option<&'static str> {
-    let t = text.trim_start();
-    if compact_summary {
-        Some("compact_summary")
-    } else if meta {
-        Some("context")
-    } else if t.starts_with("<command-name>")
-        || t.starts_with("<command-message>")
-        || t.starts_with("<local-command-stdout>")
-        || t.starts_with("<local-command-stderr>")
-        || t.starts_with("<local-command-caveat>")
-    {
-        Some("command")
-    } else if t.starts_with("<task-notification>") {
-        Some("task_notification")
-    } else if t.starts_with("[Request interrupted by user") {
-        Some("interruption")
-    } else if t.starts_with("<system-reminder>") {
-        Some("context")
-    } else {
-        None
-    }
 }
 
 /// Tool result content as text, with its length in characters before any cut the pruned parse

@@ -1,7 +1,7 @@
 //! The cheap listing of Claude Code transcripts. Each line is deserialized into the few fields
 //! the listing needs (`jsonl::fields`): tool outputs, tool inputs and thinking are skipped by the
 //! parser, never built. The branch and the message count follow the reader's own rules
-//! (`chain::active_branch`, `read::injected_kind`), so that `list` says what `show` reads
+//! (`chain::active_branch`, `injected::injected_kind`), so that `list` says what `show` reads
 //! whatever the layout of the JSON.
 
 use std::borrow::Cow;
@@ -430,7 +430,7 @@ fn count(kind: &str, line: &Line) -> Counted {
                 }
                 _ => return none,
             };
-            let injected = super::read::injected_kind(
+            let injected = super::injected::injected_kind(
                 &text,
                 line.meta.is_true(),
                 line.compact_summary.is_true(),
@@ -439,7 +439,7 @@ fn count(kind: &str, line: &Line) -> Counted {
                 Some(_) => none,
                 None => Counted {
                     messages: 1,
-                    prompt: Some(match super::read::unescaped(&text) {
+                    prompt: Some(match super::injected::unescaped(&text) {
                         Some(rest) => rest.to_string(),
                         None => text.into_owned(),
                     })

@@ -153,8 +153,10 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         let text = || {
             // The person's words must not start as Claude Code's own texts do.
             let words = match m.role {
-                Role::User if super::read::injected_kind(&m.content, false, false).is_some() => {
-                    format!("{}{}", super::read::ESCAPE, m.content)
+                Role::User
+                    if super::injected::injected_kind(&m.content, false, false).is_some() =>
+                {
+                    format!("{}{}", super::injected::ESCAPE, m.content)
                 }
                 _ => m.content.clone(),
             };

@@ -19,15 +19,14 @@ use std::path::Path;
 use anyhow::Result;
 use serde_json::{Map, Value};
 
+use super::convert::{Convert, convert};
 use super::long::List;
-use super::read::{Conversation, Convert, Record, convert};
+use super::records::{Conversation, Record};
 use crate::adapter::{Fold, FoldWindow};
 use crate::jsonl::str_field;
 use crate::model::Session;
 
-/// Where a message lies: its line, and its place among the messages of that line's list
-/// (`None`: the line is the message).
-pub type Place = (usize, Option<usize>);
+pub use super::records::Place;
 
 /// The progress step of `places`, before the file's name (the read follows as `reading`).
 const PLACES_STEP: &str = "finding the last versions in";

@@ -83,8 +83,8 @@ pub enum List {
 
 /// The list a long line's record (as the first read found it) holds, if it can be streamed:
 /// a `$set` or metadata record with a list, whose `$set` and `messages` keys do not repeat.
-pub fn list_of<M>(record: &super::read::Record<M>, repeated: bool) -> Option<List> {
-    use super::read::Record;
+pub fn list_of<M>(record: &super::records::Record<M>, repeated: bool) -> Option<List> {
+    use super::records::Record;
     match record {
         _ if repeated => None,
         Record::Set {

@@ -6,10 +6,12 @@
 //! The adapter's home is the folder that CONTAINS `.gemini` (what `GEMINI_CLI_HOME` means to the
 //! CLI; by default the user's home).
 
+mod convert;
 mod fold;
 mod long;
 mod project;
 mod read;
+mod records;
 mod scan;
 mod tools;
 mod write;
@@ -71,6 +73,13 @@ impl Adapter for Gemini {
     }
 
     fn scan(&self, path: &Path) -> Result<Summary> {
+        if path.extension().is_some_and(|e| e == "json") {
+            // The older single document: small and rare, so read it properly. A relay never
+            // writes one: no `relay_of`.
+            let s = read::read(path, Default::default())?;
+            let size = std::fs::metadata(path)?.len();
+            return Ok(Summary::of_session(&s, path, size));
+        }
         scan::summarize(path)
     }
 

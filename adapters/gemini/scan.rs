@@ -1,5 +1,5 @@
 //! The cheap listing of Gemini CLI sessions. A session file is a list of records that replace
-//! and rewind each other, so the scan applies them like the reader does (`read::Conversation`),
+//! and rewind each other, so the scan applies them like the reader does (`records::Conversation`),
 //! but to light messages: each line is deserialised into only the fields the listing needs, and
 //! tool calls, their results and everything else are skipped by the JSON lexer unread.
 
@@ -15,7 +15,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use crate::jsonl::fields::Skip as IgnoredAny;
 use serde_json::{Map, Value};
 
-use super::read::{self, Conversation, PartView, Record};
+use super::records::{self, Conversation, PartView, Record};
 use crate::model::Summary;
 
 /// Session files: `tmp/<project>/chats/session-*.jsonl` and `session-*.json`, and subagent
@@ -58,12 +58,6 @@ pub fn session_files(home: &Path) -> Vec<PathBuf> {
 
 pub fn summarize(path: &Path) -> Result<Summary> {
     let size = std::fs::metadata(path)?.len();
-    if path.extension().is_some_and(|e| e == "json") {
-        // The older single document: small and rare, so read it properly.
-        let s = read::read(path, Default::default())?;
-        // The older document is never written by a relay: no `relay_of`.
-        return Ok(Summary::of_session(&s, path, size));
-    }
     let mut conv: Conversation<Light> = Conversation::default();
     let mut reader = crate::jsonl::open(path)?;
     let mut buf = Vec::new();
@@ -117,7 +111,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         .messages()
         .filter_map(|m| m.timestamp.as_deref())
         .last();
-    let (created, updated) = read::times(&conv.meta, first_ts, last_ts, relay_of.is_some());
+    let (created, updated) = records::times(&conv.meta, first_ts, last_ts, relay_of.is_some());
     let mut messages = 0;
     let mut first_prompt: Option<String> = None;
     let mut first_context: Option<String> = None;
@@ -125,7 +119,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         let views = m.views();
         match m.kind.as_str() {
             "user" => {
-                let split = read::split_user(&views, m.relay.as_deref());
+                let split = records::split_user(&views, m.relay.as_deref());
                 for (k, text) in split.context {
                     if k == "context" && first_context.is_none() {
                         first_context = Some(text);
@@ -139,7 +133,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
                 }
             }
             kind => {
-                if read::counts_as_message(kind, &views, None) {
+                if records::counts_as_message(kind, &views, None) {
                     messages += 1;
                 }
             }
@@ -158,8 +152,8 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         id,
         agent: super::NAME.to_string(),
         path: path.to_path_buf(),
-        cwd: read::resolve_cwd(path, &conv.meta, first_context.as_deref()),
-        title: read::title(&conv.meta, first_prompt.as_deref()),
+        cwd: records::resolve_cwd(path, &conv.meta, first_context.as_deref()),
+        title: records::title(&conv.meta, first_prompt.as_deref()),
         created,
         updated,
         messages,

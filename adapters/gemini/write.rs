@@ -361,7 +361,7 @@ impl Writer {
 /// A result as a `functionResponse.response`: the output, or for a failure the error (unless
 /// the output already says it failed, as Gemini's shell outputs do with their exit code).
 fn response(m: &Message) -> Value {
-    let fails_by_itself = super::read::exit_code(&m.content).is_some_and(|c| c != 0);
+    let fails_by_itself = super::convert::exit_code(&m.content).is_some_and(|c| c != 0);
     if m.is_error && !fails_by_itself {
         json!({"error": m.content})
     } else {

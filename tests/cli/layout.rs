@@ -209,3 +209,46 @@ fn adapters_depend_only_on_the_model_and_io_helpers() {
     }
     assert!(checked >= 2 * agents.len(), "only {checked} adapter files");
 }
+
+/// Within an adapter's folder too, files import each other one way: what several of them read
+/// (the agent's record types, its store's layout) lives below them all, never in one of them.
+/// A nested file (`read/fast.rs`) counts as part of its parent (`read`).
+#[test]
+fn an_adapters_files_import_each_other_one_way() {
+    let adapters = root().join("adapters");
+    let mut checked = 0;
+    for agent in session_relay::adapters::names() {
+        let dir = adapters.join(agent);
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for file in rust_files(&dir) {
+            let rel = file.strip_prefix(&dir).unwrap();
+            let own = rel.iter().next().unwrap().to_string_lossy();
+            let own = own.trim_end_matches(".rs").to_string();
+            if own == "mod" {
+                continue;
+            }
+            let text = code(&file);
+            // From a nested file, `super::` is its parent, and `super::super::` the folder.
+            let prefix = if rel.components().count() > 1 {
+                "super::super::"
+            } else {
+                "super::"
+            };
+            let mut used = names_after(&text, prefix);
+            used.extend(names_after(&text, &format!("crate::adapters::{agent}::")));
+            for u in used {
+                let sibling = dir.join(format!("{u}.rs")).exists() || dir.join(&u).is_dir();
+                if u != own && sibling {
+                    edges.entry(own.clone()).or_default().insert(u);
+                }
+            }
+        }
+        assert_eq!(
+            find_cycle(&edges),
+            None,
+            "import cycle in adapters/{agent}/"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, session_relay::adapters::names().len());
+}
