@@ -118,6 +118,13 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
     let mut outcomes: Vec<(Outcome, Option<Entry>)> = Vec::new();
     let (ledger_entries, ledger_warnings) = ledger::read();
     notes.extend(ledger_warnings);
+    // A session an interrupted clean left set aside is named again, whatever this clean
+    // deletes: otherwise no list would show it.
+    if !args.dry_run {
+        for e in ledger::live_relays(&ledger_entries) {
+            notes.extend(put_back_left(Path::new(&e.target.path)));
+        }
+    }
     let (candidates, in_ledger) =
         candidates(ledger_entries, args.agent.as_deref(), args.superseded);
     let progress = &args.progress;
@@ -132,11 +139,6 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
     for e in candidates {
         if let Some(p) = progress {
             p.advance(1);
-        }
-        if !args.dry_run
-            && let Some(note) = put_back_left(Path::new(&e.target.path))
-        {
-            notes.push(note);
         }
         let Some(verdict) = verdict(&e) else {
             continue;
@@ -323,6 +325,15 @@ fn delete_confirmed(
     superseded: bool,
     notes: &mut Vec<String>,
 ) {
+    // The relay's lock: a relay of the same source, or `doctor --fix`, may be registering it.
+    let _lock = match super::relay::relay_lock(&e.source.sha256, &e.target.agent) {
+        Ok(lock) => lock,
+        Err(err) => {
+            o.action = "kept";
+            o.reason = format!("{NOT_DELETED}{err:#}");
+            return;
+        }
+    };
     let (continued, seen) = match verdict(e) {
         Some(Verdict::Delete { continued, seen }) => (continued, seen),
         Some(Verdict::Keep(why)) => {
@@ -336,9 +347,22 @@ fn delete_confirmed(
             return;
         }
     };
-    let mut unregister = |id: &str| match crate::adapters::by_name(&e.target.agent) {
-        Some(adapter) => adapter.unregister(&cfg.agent(adapter.name()).session_root, id),
-        None => Ok(Vec::new()),
+    // The ledger says first that the session may no longer be registered: a clean killed
+    // between taking its index entries out and deleting it leaves a session that `doctor
+    // --fix` registers again, not one silently missing from its agent's picker.
+    let mut unregister = |id: &str| {
+        ledger::append(&Entry {
+            event: ledger::UNREGISTERED.into(),
+            time: ledger::time_text(Utc::now()),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            supersedes: Vec::new(),
+            registered: Some(false),
+            ..e.clone()
+        })?;
+        match crate::adapters::by_name(&e.target.agent) {
+            Some(adapter) => adapter.unregister(&cfg.agent(adapter.name()).session_root, id),
+            None => Ok(Vec::new()),
+        }
     };
     match remove(Path::new(&e.target.path), e, &seen, &mut unregister) {
         Removal::Deleted(mut n) => {
@@ -362,35 +386,13 @@ fn delete_confirmed(
             o.action = "missing";
             o.reason = "already gone".into();
         }
-        Removal::Kept {
-            why,
-            failed,
-            unregistered,
-        } => {
+        Removal::Kept { why, failed } => {
             o.action = "kept";
             o.reason = if failed {
                 format!("{NOT_DELETED}{why}")
             } else {
                 why
             };
-            // The relay stays in place, and the ledger says its index entries may be gone.
-            if unregistered
-                && let Err(err) = ledger::append(&Entry {
-                    event: ledger::UNREGISTERED.into(),
-                    time: ledger::time_text(Utc::now()),
-                    tool_version: env!("CARGO_PKG_VERSION").into(),
-                    supersedes: Vec::new(),
-                    registered: Some(false),
-                    ..e.clone()
-                })
-            {
-                notes.push(format!(
-                    "{}: kept, but the ledger could not record that its index entries were removed ({err:#}); `{}` still opens it",
-                    e.target.path,
-                    crate::adapters::by_name(&e.target.agent)
-                        .map_or(String::new(), |a| a.resume_command(&e.target.id, &e.cwd))
-                ));
-            }
         }
     }
 }
@@ -446,20 +448,8 @@ fn judge(
     if !meta.is_file() {
         return Verdict::Keep("not a regular file".into());
     }
-    // The file must sit inside the agent's store as configured now (after resolving any
-    // symbolic links in the folders above it).
-    let inside = path
-        .parent()
-        .and_then(|p| std::fs::canonicalize(p).ok())
-        .is_some_and(|dir| {
-            store
-                .adapter
-                .store_dirs(&store.home)
-                .iter()
-                .filter_map(|d| std::fs::canonicalize(d).ok())
-                .any(|d| dir.starts_with(d))
-        });
-    if !inside {
+    // The file must sit inside the agent's store as configured now.
+    if !store.holds(path) {
         return Verdict::Keep("not inside the configured store".into());
     }
     if let (Some(cutoff), Some(age)) = (cutoff, args.older_than)
@@ -613,9 +603,6 @@ enum Removal {
     Kept {
         why: String,
         failed: bool,
-        /// Its index entries may have been removed: the ledger must say it is no longer
-        /// registered, for `doctor --fix` to register it again.
-        unregistered: bool,
     },
 }
 
@@ -641,7 +628,6 @@ fn remove(
             return Removal::Kept {
                 why: format!("cannot move it aside to {} ({err})", q.display()),
                 failed: true,
-                unregistered: false,
             };
         }
     }
@@ -649,12 +635,25 @@ fn remove(
         Ok(()) => Removal::Kept {
             why,
             failed: unregistered,
-            unregistered,
         },
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Removal::Kept {
             why: format!("{why}; it is no longer at {}", q.display()),
             failed: true,
-            unregistered,
+        },
+        // An agent that appends with O_CREAT (Claude Code) made a new file at the path.
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => match join_back(&q, path) {
+            Ok(()) => Removal::Kept {
+                why: format!("{why}; {JOINED}"),
+                failed: unregistered,
+            },
+            Err(join) => Removal::Kept {
+                why: format!(
+                    "{why}; a file appeared at {} meanwhile and the two could not be joined ({join:#}), so the session is {}",
+                    path.display(),
+                    q.display()
+                ),
+                failed: true,
+            },
         },
         Err(err) => Removal::Kept {
             why: format!(
@@ -663,7 +662,6 @@ fn remove(
                 q.display()
             ),
             failed: true,
-            unregistered,
         },
     };
     // Opened only as a regular file (a link or a pipe swapped in is never followed nor
@@ -701,8 +699,21 @@ fn remove(
         Ok((meta, _)) => meta,
         Err(why) => return keep(format!("{why}; {index_note}"), true),
     };
+    if std::fs::symlink_metadata(path).is_ok() {
+        return keep(format!("written to during clean; {index_note}"), true);
+    }
     if let Err(err) = std::fs::remove_file(&q) {
         return keep(format!("cannot remove it ({err}); {index_note}"), true);
+    }
+    if std::fs::symlink_metadata(path).is_ok() {
+        let whole = match join_at(&file, path) {
+            Ok(()) => JOINED.to_string(),
+            Err(err) => format!("it could not be put back ({err:#})"),
+        };
+        return Removal::Kept {
+            why: format!("written to as it was deleted: {whole}; {index_note}"),
+            failed: true,
+        };
     }
     // A write that reached the file after its last check: from a program that held it open
     // where this system shows no other program's files.
@@ -718,7 +729,6 @@ fn remove(
         return Removal::Kept {
             why: format!("written to as it was deleted: {whole}; {index_note}"),
             failed: true,
-            unregistered: true,
         };
     }
     Removal::Deleted(notes)
@@ -758,6 +768,54 @@ fn examine(
         ));
     }
     Ok((meta, declared))
+}
+
+/// What a kept session's reason says when an agent made a new file at its path meanwhile.
+const JOINED: &str = "a new file appeared at its path meanwhile (an agent appending to it): the session was put back there with what the agent wrote after it";
+
+/// Joins the session set aside as `q` with the file an agent created at `path` meanwhile (see
+/// `join_at`), and lets go of `q`.
+fn join_back(q: &Path, path: &Path) -> Result<()> {
+    let session = std::fs::File::open(q).with_context(|| format!("cannot read {}", q.display()))?;
+    join_at(&session, path)?;
+    std::fs::remove_file(q).with_context(|| format!("cannot remove {}", q.display()))
+}
+
+/// Puts a session back at `path`, where an agent that opens its session to append with
+/// O_CREAT (as Claude Code does) made a new file holding only what it wrote while the session
+/// was set aside: the session's bytes first, then the new file's, the whole replacing the new
+/// file at once; and what the agent appended to the new file in between is added after.
+fn join_at(session: &std::fs::File, path: &Path) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let mut bytes = Vec::new();
+    let mut reader = session;
+    reader.rewind()?;
+    reader.read_to_end(&mut bytes)?;
+    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+        bytes.push(b'\n');
+    }
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        anyhow::bail!("{} is not a regular file", path.display());
+    }
+    let mut written = std::fs::File::open(path)?;
+    let mut taken = written.read_to_end(&mut bytes)? as u64;
+    crate::fsutil::replace_file(path, &bytes)?;
+    // An append between the read and the replacing went to the new file's old inode.
+    for _ in 0..100 {
+        let len = written.metadata()?.len();
+        if len <= taken {
+            return Ok(());
+        }
+        let mut more = Vec::new();
+        written.seek(SeekFrom::Start(taken))?;
+        (&mut written).take(len - taken).read_to_end(&mut more)?;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)?
+            .write_all(&more)?;
+        taken = len;
+    }
+    anyhow::bail!("{} kept growing while it was joined", path.display())
 }
 
 /// Writes the bytes of a file unlinked while still open whole at `path`, or at `q` if a file
@@ -900,15 +958,7 @@ mod tests {
 
     fn kept(r: Removal) -> (String, bool) {
         match r {
-            Removal::Kept {
-                why,
-                failed,
-                unregistered,
-            } => {
-                // Kept with its index entries gone exactly when the reason says so.
-                assert_eq!(unregistered, why.contains("doctor --fix"), "{why}");
-                (why, failed)
-            }
+            Removal::Kept { why, failed } => (why, failed),
             Removal::Deleted(_) => panic!("deleted"),
             Removal::Missing => panic!("missing"),
         }
@@ -946,6 +996,31 @@ mod tests {
         assert!(!failed);
         assert_eq!(std::fs::read(&r.path).unwrap(), before);
         assert_eq!(names(r.dir.path()).len(), 1);
+    }
+
+    /// An agent that appends with O_CREAT (Claude Code) while the session is set aside makes
+    /// a new file at its path holding only its line: the session is not deleted but put back
+    /// there, its own bytes first and the agent's line after them, nothing left beside it.
+    #[test]
+    fn a_file_created_at_the_path_meanwhile_is_joined_after_the_session() {
+        let r = relayed();
+        let before = std::fs::read(&r.path).unwrap();
+        let line = b"{\"type\":\"user\",\"message\":\"typed while cleaning\"}\n";
+        let mut unregister = |_: &str| {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&r.path)
+                .unwrap();
+            f.write_all(line).unwrap();
+            Ok(Vec::new())
+        };
+        let (why, failed) = kept(remove(&r.path, &r.entry, &r.seen, &mut unregister));
+        assert!(why.contains("doctor --fix") && failed, "{why}");
+        let mut want = before.clone();
+        want.extend_from_slice(line);
+        assert_eq!(std::fs::read(&r.path).unwrap(), want);
+        assert_eq!(names(r.dir.path()).len(), 1, "{:?}", names(r.dir.path()));
     }
 
     /// Whatever happens to the file between the first check and the last (written to,

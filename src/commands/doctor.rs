@@ -552,7 +552,9 @@ fn check_registrations(
             continue;
         }
         match super::relay::complete_registration(cfg, e) {
-            Ok(_) => done.push(e.target.path.clone()),
+            Ok(Some(_)) => done.push(e.target.path.clone()),
+            // Registered or cleaned meanwhile.
+            Ok(None) => {}
             Err(err) => {
                 problems.push(Problem {
                     level: Level::Error,

@@ -180,7 +180,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
                     target.display_name()
                 ));
             } else {
-                notes.extend(complete_registration(cfg, prev).with_context(|| {
+                notes.extend(register_again(cfg, prev).with_context(|| {
                     format!(
                         "the earlier relay {} is not registered in {}'s index, and could not be now",
                         prev.target.path,
@@ -474,15 +474,45 @@ fn record_registered(relay: &ledger::Entry) -> Result<()> {
     .map(drop)
 }
 
-/// Registers in its target's indexes a relayed session that the ledger records as not
-/// registered (`ledger::awaiting_registration`): a relay killed between writing the session
-/// and registering it, or one whose registration failed and could not be taken back. Only a
-/// file that says itself that it is this relay (its own id, a provenance record naming the
-/// source) is registered.
-pub fn complete_registration(cfg: &Config, relay: &ledger::Entry) -> Result<Vec<String>> {
+/// `doctor --fix`: registers in its target's indexes a relayed session that the ledger records
+/// as not registered (`ledger::awaiting_registration`): a relay killed between writing the
+/// session and registering it, one whose registration failed and could not be taken back, or
+/// one a `clean` took out of the indexes and kept. Under the relay's lock, which a relay of
+/// the same source and `clean` take too, and only if the ledger still says so then; `None`
+/// when it no longer does.
+pub fn complete_registration(cfg: &Config, relay: &ledger::Entry) -> Result<Option<Vec<String>>> {
+    let _lock = relay_lock(&relay.source.sha256, &relay.target.agent)?;
+    let entries = ledger::entries_about(&relay.source.id);
+    if !ledger::awaiting_registration(&entries)
+        .iter()
+        .any(|e| e.target.path == relay.target.path)
+    {
+        return Ok(None);
+    }
+    register_again(cfg, relay).map(Some)
+}
+
+/// Registers a relayed session the ledger records as not registered, its relay's lock held.
+/// Only a regular file in the target's store as configured now, whose own id and provenance
+/// record are the relay's, is registered, and into that store's indexes.
+fn register_again(cfg: &Config, relay: &ledger::Entry) -> Result<Vec<String>> {
     let target = crate::adapters::by_name(&relay.target.agent)
         .with_context(|| format!("unknown agent {}", relay.target.agent))?;
     let path = PathBuf::from(&relay.target.path);
+    let home = cfg.agent(target.name()).session_root.clone();
+    let store = crate::select::Store {
+        adapter: target,
+        home: home.clone(),
+    };
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) || !store.holds(&path) {
+        bail!(
+            "{} is not a file in {}'s store under {} as configured now: not registered (give the home it was relayed into with --home {}=DIR)",
+            path.display(),
+            target.display_name(),
+            home.display(),
+            target.name()
+        );
+    }
     let summary = target
         .scan(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
@@ -514,7 +544,6 @@ pub fn complete_registration(cfg: &Config, relay: &ledger::Entry) -> Result<Vec<
         resume_command: target.resume_command(&relay.target.id, &relay.cwd),
         notes: Vec::new(),
     };
-    let home = cfg.agent(target.name()).session_root.clone();
     let notes = target.register(&home, &native, &session, &title)?;
     record_registered(relay)?;
     Ok(notes)
@@ -595,10 +624,18 @@ fn standalone_path(out: &Path, stamp: &str, id: &str) -> Result<Standalone> {
 
 /// An exclusive lock in the state folder for relays of one source (by content) to one agent,
 /// held until the relay is recorded.
-fn relay_lock(source_sha: &str, target: &str) -> Result<std::fs::File> {
+pub(super) fn relay_lock(source_sha: &str, target: &str) -> Result<std::fs::File> {
     let dir = crate::paths::require_state_dir()?.join("locks");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let path = dir.join(format!("relay-{}-{target}.lock", &source_sha[..16]));
+    // Named from what the ledger says, which a person may have edited: only its hex digits and
+    // letters are taken.
+    let sha: String = source_sha
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(16)
+        .collect();
+    let target: String = target.chars().filter(char::is_ascii_alphanumeric).collect();
+    let path = dir.join(format!("relay-{sha}-{target}.lock"));
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -20,6 +20,20 @@ pub struct Store {
 }
 
 impl Store {
+    /// Whether `path` is a file in one of the store's folders, once the folders above it and
+    /// the store's own are resolved (symbolic links followed); the file itself is not.
+    pub fn holds(&self, path: &Path) -> bool {
+        path.parent()
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .is_some_and(|dir| {
+                self.adapter
+                    .store_dirs(&self.home)
+                    .iter()
+                    .filter_map(|d| std::fs::canonicalize(d).ok())
+                    .any(|d| dir.starts_with(d))
+            })
+    }
+
     pub fn exists(&self) -> bool {
         self.adapter
             .store_dirs(&self.home)

@@ -66,9 +66,14 @@ fn forget_registration(env: &TestEnv, id: &str) {
     std::fs::write(&index, kept).unwrap();
     let text = std::fs::read_to_string(ledger(env)).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
-    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
-    assert_eq!(last["event"], "registered", "{text}");
-    lines.pop();
+    let registered = lines
+        .iter()
+        .rposition(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["event"] == "registered" && v["target"]["id"] == id
+        })
+        .unwrap_or_else(|| panic!("no registration of {id} in {text}"));
+    lines.remove(registered);
     std::fs::write(ledger(env), format!("{}\n", lines.join("\n"))).unwrap();
 }
 
@@ -188,5 +193,148 @@ fn a_relay_killed_at_any_moment_is_registered_by_the_next() {
             "round {round}, killed after {at:?}: {r}"
         );
         assert!(Path::new(r["target"]["path"].as_str().unwrap()).is_file());
+    }
+}
+
+/// `clean` killed at any moment leaves its session either deleted or listed, or known to the
+/// ledger as not registered, which `doctor --fix` then registers: never on disk and missing
+/// from its agent's picker unnoticed.
+#[test]
+fn a_clean_killed_at_any_moment_leaves_no_session_silently_unregistered() {
+    let mut rng = crate::common::Rng(0x6b1d_0047_0005);
+    let probe = env_with_thread_index();
+    relay(&probe);
+    let start = Instant::now();
+    probe.ok(&["clean", "--older-than", "0d", "--yes"]);
+    let took = start.elapsed();
+    for round in 0..crate::common::count(8, 30) {
+        let env = env_with_thread_index();
+        let first = relay(&env);
+        let id = first["target"]["id"].as_str().unwrap().to_string();
+        let path = PathBuf::from(first["target"]["path"].as_str().unwrap());
+        let at = Duration::from_micros(rng.below(took.as_micros() as u64 * 5 / 4 + 1));
+        let mut child = env
+            .std_cmd(assert_cmd::cargo::cargo_bin("session-relay"))
+            .args(["clean", "--older-than", "0d", "--yes"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(at);
+        let _ = child.kill();
+        let _ = child.wait();
+        // A later clean names again what an interrupted one set aside, and deletes nothing.
+        env.ok(&["clean", "--older-than", "999d", "--yes"]);
+        if !path.is_file() {
+            continue;
+        }
+        if !has_row(&env, &id) {
+            let doctor = env.json(&["doctor", "--json"]);
+            assert_eq!(
+                doctor["state"]["ledger"]["unregistered"][0], first["target"]["path"],
+                "round {round}, killed after {at:?}: on disk, not registered, and the ledger does not say so: {doctor}"
+            );
+            env.ok(&["doctor", "--fix"]);
+        }
+        assert!(
+            has_row(&env, &id) && index_lines(&env, &id) == 1,
+            "round {round}"
+        );
+    }
+}
+
+/// A relay made into one Codex home is registered in that home's index only: `doctor --fix`
+/// run with another home refuses it (and says which home to give), and registers nothing there.
+#[test]
+fn a_relay_is_registered_only_into_the_store_that_holds_it() {
+    let env = env_with_thread_index();
+    let first = relay(&env);
+    let id = first["target"]["id"].as_str().unwrap().to_string();
+    forget_registration(&env, &id);
+    let other = env.dir.path().join("other-codex");
+    std::fs::create_dir_all(other.join("sessions")).unwrap();
+    std::fs::copy(
+        fixtures().join("codex-index/state_5.sqlite"),
+        other.join("state_5.sqlite"),
+    )
+    .unwrap();
+    let elsewhere = format!("codex={}", other.display());
+    let v = env.json(&["--home", &elsewhere, "doctor", "--fix", "--json"]);
+    assert_eq!(
+        v["state"]["ledger"]["registered_now"],
+        serde_json::json!([]),
+        "{v}"
+    );
+    assert!(v["problems"].to_string().contains("--home codex="), "{v}");
+    let conn = rusqlite::Connection::open(other.join("state_5.sqlite")).unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT COUNT(*) FROM threads", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 0, "nothing registered into the other home");
+    assert!(!other.join("session_index.jsonl").exists());
+    // Still awaiting in its own home, where `doctor --fix` registers it.
+    env.ok(&["doctor", "--fix"]);
+    assert!(has_row(&env, &id) && index_lines(&env, &id) == 1);
+}
+
+/// Several `doctor --fix` at once, and a `clean` beside them, register each relay once or
+/// delete it whole: no index line twice, no row naming a deleted file, no false error.
+#[test]
+fn doctor_fix_and_clean_at_once_leave_the_index_whole() {
+    let env = env_with_thread_index();
+    let proj = env.project();
+    let mut ids = Vec::new();
+    for source in ["771ce1df", "5d0c3a1e", "01a22a5d", "b62416f1"] {
+        let r = env.json(&["relay", source, "--to", "codex", "--cwd", &proj, "--json"]);
+        ids.push(r["target"]["id"].as_str().unwrap().to_string());
+    }
+    for id in &ids {
+        forget_registration(&env, id);
+    }
+    let bin = assert_cmd::cargo::cargo_bin("session-relay");
+    let mut children: Vec<std::process::Child> = (0..4)
+        .map(|_| {
+            env.std_cmd(&bin)
+                .args(["doctor", "--fix", "--json"])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children.push(
+        env.std_cmd(&bin)
+            .args([
+                "clean",
+                "--older-than",
+                "0d",
+                "--yes",
+                "--include-continued",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("UNIQUE"), "{text}");
+    }
+    for (id, r) in ids.iter().zip(0..) {
+        let path = std::fs::read_to_string(ledger(&env))
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["target"]["id"] == id.as_str())
+            .map(|v| PathBuf::from(v["target"]["path"].as_str().unwrap()))
+            .unwrap();
+        let indexed = index_lines(&env, id);
+        assert!(indexed <= 1, "relay {r}: {indexed} index lines");
+        if path.is_file() {
+            continue;
+        }
+        assert!(
+            !has_row(&env, id) && indexed == 0,
+            "relay {r}: deleted, yet its row or index line remains"
+        );
     }
 }
