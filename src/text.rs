@@ -277,11 +277,21 @@ pub fn safe_lines(s: &str) -> std::borrow::Cow<'_, str> {
     escape_controls(s, true)
 }
 
+/// A character that moves or recolours what a terminal shows, or reorders it: a control
+/// character, or a bidirectional override, isolate or mark.
+pub fn is_terminal_control(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
+}
+
+/// A character a name can hold that a person does not see where it is shown: a terminal
+/// control (`is_terminal_control`), or a zero-width space, joiner or mark.
+pub fn is_invisible(c: char) -> bool {
+    is_terminal_control(c) || matches!(c, '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}')
+}
+
 fn escape_controls(s: &str, keep_lines: bool) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}')
-    };
+    let bad = is_terminal_control;
     let kept = |i: usize, c: char| {
         keep_lines
             && (c == '\n' || c == '\t' || (c == '\r' && s.as_bytes().get(i + 1) == Some(&b'\n')))

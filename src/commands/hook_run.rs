@@ -51,9 +51,7 @@ pub struct Report {
     /// `relayed`, `already_relayed` or `error`.
     pub outcome: &'static str,
     pub line: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<crate::ledger::Side>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub resume_command: Option<String>,
     pub millis: u128,
     #[serde(skip)]
@@ -166,6 +164,9 @@ fn session_of(cfg: &Config, caller: Option<&'static dyn Adapter>, p: &Payload) -
             .any(|d| real.starts_with(d))
     });
     if let Some(s) = held_by {
+        // The file as judged, links resolved: a link in the store turned to point elsewhere
+        // after the check leads nowhere new.
+        let session = real.to_str().map_or(session, str::to_string);
         return Ok(Source {
             session,
             agent: s.adapter,

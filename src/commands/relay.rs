@@ -671,10 +671,10 @@ pub(super) fn resolve_cwd(
         // session under, whatever its name. One recorded with terminal controls that exists
         // nowhere here is no place any agent starts in, only a name a session chose: it is not
         // written into stores and project registries.
-        Err(_) if dir.to_string_lossy().chars().any(char::is_control) => Err(CliError::new(
+        Err(_) if dir.to_string_lossy().chars().any(crate::text::is_invisible) => Err(CliError::new(
             ExitCode::Usage,
             format!(
-                "the working directory {} holds control characters and does not exist on this machine; pass --cwd DIR",
+                "the working directory {} holds control or invisible characters and does not exist on this machine; pass --cwd DIR",
                 crate::text::safe(&dir.to_string_lossy())
             ),
         )

@@ -718,3 +718,34 @@ fn the_installed_command_runs_as_the_agent_would_run_it() {
             .any(|e| e.file_name().to_string_lossy().contains(id))
     );
 }
+
+/// The file a hook relays is the one its check judged: a link in the store is followed once,
+/// and the relay reads the file it led to, so that a link turned elsewhere after the check
+/// leads nowhere new. The ledger names that file.
+#[test]
+fn hook_run_relays_the_file_it_judged_not_the_link() {
+    let env = TestEnv::with_fixtures();
+    let id = "771ce1df-ae7a-4516-8192-f08c38166af2";
+    let project = env
+        .claude_home()
+        .join("projects/-home-dev-projects-interactive");
+    let real = project.join(format!("{id}.jsonl"));
+    let link = project.join("5e55105e-0000-4000-8000-000000000003.jsonl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let out = env
+        .cmd()
+        .args(["hook", "run", "--to", "codex", "--from", "claude"])
+        .write_stdin(payload(&link, id, "PreCompact"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("Relayed to Codex CLI"), "{said}");
+    let ledger =
+        std::fs::read_to_string(env.dir.path().join("state/session-relay/ledger.jsonl")).unwrap();
+    let entry: serde_json::Value = serde_json::from_str(ledger.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        entry["source"]["path"],
+        std::fs::canonicalize(&real).unwrap().to_str().unwrap(),
+        "{entry}"
+    );
+}

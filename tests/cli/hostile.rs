@@ -277,18 +277,27 @@ fn a_recorded_working_directory_with_controls_is_refused_unless_it_exists() {
     let env = TestEnv::empty();
     let id = "0199aaaa-0000-7000-8000-00000000e5c2";
     let path = codex_file(&env, &format!("rollout-2026-11-20T10-00-00-{id}.jsonl"));
-    let evil = "/tmp/no-such\n\u{1b}[31mproject";
-    let meta = json!({"timestamp": "2026-11-20T10:00:00.000Z", "type": "session_meta", "payload": {"id": id, "timestamp": "2026-11-20T10:00:00.000Z", "cwd": evil, "cli_version": "0.60.0", "source": "cli"}});
-    std::fs::write(&path, format!("{meta}\n{}\n", user_line("hello"))).unwrap();
     let gemini = env.home("gemini").join(".gemini");
-    let before = env.snapshot_stores();
-    for to in ["gemini", "claude", "codex"] {
-        let (code, err) = env.fails(&["relay", id, "--to", to]);
-        assert_eq!(code, 2, "--to {to}: {err}");
-        assert!(err.contains("--cwd"), "--to {to}: {err}");
-        assert!(!err.contains('\u{1b}'), "--to {to}: {err}");
+    // A newline and an escape sequence; a right-to-left override; a zero-width space.
+    for evil in [
+        "/tmp/no-such\n\u{1b}[31mproject",
+        "/tmp/no-such-\u{202e}tcejorp",
+        "/tmp/no-such-pro\u{200b}ject",
+    ] {
+        let meta = json!({"timestamp": "2026-11-20T10:00:00.000Z", "type": "session_meta", "payload": {"id": id, "timestamp": "2026-11-20T10:00:00.000Z", "cwd": evil, "cli_version": "0.60.0", "source": "cli"}});
+        std::fs::write(&path, format!("{meta}\n{}\n", user_line("hello"))).unwrap();
+        let before = env.snapshot_stores();
+        for to in ["gemini", "claude", "codex"] {
+            let (code, err) = env.fails(&["relay", id, "--to", to]);
+            assert_eq!(code, 2, "{evil:?} --to {to}: {err}");
+            assert!(err.contains("--cwd"), "--to {to}: {err}");
+            assert!(
+                !err.chars().any(|c| c == '\u{1b}' || c == '\u{202e}'),
+                "--to {to}: {err}"
+            );
+        }
+        assert_eq!(env.snapshot_stores(), before, "nothing written");
     }
-    assert_eq!(env.snapshot_stores(), before, "nothing written");
     assert!(!gemini.join("projects.json").exists());
 
     let odd = env.work().join("odd\nname");

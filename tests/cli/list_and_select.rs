@@ -793,6 +793,20 @@ fn json_reports_carry_every_documented_field() {
         "relay", "771ce1df", "--to", "codex", "--cwd", &proj, "--json",
     ]);
     assert!(relayed.get("relayed_at").is_some(), "{relayed}");
+    // A hook's run that failed is logged with every field too.
+    let out = env
+        .cmd()
+        .args(["hook", "run", "--to", "codex"])
+        .write_stdin("not json")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let hooks = env.json(&["hooks", "status", "--json"]);
+    let run = &hooks["recent"][0];
+    assert_eq!(run["outcome"], "error", "{hooks}");
+    for key in ["target", "resume_command", "session_id", "transcript_path"] {
+        assert!(run.get(key).is_some(), "a logged run without {key}: {run}");
+    }
     let status = env.json(&["status", "--all", "--json"]);
     for s in status["sessions"].as_array().unwrap() {
         if let Some(c) = s.get("context").filter(|c| !c.is_null()) {
