@@ -440,6 +440,8 @@ pub enum HookTrust {
     Trusted,
     /// The agent will skip it until the user trusts it.
     Untrusted,
+    /// The agent's settings turn every hook off (Claude Code's `disableAllHooks`).
+    Disabled,
 }
 
 /// What an agent is, as data: one `const` in each adapter's folder. Everything else that

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use crate::adapter::{
-    Adapter, Agent, Cli, HookSetup, Hooks, NativeSession, ReadOptions, Store, Usage, WriteRequest,
+    Adapter, Agent, Cli, HookSetup, HookTrust, Hooks, NativeSession, ReadOptions, Store, Usage,
+    WriteRequest,
 };
 use crate::model::{Message, RecordedUsage, Session, Summary};
 
@@ -85,6 +86,20 @@ impl Hooks for Claude {
             session_end: "SessionEnd",
             timeout_secs: 60,
             trust: None,
+        }
+    }
+
+    fn trust(&self, home: &Path, _event: &str, _group: usize, _handler: usize) -> HookTrust {
+        // `"disableAllHooks": true` in the same settings turns every hook off; read as Claude
+        // Code's JSON.parse reads it, the last of a key given twice.
+        let disabled = std::fs::read(self.setup(home).file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| v.get("disableAllHooks") == Some(&serde_json::Value::Bool(true)));
+        if disabled {
+            HookTrust::Disabled
+        } else {
+            HookTrust::NotNeeded
         }
     }
 }

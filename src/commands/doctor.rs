@@ -624,36 +624,48 @@ fn check_hooks(cfg: &Config) -> (HooksCheck, Vec<Problem>) {
         for h in a.hooks {
             let program = crate::text::first_shell_word(&h.command);
             let exists = std::path::Path::new(&program).is_file();
-            let state = if !exists {
-                problems.push(Problem {
+            let state =
+                if !exists {
+                    problems.push(Problem {
+                        level: Level::Warning,
+                        agent,
+                        problem: format!(
+                            "the {} hook in {} runs {program}, which does not exist",
+                            h.event, a.file
+                        ),
+                        fix: format!("session-relay hooks install --agent {}", a.agent),
+                    });
+                    "outdated"
+                } else if h.trust == crate::adapter::HookTrust::Untrusted {
+                    problems.push(Problem {
+                        level: Level::Warning,
+                        agent,
+                        problem: format!(
+                            "the {} hook in {} is not trusted yet: the agent skips it",
+                            h.event, a.file
+                        ),
+                        fix: format!("session-relay hooks install --agent {} --trust", a.agent),
+                    });
+                    "untrusted"
+                } else if h.trust == crate::adapter::HookTrust::Disabled {
+                    problems.push(Problem {
                     level: Level::Warning,
                     agent,
                     problem: format!(
-                        "the {} hook in {} runs {program}, which does not exist",
-                        h.event, a.file
+                        "{} turns every hook off (disableAllHooks): the agent skips the {} hook",
+                        a.file, h.event
                     ),
-                    fix: format!("session-relay hooks install --agent {}", a.agent),
+                    fix: format!("remove `disableAllHooks` from {} or set it to false", a.file),
                 });
-                "outdated"
-            } else if h.trust == crate::adapter::HookTrust::Untrusted {
-                problems.push(Problem {
-                    level: Level::Warning,
-                    agent,
-                    problem: format!(
-                        "the {} hook in {} is not trusted yet: the agent skips it",
-                        h.event, a.file
-                    ),
-                    fix: format!("session-relay hooks install --agent {} --trust", a.agent),
-                });
-                "untrusted"
-            } else if me
-                .as_deref()
-                .is_some_and(|m| m != std::path::Path::new(&program))
-            {
-                "installed (another session-relay binary)"
-            } else {
-                "installed"
-            };
+                    "disabled"
+                } else if me
+                    .as_deref()
+                    .is_some_and(|m| m != std::path::Path::new(&program))
+                {
+                    "installed (another session-relay binary)"
+                } else {
+                    "installed"
+                };
             hooks.push(HookCheck {
                 agent: a.agent.clone(),
                 path: a.file.clone(),

@@ -10,6 +10,7 @@ fn trust(t: HookTrust) -> &'static str {
         HookTrust::NotNeeded => "runs",
         HookTrust::Trusted => "trusted",
         HookTrust::Untrusted => "NOT trusted yet (skipped until you trust it)",
+        HookTrust::Disabled => "DISABLED: the agent's settings turn every hook off",
     }
 }
 

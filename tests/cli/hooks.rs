@@ -749,3 +749,41 @@ fn hook_run_relays_the_file_it_judged_not_the_link() {
         "{entry}"
     );
 }
+
+/// Claude Code runs no hook when its settings say `"disableAllHooks": true` (the last of the
+/// key, given twice, as its JSON.parse reads it): `hooks status` and `doctor` say so instead of
+/// "runs"; `false`, or the key absent, runs it.
+#[test]
+fn hooks_turned_off_by_the_agents_settings_are_said_to_be_off() {
+    for (text, off) in [
+        ("{\"disableAllHooks\": true}", true),
+        (
+            "{\"disableAllHooks\": false, \"model\": \"x\", \"disableAllHooks\": true}",
+            true,
+        ),
+        (
+            "{\"disableAllHooks\": true, \"disableAllHooks\": false}",
+            false,
+        ),
+        ("{\"model\": \"x\"}", false),
+    ] {
+        let env = TestEnv::with_fixtures();
+        std::fs::write(settings(&env), text).unwrap();
+        env.ok(&["hooks", "install", "--agent", "claude"]);
+        let status = env.json(&["hooks", "status", "--json"]);
+        let claude = status["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == "claude")
+            .unwrap();
+        let trust = &claude["hooks"][0]["trust"];
+        assert_eq!(*trust == "disabled", off, "{text}: {trust}");
+        let doctor = env.json(&["doctor", "--json"]);
+        assert_eq!(
+            doctor["problems"].to_string().contains("disableAllHooks"),
+            off,
+            "{text}: {doctor}"
+        );
+    }
+}
