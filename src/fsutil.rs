@@ -135,6 +135,22 @@ fn link_target(path: &Path) -> PathBuf {
 /// Replaces a file's content atomically (temp file in the same folder with the file's
 /// permissions, fsync, rename over it), or creates it. A symbolic link is followed: the file
 /// it points to is replaced and the link stays.
+/// Whether the folders `path` needs exist as folders or can be made: the nearest of them that
+/// exists is a folder, not a file (a store whose `sessions` was replaced by a file).
+pub fn folders_can_hold(path: &Path) -> Result<()> {
+    let Some(nearest) = path.ancestors().skip(1).find(|a| a.exists()) else {
+        return Ok(());
+    };
+    if !nearest.is_dir() {
+        anyhow::bail!(
+            "cannot write {}: {} is not a folder",
+            path.display(),
+            nearest.display()
+        );
+    }
+    Ok(())
+}
+
 pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let path = &link_target(path);
     let dir = folder_of(path);

@@ -295,6 +295,10 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         standalone: standalone.clone(),
     };
     let native = target.write_session(&plan.session, &req)?;
+    // On a dry run too: a folder on the way that is a file fails the relay.
+    if standalone.is_none() {
+        crate::fsutil::folders_can_hold(&native.path)?;
+    }
     notes.extend(native.notes.iter().cloned());
     if plan.shape.dropped_orphan_results > 0 {
         notes.push(format!(

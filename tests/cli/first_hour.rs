@@ -537,3 +537,22 @@ fn the_readme_try_it_commands_leave_the_home_alone() {
         assert!(written.is_empty(), "{line} wrote {written:?}");
     }
 }
+
+/// A store folder that is a file fails the relay, and its dry run the same way: the dry run
+/// does not promise a session it could not write.
+#[test]
+fn a_dry_run_fails_where_a_store_folder_is_a_file() {
+    let mut env = TestEnv::with_fixtures();
+    env.removing_stores();
+    let proj = env.project();
+    let sessions = env.codex_home().join("sessions");
+    std::fs::remove_dir_all(&sessions).unwrap();
+    std::fs::write(&sessions, "not a folder").unwrap();
+    let args = ["relay", "771ce1df", "--to", "codex", "--cwd", &proj];
+    let (dry_code, dry) = env.fails(&[&args[..], &["--dry-run"]].concat());
+    let (code, real) = env.fails(&args);
+    assert_eq!(dry_code, code, "{dry}\n{real}");
+    for err in [&dry, &real] {
+        assert!(err.contains(sessions.to_str().unwrap()), "{err}");
+    }
+}
