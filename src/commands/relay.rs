@@ -71,10 +71,147 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     let target = crate::adapters::by_name(&opts.to).context("unknown target agent")?;
     // Before the session is read, and on a dry run too: a dry run says what the relay would do,
     // and this one would only fail.
-    let home = &cfg.agent(target.name()).session_root;
+    let home = cfg.agent(target.name()).session_root.clone();
     if opts.out.is_none() && !home.is_dir() {
-        return Err(missing_home(target, home));
+        return Err(missing_home(target, &home));
     }
+    let mut src = read_source(cfg, opts, target)?;
+    let source_side = ledger::Side {
+        agent: src.session.agent.clone(),
+        id: src.session.id.clone(),
+        path: src.located.path.display().to_string(),
+        sha256: src.snapshot.sha256.clone(),
+    };
+    let mut notes: Vec<String> = Vec::new();
+    let cwd = resolve_cwd(opts.cwd.as_deref(), src.session.cwd.as_deref(), &mut notes)?;
+
+    // One relay at a time per source and target: a second one started meanwhile waits, then
+    // finds the first in the ledger.
+    let _lock = if opts.dry_run {
+        None
+    } else {
+        Some(relay_lock(&src.snapshot.sha256, target.name())?)
+    };
+    let entries = ledger::entries_about(&src.session.id);
+    // Relays of this source to the same agent and directory that are still in place.
+    let earlier: Vec<&ledger::Entry> = ledger::live_relays(&entries)
+        .into_iter()
+        .filter(|e| {
+            e.source.agent == src.session.agent
+                && e.source.id == src.session.id
+                && e.target.agent == target.name()
+                && e.cwd == cwd
+                && e.standalone == opts.out.is_some()
+                && Path::new(&e.target.path).exists()
+        })
+        .collect();
+    if !opts.force
+        && let Some(prev) = earlier
+            .iter()
+            .rev()
+            .find(|e| e.source.sha256 == src.snapshot.sha256)
+    {
+        let notes = complete_earlier(cfg, opts, target, prev, &entries)?;
+        return Ok(Report {
+            dry_run: opts.dry_run,
+            already_relayed: true,
+            source: source_side,
+            target: prev.target.clone(),
+            resume_command: if prev.standalone {
+                String::new()
+            } else {
+                target.resume_command(&prev.target.id, &cwd)
+            },
+            cwd,
+            title: String::new(),
+            messages: prev.messages,
+            bytes: prev.bytes as usize,
+            relayed_at: Some(prev.time.clone()),
+            supersedes: Vec::new(),
+            plan: PlanReport::default(),
+            redactions: Redactions(None),
+            notes,
+            warnings: src.warnings,
+        });
+    }
+    let supersedes = superseded_by_this(&entries, &earlier, opts.dry_run, &mut notes);
+    let written = plan_and_write(cfg, opts, target, &mut src, &home, &cwd, &mut notes)?;
+    let target_side = ledger::Side {
+        agent: target.name().to_string(),
+        id: written.native.id.clone(),
+        path: written.native.path.display().to_string(),
+        sha256: ledger::sha256_bytes(&written.native.bytes),
+    };
+    if !opts.dry_run {
+        let entry = ledger::Entry {
+            event: "relay".into(),
+            time: crate::ledger::time_text(written.now),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            source: source_side.clone(),
+            target: target_side.clone(),
+            cwd: cwd.clone(),
+            standalone: written.standalone.is_some(),
+            bytes: written.native.bytes.len() as u64,
+            messages: written.plan.session.message_count(),
+            tokens: serde_json::value::to_raw_value(&serde_json::json!({
+                "budget": written.plan.fit.budget,
+                "total": written.plan.fit.total_tokens,
+                "tokenizer": written.plan.fit.tokenizer,
+                "source_estimate": written.plan.fit.source.source_tokens,
+            }))
+            .ok(),
+            source_bytes: Some(src.snapshot.len),
+            supersedes: supersedes.clone(),
+            title: Some(written.title.clone()),
+            registered: written.standalone.is_none().then_some(false),
+        };
+        land(target, &written, &entry, &home, &mut notes)?;
+    }
+    // Freeing a long session's tens of thousands of messages one by one takes a tenth of a
+    // 100 MB relay; nothing waits for it, so it happens beside the report (or not at all when
+    // the process ends first).
+    std::thread::spawn(move || drop(src.session));
+    Ok(Report {
+        dry_run: opts.dry_run,
+        already_relayed: false,
+        source: source_side,
+        target: target_side,
+        cwd,
+        resume_command: if written.standalone.is_some() {
+            String::new()
+        } else {
+            written.native.resume_command.clone()
+        },
+        title: written.title,
+        messages: written.plan.session.message_count(),
+        bytes: written.native.bytes.len(),
+        relayed_at: None,
+        supersedes,
+        plan: written.plan.report(),
+        redactions: src.redactions,
+        notes,
+        warnings: src.warnings,
+    })
+}
+
+/// `git status` of a directory as the brief reads it, and the directory.
+type GitStatus = (Option<crate::plan::brief::GitState>, String);
+
+/// The source as a relay reads it: located, read (masked as it is read where it is read in
+/// part), hashed as long as it was when the relay began, and masked.
+struct Source {
+    located: crate::select::Located,
+    session: Session,
+    redactor: Option<std::sync::Arc<crate::redact::Redactor>>,
+    folder: Option<std::sync::Arc<crate::plan::fold::Folder>>,
+    snapshot: ledger::Snapshot,
+    redactions: Redactions,
+    warnings: Vec<String>,
+    /// With --cwd, the brief's `git status` of it, run beside the read.
+    git_status: Option<std::thread::JoinHandle<Option<GitStatus>>>,
+}
+
+fn read_source(cfg: &Config, opts: &Options, target: &'static dyn Adapter) -> Result<Source> {
     let scope = Scope {
         agent: opts.agent.clone(),
         cwd: opts.cwd.clone(),
@@ -110,130 +247,127 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         .map_err(|_| anyhow::anyhow!("hashing {} failed", located.path.display()))??;
     // A source rewritten while it was read explains any odd thing the read found in it.
     snapshot.unchanged_since(&located.path)?;
-    let (mut source, redactor, folder) = read?;
-    let mut redactions = redact(redactor.as_deref(), &mut source);
+    let (mut session, redactor, folder) = read?;
+    let redactions = redact(redactor.as_deref(), &mut session);
     if opts.dry_run {
         // Nothing is written, so nothing leaks: the warning would only be noise.
         warnings.retain(|w| !w.starts_with("--no-redact"));
     }
-    warnings.extend(super::reader_warnings(&source));
-    if source.messages.iter().all(|m| m.role != Role::User) {
+    warnings.extend(super::reader_warnings(&session));
+    if session.messages.iter().all(|m| m.role != Role::User) {
         bail!(
             "{} has no user message to relay{}",
             located.path.display(),
-            source
+            session
                 .warnings
                 .first()
                 .map(|w| format!(" ({})", w.message))
                 .unwrap_or_default()
         );
     }
-    let source_sha = snapshot.sha256.clone();
-    let source_bytes = Some(snapshot.len);
-    let source_side = ledger::Side {
-        agent: source.agent.clone(),
-        id: source.id.clone(),
-        path: located.path.display().to_string(),
-        sha256: source_sha.clone(),
-    };
-    let home = cfg.agent(target.name()).session_root.clone();
-    let mut notes: Vec<String> = Vec::new();
-    let cwd = resolve_cwd(opts.cwd.as_deref(), source.cwd.as_deref(), &mut notes)?;
+    Ok(Source {
+        located,
+        session,
+        redactor,
+        folder,
+        snapshot,
+        redactions,
+        warnings,
+        git_status,
+    })
+}
 
-    // One relay at a time per source and target: a second one started meanwhile waits, then
-    // finds the first in the ledger.
-    let _lock = if opts.dry_run {
-        None
-    } else {
-        Some(relay_lock(&source_sha, target.name())?)
-    };
-    let entries = ledger::entries_about(&source.id);
-    // Relays of this source to the same agent and directory that are still in place.
-    let earlier: Vec<&ledger::Entry> = ledger::live_relays(&entries)
-        .into_iter()
-        .filter(|e| {
-            e.source.agent == source.agent
-                && e.source.id == source.id
-                && e.target.agent == target.name()
-                && e.cwd == cwd
-                && e.standalone == opts.out.is_some()
-                && Path::new(&e.target.path).exists()
-        })
-        .collect();
-    if !opts.force
-        && let Some(prev) = earlier.iter().rev().find(|e| e.source.sha256 == source_sha)
+/// The notes of a relay answered from the ledger: the same source was relayed to the same place
+/// before. One whose registration did not happen is not done: it is registered now.
+fn complete_earlier(
+    cfg: &Config,
+    opts: &Options,
+    target: &dyn Adapter,
+    prev: &ledger::Entry,
+    entries: &[ledger::Entry],
+) -> Result<Vec<String>> {
+    let mut notes = vec!["unchanged since the last relay; use --force to relay again".into()];
+    if !ledger::awaiting_registration(entries)
+        .iter()
+        .any(|e| e.target.path == prev.target.path)
     {
-        let resume_command = if prev.standalone {
-            String::new()
-        } else {
-            target.resume_command(&prev.target.id, &cwd)
-        };
-        let mut notes = vec!["unchanged since the last relay; use --force to relay again".into()];
-        // A relay whose registration did not happen is not done: done now.
-        if ledger::awaiting_registration(&entries)
-            .iter()
-            .any(|e| e.target.path == prev.target.path)
-        {
-            if opts.dry_run {
-                notes.push(format!(
-                    "would complete its registration in {}'s index",
-                    target.display_name()
-                ));
-            } else {
-                notes.extend(register_again(cfg, prev).with_context(|| {
-                    format!(
-                        "the earlier relay {} is not registered in {}'s index, and could not be now",
-                        prev.target.path,
-                        target.display_name()
-                    )
-                })?);
-                notes.push(format!(
-                    "completed its registration in {}'s index",
-                    target.display_name()
-                ));
-            }
-        }
-        return Ok(Report {
-            dry_run: opts.dry_run,
-            already_relayed: true,
-            source: source_side,
-            target: prev.target.clone(),
-            cwd,
-            title: String::new(),
-            resume_command,
-            messages: prev.messages,
-            bytes: prev.bytes as usize,
-            relayed_at: Some(prev.time.clone()),
-            supersedes: Vec::new(),
-            plan: PlanReport::default(),
-            redactions: Redactions(None),
-            notes,
-            warnings,
-        });
+        return Ok(notes);
     }
+    if opts.dry_run {
+        notes.push(format!(
+            "would complete its registration in {}'s index",
+            target.display_name()
+        ));
+        return Ok(notes);
+    }
+    notes.extend(register_again(cfg, prev).with_context(|| {
+        format!(
+            "the earlier relay {} is not registered in {}'s index, and could not be now",
+            prev.target.path,
+            target.display_name()
+        )
+    })?);
+    notes.push(format!(
+        "completed its registration in {}'s index",
+        target.display_name()
+    ));
+    Ok(notes)
+}
 
-    // The new relay replaces the earlier ones not yet replaced.
-    let already_superseded = ledger::superseded(&entries);
+/// The earlier relays (of this source, to this agent and directory) a new one replaces: those
+/// not replaced yet. Says so in `notes`.
+fn superseded_by_this(
+    entries: &[ledger::Entry],
+    earlier: &[&ledger::Entry],
+    dry_run: bool,
+    notes: &mut Vec<String>,
+) -> Vec<ledger::Side> {
+    let already_superseded = ledger::superseded(entries);
     let supersedes: Vec<ledger::Side> = earlier
         .iter()
         .filter(|e| !already_superseded.contains(&e.target.path))
         .map(|e| e.target.clone())
         .collect();
     if !supersedes.is_empty() {
+        let one = supersedes.len() == 1;
         notes.push(format!(
             "{} the earlier relay{} of this session ({}); `session-relay clean --superseded` removes {} once nobody continued {}",
-            if opts.dry_run { "would supersede" } else { "supersedes" },
-            if supersedes.len() == 1 { "" } else { "s" },
+            if dry_run { "would supersede" } else { "supersedes" },
+            if one { "" } else { "s" },
             supersedes
                 .iter()
                 .map(|s| s.id.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-            if supersedes.len() == 1 { "it" } else { "them" },
-            if supersedes.len() == 1 { "it" } else { "them" },
+            if one { "it" } else { "them" },
+            if one { "it" } else { "them" },
         ));
     }
+    supersedes
+}
 
+/// A relay planned and serialised, not written yet.
+struct Written {
+    now: chrono::DateTime<Utc>,
+    title: String,
+    plan: crate::plan::Plan,
+    native: NativeSession,
+    /// `--out`: the file written instead of the store's.
+    standalone: Option<PathBuf>,
+    /// `--out`: a folder to create first.
+    create: Option<PathBuf>,
+}
+
+/// Fits the source to the target's budget and serialises it as the target's session.
+fn plan_and_write(
+    cfg: &Config,
+    opts: &Options,
+    target: &'static dyn Adapter,
+    src: &mut Source,
+    home: &Path,
+    cwd: &str,
+    notes: &mut Vec<String>,
+) -> Result<Written> {
     let now = Utc::now();
     let id = target.new_id();
     let stamp = stamp(now);
@@ -241,56 +375,61 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     // masked like the session (a derived one comes from the already masked prompt).
     // Counted apart, then added: a second, full read of the source replaces its counts.
     let mut title_counts = crate::redact::Counts::new();
-    let given = match (&opts.title, &redactor) {
+    let given = match (&opts.title, &src.redactor) {
         (Some(t), Some(r)) => Some(r.text(t, &mut title_counts).into_owned()),
         (t, _) => t.clone(),
     };
-    let title = given.unwrap_or_else(|| default_title(&source, &stamp));
+    let title = given.unwrap_or_else(|| default_title(&src.session, &stamp));
     let out = match &opts.out {
         Some(p) => Some(standalone_path(p, &stamp, &id)?),
         None => None,
     };
     let standalone = out.as_ref().map(|o| o.file.clone());
-    if let Some(dir) = out.as_ref().and_then(|o| o.create.as_ref()) {
-        notes.push(format!(
-            "{} folder {}",
-            if opts.dry_run {
-                "would create the"
-            } else {
-                "created the"
-            },
-            dir.display()
-        ));
+    let create = out.and_then(|o| o.create);
+    if let Some(dir) = &create {
+        let verb = if opts.dry_run {
+            "would create the"
+        } else {
+            "created the"
+        };
+        notes.push(format!("{verb} folder {}", dir.display()));
     }
+    let live_git = src
+        .git_status
+        .take()
+        .and_then(|h| h.join().ok().flatten())
+        .and_then(|(git, dir)| (dir == cwd).then_some(git));
     let plan = super::plan_relay(
         cfg,
-        &located,
-        &mut source,
-        &mut redactions,
-        redactor.as_deref(),
+        &src.located,
+        &mut src.session,
+        &mut src.redactions,
+        src.redactor.as_deref(),
         &plan::Target {
             adapter: target,
             id: &id,
-            cwd: &cwd,
+            cwd,
             title: &title,
             budget: opts.budget,
-            live_git: git_status
-                .and_then(|h| h.join().ok().flatten())
-                .and_then(|(git, dir)| (dir == cwd).then_some(git)),
+            live_git,
         },
-        folder.as_deref(),
+        src.folder.as_deref(),
     )?;
     // The plan may have read the source again in full.
-    snapshot.unchanged_since(&located.path)?;
-    if let Some(counts) = redactions.0.as_mut() {
+    src.snapshot.unchanged_since(&src.located.path)?;
+    if let Some(counts) = src.redactions.0.as_mut() {
         crate::redact::add_counts(counts, title_counts);
     }
     let req = WriteRequest {
-        home: home.clone(),
+        home: home.to_path_buf(),
         id: id.clone(),
-        cwd: cwd.clone(),
+        cwd: cwd.to_string(),
         title: title.clone(),
-        provenance: verify::provenance(&source, &source_sha, &crate::ledger::time_text(now)),
+        provenance: verify::provenance(
+            &src.session,
+            &src.snapshot.sha256,
+            &crate::ledger::time_text(now),
+        ),
         now,
         standalone: standalone.clone(),
     };
@@ -306,98 +445,66 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             plan.shape.dropped_orphan_results
         ));
     }
-    let target_side = ledger::Side {
-        agent: target.name().to_string(),
-        id: native.id.clone(),
-        path: native.path.display().to_string(),
-        sha256: ledger::sha256_bytes(&native.bytes),
-    };
-    let resume_command = if standalone.is_some() {
-        String::new()
-    } else {
-        native.resume_command.clone()
-    };
-
-    if !opts.dry_run {
-        if let Some(dir) = out.as_ref().and_then(|o| o.create.as_ref()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create the folder {} for --out", dir.display()))?;
-        }
-        // Recorded before it is written: a session that lands is one the ledger knows, and
-        // `clean` can remove, even if this process is killed right after writing it.
-        let entry = ledger::Entry {
-            event: "relay".into(),
-            time: crate::ledger::time_text(now),
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            source: source_side.clone(),
-            target: target_side.clone(),
-            cwd: cwd.clone(),
-            standalone: standalone.is_some(),
-            bytes: native.bytes.len() as u64,
-            messages: plan.session.message_count(),
-            tokens: serde_json::value::to_raw_value(&serde_json::json!({
-                "budget": plan.fit.budget,
-                "total": plan.fit.total_tokens,
-                "tokenizer": plan.fit.tokenizer,
-                "source_estimate": plan.fit.source.source_tokens,
-            }))
-            .ok(),
-            source_bytes,
-            supersedes: supersedes.clone(),
-            title: Some(title.clone()),
-            registered: standalone.is_none().then_some(false),
-        };
-        ledger::append(&entry)?;
-        let withdraw = |e: anyhow::Error| -> anyhow::Error {
-            match ledger::append(&ledger::Entry {
-                event: ledger::WITHDRAWN.into(),
-                time: crate::ledger::time_text(Utc::now()),
-                supersedes: Vec::new(),
-                ..entry.clone()
-            }) {
-                Ok(_) => e,
-                Err(w) => e.context(format!("and the ledger still records it: {w:#}")),
-            }
-        };
-        super::step("writing and checking the relayed session");
-        let created =
-            verify::write_and_verify(target, &native, &plan.session, &home).map_err(withdraw)?;
-        if standalone.is_none() {
-            match target.register(&home, &native, &plan.session, &title) {
-                Ok(n) => {
-                    notes.extend(n);
-                    if let Err(e) = record_registered(&entry) {
-                        notes.push(format!("{e:#}; the next relay of this session or `session-relay doctor --fix` records it"));
-                    }
-                }
-                Err(e) => {
-                    return Err(undo_unregistered(target, &native, &created, e, withdraw));
-                }
-            }
-        }
-    }
-
-    // Freeing a long session's tens of thousands of messages one by one takes a tenth of a
-    // 100 MB relay; nothing waits for it, so it happens beside the report (or not at all when
-    // the process ends first).
-    std::thread::spawn(move || drop(source));
-    Ok(Report {
-        dry_run: opts.dry_run,
-        already_relayed: false,
-        source: source_side,
-        target: target_side,
-        cwd,
+    Ok(Written {
+        now,
         title,
-        resume_command,
-        messages: plan.session.message_count(),
-        bytes: native.bytes.len(),
-        relayed_at: None,
-        supersedes,
-        plan: plan.report(),
-        redactions,
-        notes,
-        warnings,
+        plan,
+        native,
+        standalone,
+        create,
     })
+}
+
+/// Writes the relayed session and registers it in the target's indexes, recorded in the ledger
+/// before it is written (a session that lands is one the ledger knows, and `clean` can remove,
+/// even if this process is killed right after writing it) and withdrawn if it does not land.
+fn land(
+    target: &dyn Adapter,
+    written: &Written,
+    entry: &ledger::Entry,
+    home: &Path,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    if let Some(dir) = &written.create {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the folder {} for --out", dir.display()))?;
+    }
+    ledger::append(entry)?;
+    let withdraw = |e: anyhow::Error| -> anyhow::Error {
+        match ledger::append(&ledger::Entry {
+            event: ledger::WITHDRAWN.into(),
+            time: crate::ledger::time_text(Utc::now()),
+            supersedes: Vec::new(),
+            ..entry.clone()
+        }) {
+            Ok(_) => e,
+            Err(w) => e.context(format!("and the ledger still records it: {w:#}")),
+        }
+    };
+    super::step("writing and checking the relayed session");
+    let created = verify::write_and_verify(target, &written.native, &written.plan.session, home)
+        .map_err(withdraw)?;
+    if written.standalone.is_some() {
+        return Ok(());
+    }
+    match target.register(home, &written.native, &written.plan.session, &written.title) {
+        Ok(n) => {
+            notes.extend(n);
+            if let Err(e) = record_registered(entry) {
+                notes.push(format!(
+                    "{e:#}; the next relay of this session or `session-relay doctor --fix` records it"
+                ));
+            }
+            Ok(())
+        }
+        Err(e) => Err(undo_unregistered(
+            target,
+            &written.native,
+            &created,
+            e,
+            withdraw,
+        )),
+    }
 }
 
 /// The title of a relayed session when none is given: `relay_<stamp> from <agent>: <first
