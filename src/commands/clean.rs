@@ -74,27 +74,7 @@ impl Report {
 }
 
 pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
-    let state = crate::paths::require_state_dir()?;
-    std::fs::create_dir_all(&state)
-        .with_context(|| format!("cannot create {}", state.display()))?;
-    let lock_path = state.join("clean.lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .with_context(|| format!("cannot open {}", lock_path.display()))?;
-    if lock.try_lock().is_err() {
-        return Err(CliError::new(
-            ExitCode::Busy,
-            format!(
-                "another `session-relay clean` is running (lock {})",
-                lock_path.display()
-            ),
-        )
-        .into());
-    }
-
+    let lock = clean_lock()?;
     let stores = store::stores(cfg, args.agent.as_deref());
     let mut notes = Vec::new();
     let mut existing = Vec::new();
@@ -115,7 +95,6 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
 
     let now = Utc::now();
     let cutoff = args.older_than.map(|d| now - d);
-    let mut outcomes: Vec<(Outcome, Option<Entry>)> = Vec::new();
     let (ledger_entries, ledger_warnings) = ledger::read();
     notes.extend(ledger_warnings);
     // A session an interrupted clean left set aside is named again, whatever this clean
@@ -127,17 +106,94 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
     }
     let (candidates, in_ledger) =
         candidates(ledger_entries, args.agent.as_deref(), args.superseded);
-    let progress = &args.progress;
-    if let Some(p) = progress {
+    let verdict = |e: &Entry| verdict_of(e, &existing, args, cutoff);
+    let mut outcomes = judge_all(candidates, &verdict, args);
+    let to_delete = outcomes
+        .iter()
+        .filter(|(o, _)| o.action == "would_delete")
+        .count();
+    let act = if args.dry_run || to_delete == 0 {
+        false
+    } else if args.yes {
+        true
+    } else if let Some(ask) = args.ask {
+        ask(to_delete)?
+    } else {
+        notes.push(format!(
+            "{to_delete} session(s) would be deleted; standard input is not a terminal, so nothing was deleted: rerun with --yes"
+        ));
+        false
+    };
+    if act {
+        if let Some(p) = &args.progress {
+            p.start(
+                "deleting relayed sessions",
+                Some(to_delete as u64),
+                crate::progress::Unit::Items,
+            );
+        }
+        for (o, e) in outcomes.iter_mut() {
+            let Some(e) = e else { continue };
+            if let Some(p) = &args.progress {
+                p.advance(1);
+            }
+            delete_confirmed(cfg, e, o, &verdict, args.superseded, &mut notes);
+        }
+    }
+    notes.extend(remove_stale_temp_files(&existing, now, args.dry_run));
+    drop(lock);
+    Ok(Report {
+        dry_run: args.dry_run,
+        sessions: outcomes.into_iter().map(|(o, _)| o).collect(),
+        notes,
+        in_ledger,
+        superseded: args.superseded,
+        agent: args.agent.clone(),
+    })
+}
+
+/// One `clean` at a time: the lock in the state folder, or why not.
+fn clean_lock() -> Result<std::fs::File> {
+    let state = crate::paths::require_state_dir()?;
+    std::fs::create_dir_all(&state)
+        .with_context(|| format!("cannot create {}", state.display()))?;
+    let lock_path = state.join("clean.lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("cannot open {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        return Err(CliError::new(
+            ExitCode::Busy,
+            format!(
+                "another `session-relay clean` is running (lock {})",
+                lock_path.display()
+            ),
+        )
+        .into());
+    }
+    Ok(lock)
+}
+
+/// Each candidate's outcome as judged now (`would_delete`, `missing` or `kept`), with its
+/// entry when it may be deleted.
+fn judge_all(
+    candidates: Vec<Entry>,
+    verdict: &dyn Fn(&Entry) -> Option<Verdict>,
+    args: &Options,
+) -> Vec<(Outcome, Option<Entry>)> {
+    if let Some(p) = &args.progress {
         p.start(
             "checking relayed sessions",
             Some(candidates.len() as u64),
             crate::progress::Unit::Items,
         );
     }
-    let verdict = |e: &Entry| verdict_of(e, &existing, args, cutoff);
+    let mut outcomes = Vec::new();
     for e in candidates {
-        if let Some(p) = progress {
+        if let Some(p) = &args.progress {
             p.advance(1);
         }
         let Some(verdict) = verdict(&e) else {
@@ -168,70 +224,26 @@ pub fn run(cfg: &Config, args: &Options) -> Result<Report> {
             }
         }
     }
+    outcomes
+}
 
-    let to_delete = outcomes
-        .iter()
-        .filter(|(o, _)| o.action == "would_delete")
-        .count();
-    let act = if args.dry_run || to_delete == 0 {
-        false
-    } else if args.yes {
-        true
-    } else if let Some(ask) = args.ask {
-        ask(to_delete)?
-    } else {
-        notes.push(format!(
-            "{to_delete} session(s) would be deleted; standard input is not a terminal, so nothing was deleted: rerun with --yes"
-        ));
-        false
-    };
-
-    if act {
-        if let Some(p) = progress {
-            p.start(
-                "deleting relayed sessions",
-                Some(to_delete as u64),
-                crate::progress::Unit::Items,
-            );
-        }
-        for (o, e) in outcomes.iter_mut() {
-            let Some(e) = e else { continue };
-            if let Some(p) = progress {
-                p.advance(1);
-            }
-            delete_confirmed(cfg, e, o, &verdict, args.superseded, &mut notes);
-        }
-    }
-
-    // Temporary files a relay killed mid-write left beside a session or an index: named as
-    // only session-relay names them, and untouched for an hour (no write still under way).
+/// Temporary files a relay killed mid-write left beside a session or an index: named as only
+/// session-relay names them, and untouched for an hour (no write still under way). Removed
+/// unless `dry_run`; a note says how many.
+fn remove_stale_temp_files(stores: &[&Store], now: DateTime<Utc>, dry_run: bool) -> Option<String> {
     let mut stale = 0;
-    for s in &existing {
+    for s in stores {
         for path in stale_temp_files(&s.home, now) {
-            if args.dry_run || std::fs::remove_file(&path).is_ok() {
+            if dry_run || std::fs::remove_file(&path).is_ok() {
                 stale += 1;
             }
         }
     }
-    if stale > 0 {
-        notes.push(format!(
+    (stale > 0).then(|| {
+        format!(
             "{} {stale} temporary file(s) left by interrupted relays",
-            if args.dry_run {
-                "would remove"
-            } else {
-                "removed"
-            }
-        ));
-    }
-
-    drop(lock);
-    Ok(Report {
-        dry_run: args.dry_run,
-        sessions: outcomes.into_iter().map(|(o, _)| o).collect(),
-        notes,
-        in_ledger,
-        superseded: args.superseded,
-        agent: args.agent.clone(),
+            if dry_run { "would remove" } else { "removed" }
+        )
     })
 }
 
