@@ -92,6 +92,16 @@ impl Text for FitPreview {
 
 impl Text for SessionReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        self.header(out)?;
+        self.counts(out)?;
+        lists(&self.session, out)?;
+        read_stats(&self.session, out)
+    }
+}
+
+impl SessionReport {
+    /// Where the session is, when it ran, and its title.
+    fn header(&self, out: &mut dyn Write) -> io::Result<()> {
         let s = &self.session;
         let field = |label: &str, value: &str| format!("  {:<10} {}", format!("{label}:"), value);
         let display = crate::adapters::display_name(&s.agent);
@@ -157,6 +167,13 @@ impl Text for SessionReport {
             )
         )?;
 
+        Ok(())
+    }
+
+    /// Its messages, tool calls, tokens and context.
+    fn counts(&self, out: &mut dyn Write) -> io::Result<()> {
+        let s = &self.session;
+        let display = crate::adapters::display_name(&s.agent);
         writeln!(out, "\n{} {}", "Messages:".bold(), messages_line(self))?;
         if !self.tool_calls.is_empty() {
             let parts: Vec<String> = self
@@ -176,66 +193,76 @@ impl Text for SessionReport {
         if let Some(c) = &self.context_check {
             writeln!(out, "{} {}", "Context:".bold(), context_line(c, display))?;
         }
-        if !s.files_touched.is_empty() {
-            writeln!(out, "\n{}", "Files touched:".bold())?;
-            for f in &s.files_touched {
-                writeln!(out, "  {}", safe(f))?;
-            }
-        }
-        if !s.todos.is_empty() {
-            writeln!(out, "\n{}", "Todo / plan:".bold())?;
-            for t in &s.todos {
-                let mark = match t.status {
-                    TodoStatus::Completed => "[x]",
-                    TodoStatus::InProgress => "[~]",
-                    TodoStatus::Pending => "[ ]",
-                };
-                writeln!(out, "  {mark} {}", safe(&one_line(&t.text)))?;
-            }
-        }
-        if !s.subagents.is_empty() {
-            writeln!(out, "\n{}", "Subagents:".bold())?;
-            for a in &s.subagents {
-                writeln!(
-                    out,
-                    "  {} {} {}",
-                    safe(&a.id),
-                    safe(a.agent_type.as_deref().unwrap_or("")),
-                    safe(&a.path).dimmed()
-                )?;
-            }
-        }
-        let st = &s.stats;
-        let mut read = vec![format!("{} lines", thousands(st.lines as u64))];
-        read.push(format!(
-            "{} malformed",
-            thousands(st.malformed_lines as u64)
-        ));
-        if st.abandoned_branch_lines > 0 {
-            read.push(format!(
-                "{} on abandoned branches",
-                st.abandoned_branch_lines
-            ));
-        }
-        if st.sidechain_lines > 0 {
-            read.push(format!("{} sidechain", st.sidechain_lines));
-        }
-        let unknown: usize = st.unknown_types.values().sum();
-        if unknown > 0 {
-            read.push(format!("{unknown} of unknown type"));
-        }
-        writeln!(out, "\n{} {}", "Read:".bold(), read.join(", "))?;
-        if !s.warnings.is_empty() {
-            writeln!(
-                out,
-                "\n{} ({})",
-                "Warnings".yellow().bold(),
-                s.warnings.len()
-            )?;
-            for w in crate::commands::reader_warnings(s) {
-                writeln!(out, "  {}", safe(&w))?;
-            }
-        }
         Ok(())
     }
+}
+
+/// The files it touched, its todos and its subagents.
+fn lists(s: &crate::model::Session, out: &mut dyn Write) -> io::Result<()> {
+    if !s.files_touched.is_empty() {
+        writeln!(out, "\n{}", "Files touched:".bold())?;
+        for f in &s.files_touched {
+            writeln!(out, "  {}", safe(f))?;
+        }
+    }
+    if !s.todos.is_empty() {
+        writeln!(out, "\n{}", "Todo / plan:".bold())?;
+        for t in &s.todos {
+            let mark = match t.status {
+                TodoStatus::Completed => "[x]",
+                TodoStatus::InProgress => "[~]",
+                TodoStatus::Pending => "[ ]",
+            };
+            writeln!(out, "  {mark} {}", safe(&one_line(&t.text)))?;
+        }
+    }
+    if !s.subagents.is_empty() {
+        writeln!(out, "\n{}", "Subagents:".bold())?;
+        for a in &s.subagents {
+            writeln!(
+                out,
+                "  {} {} {}",
+                safe(&a.id),
+                safe(a.agent_type.as_deref().unwrap_or("")),
+                safe(&a.path).dimmed()
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// What the reader met: lines, malformed and skipped ones, and its warnings.
+fn read_stats(s: &crate::model::Session, out: &mut dyn Write) -> io::Result<()> {
+    let st = &s.stats;
+    let mut read = vec![format!("{} lines", thousands(st.lines as u64))];
+    read.push(format!(
+        "{} malformed",
+        thousands(st.malformed_lines as u64)
+    ));
+    if st.abandoned_branch_lines > 0 {
+        read.push(format!(
+            "{} on abandoned branches",
+            st.abandoned_branch_lines
+        ));
+    }
+    if st.sidechain_lines > 0 {
+        read.push(format!("{} sidechain", st.sidechain_lines));
+    }
+    let unknown: usize = st.unknown_types.values().sum();
+    if unknown > 0 {
+        read.push(format!("{unknown} of unknown type"));
+    }
+    writeln!(out, "\n{} {}", "Read:".bold(), read.join(", "))?;
+    if !s.warnings.is_empty() {
+        writeln!(
+            out,
+            "\n{} ({})",
+            "Warnings".yellow().bold(),
+            s.warnings.len()
+        )?;
+        for w in crate::commands::reader_warnings(s) {
+            writeln!(out, "  {}", safe(&w))?;
+        }
+    }
+    Ok(())
 }
