@@ -309,38 +309,7 @@ pub fn install(cfg: &Config, opts: &InstallOptions) -> Result<InstallReport> {
         "command": command,
         "timeout": setup.timeout_secs,
     });
-    for event in [setup.pre_compact, setup.session_end] {
-        let ours: Vec<Handler> = file
-            .handlers(event)
-            .into_iter()
-            .filter(|h| is_ours(&h.command))
-            .collect();
-        if !wanted.contains(&event) {
-            // Installed earlier with --session-end, not now.
-            for h in ours.iter().rev() {
-                let created = record.created_events.iter().any(|e| e == event);
-                file.remove(h, created, false)?;
-            }
-            continue;
-        }
-        match ours.split_first() {
-            Some((first, rest)) => {
-                for h in rest.iter().rev() {
-                    file.remove(h, false, false)?;
-                }
-                if first.command != command {
-                    file.set_command(first, &command)?;
-                }
-            }
-            None => {
-                let (_, new_event, new_hooks) = file.add(event, &handler)?;
-                if new_event {
-                    record.created_events.push(event.to_string());
-                }
-                record.created_hooks |= new_hooks;
-            }
-        }
-    }
+    place_handlers(&mut file, &mut record, &setup, &wanted, &handler, &command)?;
 
     let mut notes = Vec::new();
     let changed = file.text() != before;
@@ -364,11 +333,79 @@ pub fn install(cfg: &Config, opts: &InstallOptions) -> Result<InstallReport> {
     };
 
     let mut hooks = installed(adapter, &home, &file, &wanted);
+    trust_installed(adapter, &home, &setup, &mut hooks, opts.trust, &mut notes)?;
+    Ok(InstallReport {
+        agent: adapter.name().into(),
+        file: path.display().to_string(),
+        changed,
+        created_file: record.created_file && changed,
+        backup,
+        hooks,
+        notes,
+    })
+}
+
+/// session-relay's handler in `wanted` events of the file once, with `command` (a changed one
+/// is changed in place, extra copies removed), and out of the events not wanted any more.
+fn place_handlers(
+    file: &mut HookFile,
+    record: &mut Record,
+    setup: &crate::adapter::HookSetup,
+    wanted: &[&str],
+    handler: &serde_json::Value,
+    command: &str,
+) -> Result<()> {
+    for event in [setup.pre_compact, setup.session_end] {
+        let ours: Vec<Handler> = file
+            .handlers(event)
+            .into_iter()
+            .filter(|h| is_ours(&h.command))
+            .collect();
+        if !wanted.contains(&event) {
+            // Installed earlier with --session-end, not now.
+            for h in ours.iter().rev() {
+                let created = record.created_events.iter().any(|e| e == event);
+                file.remove(h, created, false)?;
+            }
+            continue;
+        }
+        match ours.split_first() {
+            Some((first, rest)) => {
+                for h in rest.iter().rev() {
+                    file.remove(h, false, false)?;
+                }
+                if first.command != command {
+                    file.set_command(first, command)?;
+                }
+            }
+            None => {
+                let (_, new_event, new_hooks) = file.add(event, handler)?;
+                if new_event {
+                    record.created_events.push(event.to_string());
+                }
+                record.created_hooks |= new_hooks;
+            }
+        }
+    }
+
+    Ok(())
+}
+
+/// Records, for an agent that runs a new hook only once trusted, that the user trusts the
+/// installed hooks (`trust`), or says how to.
+fn trust_installed(
+    adapter: &dyn Adapter,
+    home: &Path,
+    setup: &crate::adapter::HookSetup,
+    hooks: &mut [Installed],
+    trust: bool,
+    notes: &mut Vec<String>,
+) -> Result<()> {
     if let Some(t) = &setup.trust {
         for h in hooks.iter_mut().filter(|h| h.trust == HookTrust::Untrusted) {
-            if opts.trust {
-                notes.push(adapter.trust_hook(&home, &h.event, h.group, h.handler)?);
-                h.trust = adapter.hook_trust(&home, &h.event, h.group, h.handler);
+            if trust {
+                notes.push(adapter.trust_hook(home, &h.event, h.group, h.handler)?);
+                h.trust = adapter.hook_trust(home, &h.event, h.group, h.handler);
             } else {
                 notes.push(format!(
                     "{} runs a new hook only once you trust it: {} (or run this again with --trust to record that through {} itself)",
@@ -379,15 +416,7 @@ pub fn install(cfg: &Config, opts: &InstallOptions) -> Result<InstallReport> {
             }
         }
     }
-    Ok(InstallReport {
-        agent: adapter.name().into(),
-        file: path.display().to_string(),
-        changed,
-        created_file: record.created_file && changed,
-        backup,
-        hooks,
-        notes,
-    })
+    Ok(())
 }
 
 pub fn uninstall(cfg: &Config, opts: &UninstallOptions) -> Result<UninstallReport> {
