@@ -442,6 +442,9 @@ pub enum HookTrust {
     Untrusted,
     /// The agent's settings turn every hook off (Claude Code's `disableAllHooks`).
     Disabled,
+    /// The settings where the agent records its trust do not parse, so whether it runs the hook
+    /// cannot be told (Codex refuses to start until its `config.toml` is corrected).
+    Unknown,
 }
 
 /// What an agent is, as data: one `const` in each adapter's folder. Everything else that

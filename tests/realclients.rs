@@ -329,12 +329,41 @@ fn thread_row(home: &Path, id: &str) -> Option<std::collections::BTreeMap<String
     .ok()
 }
 
+/// The row is compared under each `config.toml`: Codex 0.171 records its own constants for a
+/// rollout without a turn context whatever the user configured (at the top level, where Codex
+/// reads these keys, or in a profile table), and only the backfill that creates the index takes
+/// the configured provider.
 #[test]
 #[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
 fn the_codex_thread_index_row_matches_the_one_codex_writes() {
+    let provider =
+        "[model_providers.mine]\nname = \"Mine\"\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+    let settings = "approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n";
+    let configs = [
+        None,
+        Some(format!("model_provider = \"mine\"\n{settings}\n{provider}")),
+        Some(format!(
+            "model = \"x\"\n\n[profiles.x]\nmodel_provider = \"mine\"\n{settings}\n{provider}"
+        )),
+    ];
+    let failures: Vec<String> = configs
+        .iter()
+        .filter_map(|c| {
+            codex_thread_index_row_matches(c.as_deref())
+                .err()
+                .map(|e| format!("config.toml {c:?}:\n{e}"))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+fn codex_thread_index_row_matches(config: Option<&str>) -> Result<(), String> {
     let scripts = realclients();
     let env = TestEnv::with_fixtures();
     let proj = env.project();
+    if let Some(text) = config {
+        std::fs::write(env.codex_home().join("config.toml"), text).unwrap();
+    }
     // Let the real Codex create its index in this home (it indexes a fixture it reads).
     check(
         &scripts.join("check_codex.py"),
@@ -343,24 +372,21 @@ fn the_codex_thread_index_row_matches_the_one_codex_writes() {
             env.codex_home().to_str().unwrap(),
             "0199a000-0000-7000-8000-00000000e0e0",
         ],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        env.codex_home().join("state_5.sqlite").exists(),
-        "codex 0.171 creates state_5.sqlite"
-    );
+    )?;
+    if !env.codex_home().join("state_5.sqlite").exists() {
+        return Err("codex 0.171 creates state_5.sqlite".into());
+    }
     let out = env.json(&[
         "relay", "771ce1df", "--to", "codex", "--cwd", &proj, "--json",
     ]);
     let id = out["target"]["id"].as_str().unwrap();
-    assert!(
-        out["notes"]
-            .to_string()
-            .contains("registered in Codex's thread index"),
-        "{}",
-        out["notes"]
-    );
-    let ours = thread_row(&env.codex_home(), id).expect("row written");
+    if !out["notes"]
+        .to_string()
+        .contains("registered in Codex's thread index")
+    {
+        return Err(format!("not registered: {}", out["notes"]));
+    }
+    let ours = thread_row(&env.codex_home(), id).ok_or("no row written")?;
 
     // A twin home where Codex indexes the same file itself.
     let twin = env.dir.path().join("twin-codex");
@@ -372,9 +398,9 @@ fn the_codex_thread_index_row_matches_the_one_codex_writes() {
     check(
         &scripts.join("check_codex.py"),
         &["--in-place", twin.to_str().unwrap(), id],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let theirs = thread_row(&twin, id).expect("codex indexed it");
+    )?;
+    let theirs = thread_row(&twin, id).ok_or("codex did not index it")?;
+    let mut differ = Vec::new();
     for (col, v) in &theirs {
         // Paths differ by home; times are when each row was written.
         if [
@@ -388,12 +414,12 @@ fn the_codex_thread_index_row_matches_the_one_codex_writes() {
         {
             continue;
         }
-        assert_eq!(
-            ours.get(col),
-            Some(v),
-            "column {col}: ours {:?}, codex {v}",
-            ours.get(col)
-        );
+        if ours.get(col) != Some(v) {
+            differ.push(format!("column {col}: ours {:?}, codex {v}", ours.get(col)));
+        }
+    }
+    if !differ.is_empty() {
+        return Err(differ.join("\n"));
     }
     // And the real client lists and reads it from the indexed home (the TUI needs a login
     // in place, which a test home has not).
@@ -401,7 +427,6 @@ fn the_codex_thread_index_row_matches_the_one_codex_writes() {
         &scripts.join("check_codex.py"),
         &["--in-place", env.codex_home().to_str().unwrap(), id],
     )
-    .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// A person's prompt that starts as the target's own injected texts do (`<environment_context>`

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
+use toml_edit::DocumentMut;
 
 use crate::adapter::HookTrust;
 
@@ -53,28 +54,56 @@ pub fn key(home: &Path, event: &str, group: usize, handler: usize) -> String {
     )
 }
 
+/// Codex's `config.toml`, parsed as Codex parses it (TOML, a leading BOM skipped): `None` when
+/// there is none. One that is not TOML is an error naming its line; Codex refuses to start with
+/// it, so nothing can be told from it.
+fn config(home: &Path) -> Result<Option<DocumentMut>> {
+    let path = home.join("config.toml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    text.parse::<DocumentMut>().map(Some).map_err(|e| {
+        let at = e.span().map_or(0, |s| s.start);
+        let line = text[..at.min(text.len())].matches('\n').count() + 1;
+        anyhow!(
+            "{}:{line}: not valid TOML ({}); Codex refuses to start until it is corrected",
+            path.display(),
+            e.message().trim_end()
+        )
+    })
+}
+
+/// The hash Codex recorded when the user trusted the handler under `key`: `hooks.state.<key>
+/// .trusted_hash`, in whichever spelling (tables, dotted keys, inline tables) the file uses.
+fn recorded_hash<'a>(config: &'a DocumentMut, key: &str) -> Option<&'a str> {
+    config
+        .get("hooks")?
+        .get("state")?
+        .get(key)?
+        .get("trusted_hash")?
+        .as_str()
+        .filter(|h| !h.is_empty())
+}
+
 /// Whether `config.toml` records a trusted hash for the handler. The hash itself is Codex's to
 /// check: a handler changed since it was trusted shows as trusted here and runs only once the
-/// user trusts it again.
+/// user trusts it again. A file that does not parse leaves it unknown.
 pub fn trust(home: &Path, event: &str, group: usize, handler: usize) -> HookTrust {
-    let Ok(config) = std::fs::read_to_string(home.join("config.toml")) else {
-        return HookTrust::Untrusted;
-    };
-    let quoted = serde_json::to_string(&key(home, event, group, handler)).unwrap_or_default();
-    let recorded = config.match_indices(&quoted).any(|(i, _)| {
-        let after = &config[i + quoted.len()..];
-        let end = after.find("\n[").unwrap_or(after.len());
-        after[..end].contains("trusted_hash")
-    });
-    if recorded {
-        HookTrust::Trusted
-    } else {
-        HookTrust::Untrusted
+    match config(home) {
+        Ok(Some(c)) if recorded_hash(&c, &key(home, event, group, handler)).is_some() => {
+            HookTrust::Trusted
+        }
+        Ok(_) => HookTrust::Untrusted,
+        Err(_) => HookTrust::Unknown,
     }
 }
 
 /// Trusts the handler the way Codex's own `/hooks` does, through `codex app-server`.
 pub fn trust_with_codex(home: &Path, event: &str, group: usize, handler: usize) -> Result<String> {
+    // Codex would not start to be asked; the parse says why, with the line.
+    config(home)?;
     let key = key(home, event, group, handler);
     let bin = std::env::var_os("CODEX_BIN").unwrap_or_else(|| "codex".into());
     let mut server = AppServer::start(Path::new(&bin), home)?;
@@ -251,5 +280,135 @@ mod tests {
         assert_eq!(trust(home, "PreCompact", 2, 0), HookTrust::Trusted);
         assert_eq!(trust(home, "PreCompact", 1, 0), HookTrust::Untrusted);
         assert_eq!(trust(home, "SessionEnd", 2, 0), HookTrust::Untrusted);
+    }
+
+    /// Every spelling TOML allows for `hooks.state.<key>.trusted_hash` (Codex 0.171 reads them
+    /// all alike, checked through its app-server's config/read), with either line ending and
+    /// with or without a BOM, each beside a trust for another handler and comments.
+    #[test]
+    fn a_trust_is_found_in_every_spelling_codex_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let k = key(home, "PreCompact", 0, 0);
+        let q = serde_json::to_string(&k).unwrap();
+        let other = serde_json::to_string(&key(home, "SessionEnd", 0, 0)).unwrap();
+        let spellings = [
+            format!(
+                "[hooks.state.{other}]\ntrusted_hash = \"sha256:02\"\n[hooks.state.{q}]\ntrusted_hash = \"sha256:00\""
+            ),
+            format!(
+                "[hooks.state.'{k}']\ntrusted_hash = 'sha256:00'\n[hooks.state.{other}]\ntrusted_hash = \"sha256:02\""
+            ),
+            format!(
+                "hooks.state.{q}.trusted_hash = \"sha256:00\"\nhooks.state.{other}.trusted_hash = \"sha256:02\""
+            ),
+            format!(
+                "[hooks]\nstate.{other}.trusted_hash = \"sha256:02\"\nstate.{q}.trusted_hash = \"sha256:00\""
+            ),
+            format!(
+                "[hooks.state]\n{other} = {{ trusted_hash = \"sha256:02\" }}\n{q} = {{ trusted_hash = \"sha256:00\" }}"
+            ),
+            format!(
+                "[hooks]\nstate = {{ {other} = {{ trusted_hash = \"sha256:02\" }}, {q} = {{ enabled = true, trusted_hash = \"sha256:00\" }} }}"
+            ),
+            format!(
+                "[hooks.state]\n{q}.trusted_hash = \"sha256:00\" # trusted in /hooks\n{other}.trusted_hash = \"sha256:02\""
+            ),
+        ];
+        for spelling in &spellings {
+            for eol in ["\n", "\r\n"] {
+                for bom in ["", "\u{feff}"] {
+                    let text = format!(
+                        "{bom}# session-relay test\nmodel = \"x\" # not a table\n\n{spelling}\n\n[tui]\nanimations = false\n"
+                    )
+                    .replace('\n', eol);
+                    std::fs::write(home.join("config.toml"), &text).unwrap();
+                    assert_eq!(
+                        trust(home, "PreCompact", 0, 0),
+                        HookTrust::Trusted,
+                        "{text:?}"
+                    );
+                    assert_eq!(
+                        trust(home, "PreCompact", 1, 0),
+                        HookTrust::Untrusted,
+                        "{text:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Files where the handler's key and the word `trusted_hash` both appear, and Codex still
+    /// holds no trust for it: commented out, under another table, another handler's, a hash that
+    /// is not a string (Codex then drops the hooks settings).
+    #[test]
+    fn a_trust_is_not_read_where_codex_reads_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let k = key(home, "PreCompact", 0, 0);
+        let q = serde_json::to_string(&k).unwrap();
+        let other = serde_json::to_string(&key(home, "SessionEnd", 0, 0)).unwrap();
+        let texts = [
+            String::new(),
+            format!("# [hooks.state.{q}]\n# trusted_hash = \"sha256:00\"\n"),
+            format!("[hooks.state.{q}]\nenabled = true # trusted_hash = \"sha256:00\"\n"),
+            format!(
+                "[hooks.state.{q}]\nenabled = true\n  [hooks.state.{other}]\n  trusted_hash = \"sha256:00\"\n"
+            ),
+            format!("[projects.{q}]\ntrusted_hash = \"sha256:00\"\n"),
+            format!("[hooks]\nnote = {q}\ntrusted_hash = \"sha256:00\"\n"),
+            format!("[hooks.state.{q}]\ntrusted_hash = 1\n"),
+            format!("[hooks.state.{q}]\ntrusted_hash = \"\"\n"),
+        ];
+        for text in &texts {
+            std::fs::write(home.join("config.toml"), text).unwrap();
+            assert_eq!(
+                trust(home, "PreCompact", 0, 0),
+                HookTrust::Untrusted,
+                "{text:?}"
+            );
+        }
+    }
+
+    /// A config.toml that is not TOML (Codex refuses to start with it, duplicate keys included)
+    /// tells nothing: the trust is unknown, it is never written to, and recording a trust stops
+    /// before starting Codex with an error that names the line.
+    #[test]
+    fn a_config_that_is_not_toml_leaves_the_trust_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let q = serde_json::to_string(&key(home, "PreCompact", 0, 0)).unwrap();
+        for (text, line) in [
+            (
+                format!("model = \"x\"\n\n[hooks.state.{q}]\ntrusted_hash = \"sha256:00\n"),
+                4,
+            ),
+            (
+                format!("[hooks.state.{q}]\ntrusted_hash = \"a\"\ntrusted_hash = \"b\"\n"),
+                3,
+            ),
+            (
+                format!(
+                    "[hooks.state.{q}]\r\ntrusted_hash = \"sha256:00\"\r\n[hooks.state.{q}]\r\n"
+                ),
+                3,
+            ),
+        ] {
+            let path = home.join("config.toml");
+            std::fs::write(&path, &text).unwrap();
+            assert_eq!(
+                trust(home, "PreCompact", 0, 0),
+                HookTrust::Unknown,
+                "{text:?}"
+            );
+            let err = trust_with_codex(home, "PreCompact", 0, 0)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(&format!("{}:{line}: not valid TOML", path.display())),
+                "{text:?}: {err}"
+            );
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        }
     }
 }

@@ -39,10 +39,13 @@ const WRITTEN: &[&str] = &[
     "originator",
 ];
 
+// What codex 0.171 records for a rollout without a turn_context, indexed into an index that
+// exists, whatever config.toml sets (`approval_policy`, `sandbox_mode` and `model_provider` at
+// the top level or in a profile table alike: tests/realclients.rs compares the rows with the
+// ones the real Codex writes). Only the backfill that creates the index records the configured
+// provider ("openai" unless set); an empty one lists under the default provider all the same.
 const DEFAULT_SANDBOX_POLICY: &str = r#"{"type":"managed","file_system":{"type":"restricted","entries":[{"path":{"type":"special","value":{"kind":"root"}},"access":"read"}]},"network":"restricted"}"#;
 const DEFAULT_APPROVAL_MODE: &str = "on-request";
-// What codex 0.171 records when it indexes a rollout whose session_meta names no provider
-// into an existing index (its first backfill writes "openai"; both list under the default provider).
 const DEFAULT_MODEL_PROVIDER: &str = "";
 
 pub struct ThreadRow<'a> {
@@ -111,40 +114,6 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
             db.display()
         )));
     }
-    // For a rollout without a turn_context, Codex records its configured defaults. Without
-    // settings in config.toml those are the values below (observed on rows codex 0.171 wrote);
-    // with settings of the user's own, the user's newest thread says how this Codex records them.
-    let template: Option<(String, String, String)> = conn
-        .query_row(
-            "SELECT sandbox_policy, approval_mode, model_provider FROM threads ORDER BY updated_at DESC LIMIT 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?;
-    let configured = std::fs::read_to_string(home.join("config.toml"))
-        .map(|t| {
-            t.lines().any(|l| {
-                let l = l.trim_start();
-                l.starts_with("approval_policy")
-                    || l.starts_with("sandbox_mode")
-                    || l.starts_with("model_provider")
-            })
-        })
-        .unwrap_or(false);
-    let (sandbox_policy, approval_mode, model_provider) = match (configured, template) {
-        (false, _) => (
-            DEFAULT_SANDBOX_POLICY.to_string(),
-            DEFAULT_APPROVAL_MODE.to_string(),
-            DEFAULT_MODEL_PROVIDER.to_string(),
-        ),
-        (true, Some(t)) => t,
-        (true, None) => {
-            return Ok(Some(format!(
-                "{} holds no thread to take this Codex's recorded settings from; not registered: {resume}",
-                db.display()
-            )));
-        }
-    };
     let exists: bool = conn
         .query_row("SELECT 1 FROM threads WHERE id = ?1", [row.id], |_| {
             Ok(true)
@@ -174,13 +143,13 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
             row.updated_ms / 1000,
             row.updated_ms,
             "cli",
-            model_provider,
+            DEFAULT_MODEL_PROVIDER,
             row.cwd,
             preview,
             row.first_user_message,
             preview,
-            sandbox_policy,
-            approval_mode,
+            DEFAULT_SANDBOX_POLICY,
+            DEFAULT_APPROVAL_MODE,
             row.cli_version,
             row.git_sha,
             row.git_branch,

@@ -658,6 +658,20 @@ fn check_hooks(cfg: &Config) -> (HooksCheck, Vec<Problem>) {
                     fix: format!("remove `disableAllHooks` from {} or set it to false", a.file),
                 });
                     "disabled"
+                } else if h.trust == crate::adapter::HookTrust::Unknown {
+                    problems.push(Problem {
+                        level: Level::Warning,
+                        agent,
+                        problem: format!(
+                            "cannot tell whether the agent runs the {} hook in {}: {}",
+                            h.event, a.file, "the settings it records trust in do not parse"
+                        ),
+                        fix: format!(
+                            "`session-relay hooks install --agent {} --trust` {}",
+                            a.agent, "names the line that does not parse: correct it"
+                        ),
+                    });
+                    "unknown"
                 } else if me
                     .as_deref()
                     .is_some_and(|m| m != std::path::Path::new(&program))

@@ -402,10 +402,20 @@ fn trust_installed(
     notes: &mut Vec<String>,
 ) -> Result<()> {
     if let Some(t) = &setup.trust {
-        for h in hooks.iter_mut().filter(|h| h.trust == HookTrust::Untrusted) {
+        let unsure =
+            |h: &&mut Installed| matches!(h.trust, HookTrust::Untrusted | HookTrust::Unknown);
+        for h in hooks.iter_mut().filter(unsure) {
             if trust {
+                // Where the settings do not parse, the adapter's error names the line.
                 notes.push(adapter.trust_hook(home, &h.event, h.group, h.handler)?);
                 h.trust = adapter.hook_trust(home, &h.event, h.group, h.handler);
+            } else if h.trust == HookTrust::Unknown {
+                notes.push(format!(
+                    "cannot tell whether {} runs the {} hook: the settings it records trust in ({}) do not parse, and it refuses to start until they are corrected (run this again with --trust to be shown the line)",
+                    adapter.display_name(),
+                    h.event,
+                    t.recorded_in
+                ));
             } else {
                 notes.push(format!(
                     "{} runs a new hook only once you trust it: {} (or run this again with --trust to record that through {} itself)",

@@ -787,3 +787,39 @@ fn hooks_turned_off_by_the_agents_settings_are_said_to_be_off() {
         );
     }
 }
+
+/// A Codex config.toml that is not TOML (Codex refuses to start with it) tells nothing about
+/// the trust, and session-relay says so: install, status and doctor name it, `--trust` fails
+/// on the line before starting Codex, and the file is never written.
+#[test]
+fn a_codex_config_that_is_not_toml_leaves_the_trust_unknown_and_the_file_alone() {
+    let env = TestEnv::with_fixtures();
+    let config = env.codex_home().join("config.toml");
+    let text = "model = \"x\"\r\n\r\n[hooks.state]\r\n\"a\" = { trusted_hash = \"sha256:00\" \r\n";
+    std::fs::write(&config, text).unwrap();
+    let r = env.json(&["hooks", "install", "--agent", "codex", "--json"]);
+    assert_eq!(r["hooks"][0]["trust"], "unknown", "{r}");
+    assert!(r["notes"].to_string().contains("do not parse"), "{r}");
+    let status = env.ok(&["hooks", "status"]);
+    assert!(status.contains("CANNOT TELL"), "{status}");
+    let doctor = env.json(&["doctor", "--json"]);
+    assert!(
+        doctor["problems"]
+            .to_string()
+            .contains("cannot tell whether"),
+        "{doctor}"
+    );
+    let out = env
+        .cmd()
+        .args(["hooks", "install", "--agent", "codex", "--trust"])
+        .env("CODEX_BIN", env.dir.path().join("no-codex-here"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("{}:4: not valid TOML", config.display())),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), text);
+}

@@ -338,3 +338,62 @@ fn doctor_fix_and_clean_at_once_leave_the_index_whole() {
         );
     }
 }
+
+/// What the relay of 771ce1df registers: the row's approval mode, sandbox policy and provider,
+/// or the relay's notes where it registered none.
+fn registered_settings(env: &TestEnv) -> Result<(String, String, String), String> {
+    let r = relay(env);
+    let id = r["target"]["id"].as_str().unwrap().to_string();
+    let conn = rusqlite::Connection::open(db_path(env)).unwrap();
+    conn.query_row(
+        "SELECT approval_mode, sandbox_policy, model_provider FROM threads WHERE id = ?1",
+        [&id],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .map_err(|_| format!("not registered: {}", r["notes"]))
+}
+
+/// Codex 0.171 records the same approval mode, sandbox policy and provider for a rollout
+/// without a turn context whatever config.toml sets (tests/realclients.rs compares the rows
+/// with the real Codex's): so does the relay, beside a thread of the user's own with other
+/// values, with the settings at the top level, in a profile table, or in a file that is not
+/// TOML; config.toml is left as it was.
+#[test]
+fn the_registered_row_is_codex_own_whatever_config_toml_sets() {
+    let plain = registered_settings(&env_with_thread_index()).unwrap();
+    let settings = "approval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\nmodel_provider = \"mine\"\n";
+    let mut wrong = Vec::new();
+    for config in [
+        settings.to_string(),
+        format!("\u{feff}# mine\r\n{}", settings.replace('\n', "\r\n")),
+        format!("model = \"x\"\n\n[profiles.x]\n{settings}"),
+        format!("[profiles.x]\n{settings}\n[tui]\napproval_policy = \"never\"\n"),
+        format!("{settings}approval_policy = \"never"),
+    ] {
+        for users_thread in [false, true] {
+            let env = env_with_thread_index();
+            if users_thread {
+                let proj = env.project();
+                let r = env.json(&[
+                    "relay", "5d0c3a1e", "--to", "codex", "--cwd", &proj, "--json",
+                ]);
+                let conn = rusqlite::Connection::open(db_path(&env)).unwrap();
+                conn.execute(
+                    "UPDATE threads SET approval_mode = 'never', sandbox_policy = '{\"type\":\"disabled\"}', model_provider = 'mine' WHERE id = ?1",
+                    [r["target"]["id"].as_str().unwrap()],
+                )
+                .unwrap();
+            }
+            let path = env.codex_home().join("config.toml");
+            std::fs::write(&path, &config).unwrap();
+            let got = registered_settings(&env);
+            if got.as_ref() != Ok(&plain) {
+                wrong.push(format!(
+                    "config.toml {config:?}, a thread of the user's own: {users_thread}: {got:?}"
+                ));
+            }
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), config);
+        }
+    }
+    assert!(wrong.is_empty(), "not {plain:?}:\n{}", wrong.join("\n"));
+}
