@@ -644,8 +644,9 @@ pub fn fit_folded(
     if fixed > p.budget {
         bail!(
             "the budget of {} tokens is too small: the handoff brief, the first request and the last \
-             user message with what follows need {fixed} tokens even when shortened. Use a larger --budget.",
-            p.budget
+             user message with what follows need {} tokens even when shortened. Use a larger --budget.",
+            crate::text::thousands(p.budget as u64),
+            crate::text::thousands(fixed as u64)
         );
     }
 
