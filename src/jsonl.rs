@@ -527,22 +527,12 @@ pub fn strip_bom(line: &[u8]) -> &[u8] {
 
 /// Calls `f(line_number, line)` for every non-blank line. Line numbers start at 1.
 pub fn for_each_line(path: &Path, f: impl FnMut(usize, Line) -> Result<()>) -> Result<PassStats> {
-    for_each_line_prepared(path, |_| {}, f)
+    for_each_line_with(path, Pass::default(), |_| {}, f)
 }
 
 /// Bytes of lines parsed together: large enough to spread over the cores, small enough that
 /// memory does not grow with the file.
 const BLOCK: usize = 1 << 19;
-
-/// Like `for_each_line`, with `prepare` applied to each parsed line in parallel (a reader uses
-/// it to drop or shorten what it will not keep, before the line is handed on in order).
-pub fn for_each_line_prepared(
-    path: &Path,
-    prepare: impl Fn(&mut Value) + Sync,
-    f: impl FnMut(usize, Line) -> Result<()>,
-) -> Result<PassStats> {
-    for_each_line_with(path, Pass::default(), prepare, f)
-}
 
 /// How a pass parses lines.
 #[derive(Debug, Clone, Copy, Default)]
@@ -582,39 +572,27 @@ impl Pass {
     }
 }
 
-/// `for_each_line_prepared`, parsing as `pass` says.
+/// `for_each_line`, parsing as `pass` says, with `prepare` applied to each parsed line in
+/// parallel (a reader uses it to drop or shorten what it will not keep, before the line is
+/// handed on in order).
 pub fn for_each_line_with(
     path: &Path,
     pass: Pass,
     prepare: impl Fn(&mut Value) + Sync,
     f: impl FnMut(usize, Line) -> Result<()>,
 ) -> Result<PassStats> {
-    for_each_line_mapped(
-        path,
-        pass,
-        |_, mut v| {
-            prepare(&mut v);
-            v
-        },
-        f,
-    )
-}
-
-/// `for_each_line_with`, with each parsed line turned by `map(line_number, value)` into what
-/// the caller keeps, in parallel: a reader's per-line work runs on every core, and the value
-/// is dropped on the thread that built it.
-pub fn for_each_line_mapped<T: Send>(
-    path: &Path,
-    pass: Pass,
-    map: impl Fn(usize, Value) -> T + Sync,
-    f: impl FnMut(usize, Line<T>) -> Result<()>,
-) -> Result<PassStats> {
+    let map = |_, mut v| {
+        prepare(&mut v);
+        v
+    };
     for_each_line_fast(path, pass, |_, _| None, map, f)
 }
 
-/// `for_each_line_mapped`, trying `fast(line_number, text)` first on each line: a reader that
-/// can turn the usual lines into what it keeps without a `Value` tree does so there, and
-/// returns `None` to have a line parsed and mapped as usual.
+/// `for_each_line_with`, turning each line into what the caller keeps, in parallel: first by
+/// `fast(line_number, text)`, for a reader that can turn the usual lines into what it keeps
+/// without a `Value` tree (`None` to have the line parsed), else by `map(line_number, value)`.
+/// A reader's per-line work so runs on every core, and the value is dropped on the thread
+/// that built it.
 pub fn for_each_line_fast<T: Send>(
     path: &Path,
     pass: Pass,
@@ -622,98 +600,11 @@ pub fn for_each_line_fast<T: Send>(
     map: impl Fn(usize, Value) -> T + Sync,
     mut f: impl FnMut(usize, Line<T>) -> Result<()>,
 ) -> Result<PassStats> {
-    use rayon::prelude::*;
-    let compressed = path.extension().is_some_and(|e| e == "zst");
-    // A compressed stream cannot be entered in the middle: it is read from its start.
-    let (reader, first, offset) = match pass.start {
-        Some((line, offset)) if !compressed && line > 1 => {
-            let mut file =
-                File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-            file.seek(std::io::SeekFrom::Start(offset))
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            let reader: Box<dyn BufRead + Send> = Box::new(BufReader::with_capacity(1 << 16, file));
-            (reader, line, offset)
-        }
-        _ => (open(path)?, 1, 0),
-    };
-    // Reading is the slow part of a large session: say how far it is, in bytes of the file
-    // (of the decompressed stream for `.zst`, whose size is not known in advance).
-    let total = (!compressed)
-        .then(|| {
-            std::fs::metadata(path)
-                .map(|m| m.len().saturating_sub(offset))
-                .ok()
-        })
-        .flatten();
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let progress = crate::progress::start(
-        &format!("{} {name}", pass.step.unwrap_or("reading")),
-        total,
-        crate::progress::Unit::Bytes,
-    );
+    let mut lines = Lines::open(path, &pass)?;
+    let progress = lines.progress(path, &pass);
     let mut stats = PassStats::default();
-    let mut lines = Lines {
-        reader,
-        buf: Vec::new(),
-        end: Vec::new(),
-        carry: Vec::new(),
-        no: first - 1,
-        offset,
-        eof: false,
-        compressed,
-        spare: None,
-    };
-    let parse = |block: &Block| -> Vec<Parsed<T>> {
-        block
-            .lines
-            .par_iter()
-            .map(|(no, range, terminated, long)| {
-                let (no, terminated) = (*no, *terminated);
-                if let Some((start, len)) = *long {
-                    let line = Ok(Line::Long {
-                        start,
-                        len,
-                        terminated,
-                    });
-                    return (no, terminated, Replaced::default(), line);
-                }
-                let (text, lossy) = reader_text(&block.data[range.clone()]);
-                if let Some(t) = fast(no, text.trim()) {
-                    return (no, terminated, lossy, Ok(Line::Json(t)));
-                }
-                let parsed = match &pass.prune {
-                    Some(prune) => pruned::parse(text.trim().as_bytes(), prune),
-                    None => serde_json::from_str::<Value>(text.trim()),
-                };
-                let r = parsed
-                    .map(|v| Line::Json(map(no, v)))
-                    .map_err(|e| e.to_string());
-                (no, terminated, lossy, r)
-            })
-            .collect()
-    };
-    // A cut-off last line (no newline, does not parse) is an agent still writing, not a
-    // malformed line.
+    let parse = |block: &Block| parse_block(block, &pass, &fast, &map);
     let mut handed = Handed::default();
-    let mut hand_on = |parsed: Vec<Parsed<T>>, handed: &mut Handed| -> Result<()> {
-        for (no, terminated, lossy, r) in parsed {
-            if lossy.utf8 {
-                handed.invalid_utf8_lines.push(no);
-            }
-            if lossy.surrogates {
-                handed.lone_surrogate_lines.push(no);
-            }
-            match r {
-                Ok(line) => f(no, line)?,
-                Err(_) if !terminated => handed.truncated_tail = true,
-                Err(e) => {
-                    handed.malformed.push((no, e.clone()));
-                    f(no, Line::Malformed(e))?;
-                }
-            }
-        }
-        Ok(())
-    };
     let mut block = Some(lines.read_block(path, &pass, &mut stats)?);
     let mut pending: Vec<Parsed<T>> = Vec::new();
     while let Some(this) = block.take() {
@@ -738,7 +629,7 @@ pub fn for_each_line_fast<T: Send>(
                     (Some(next), parsed)
                 });
             });
-            hand_on(std::mem::take(&mut pending), &mut handed)
+            handed.hand_on(std::mem::take(&mut pending), &mut f)
         });
         handing?;
         let (next, parsed) = done.expect("the block was parsed");
@@ -746,12 +637,49 @@ pub fn for_each_line_fast<T: Send>(
         pending = parsed;
         block = next.transpose()?;
     }
-    hand_on(pending, &mut handed)?;
+    handed.hand_on(pending, &mut f)?;
     stats.invalid_utf8_lines = handed.invalid_utf8_lines;
     stats.lone_surrogate_lines = handed.lone_surrogate_lines;
     stats.malformed = handed.malformed;
     stats.truncated_tail = handed.truncated_tail;
     Ok(stats)
+}
+
+/// The lines of a block, each parsed as `for_each_line_fast` says, on every core.
+fn parse_block<T: Send>(
+    block: &Block,
+    pass: &Pass,
+    fast: &(impl Fn(usize, &str) -> Option<T> + Sync),
+    map: &(impl Fn(usize, Value) -> T + Sync),
+) -> Vec<Parsed<T>> {
+    use rayon::prelude::*;
+    block
+        .lines
+        .par_iter()
+        .map(|(no, range, terminated, long)| {
+            let (no, terminated) = (*no, *terminated);
+            if let Some((start, len)) = *long {
+                let line = Ok(Line::Long {
+                    start,
+                    len,
+                    terminated,
+                });
+                return (no, terminated, Replaced::default(), line);
+            }
+            let (text, lossy) = reader_text(&block.data[range.clone()]);
+            if let Some(t) = fast(no, text.trim()) {
+                return (no, terminated, lossy, Ok(Line::Json(t)));
+            }
+            let parsed = match &pass.prune {
+                Some(prune) => pruned::parse(text.trim().as_bytes(), prune),
+                None => serde_json::from_str::<Value>(text.trim()),
+            };
+            let r = parsed
+                .map(|v| Line::Json(map(no, v)))
+                .map_err(|e| e.to_string());
+            (no, terminated, lossy, r)
+        })
+        .collect()
 }
 
 /// What handing the parsed lines on finds, kept apart from the pass's other figures while
@@ -762,6 +690,35 @@ struct Handed {
     lone_surrogate_lines: Vec<usize>,
     malformed: Vec<(usize, String)>,
     truncated_tail: bool,
+}
+
+impl Handed {
+    /// Hands the parsed lines on to `f` in order, noting what was replaced or malformed. A
+    /// cut-off last line (no newline, does not parse) is an agent still writing, not a
+    /// malformed line.
+    fn hand_on<T>(
+        &mut self,
+        parsed: Vec<Parsed<T>>,
+        f: &mut impl FnMut(usize, Line<T>) -> Result<()>,
+    ) -> Result<()> {
+        for (no, terminated, lossy, r) in parsed {
+            if lossy.utf8 {
+                self.invalid_utf8_lines.push(no);
+            }
+            if lossy.surrogates {
+                self.lone_surrogate_lines.push(no);
+            }
+            match r {
+                Ok(line) => f(no, line)?,
+                Err(_) if !terminated => self.truncated_tail = true,
+                Err(e) => {
+                    self.malformed.push((no, e.clone()));
+                    f(no, Line::Malformed(e))?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A line as a block's parse hands it on: its number, whether it ended in a newline, what was
@@ -841,6 +798,54 @@ struct Lines {
 }
 
 impl Lines {
+    /// The lines of `path` from where `pass` starts. A compressed stream cannot be entered in
+    /// the middle: it is read from its start.
+    fn open(path: &Path, pass: &Pass) -> Result<Lines> {
+        let compressed = path.extension().is_some_and(|e| e == "zst");
+        let (reader, first, offset) = match pass.start {
+            Some((line, offset)) if !compressed && line > 1 => {
+                let mut file =
+                    File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+                file.seek(std::io::SeekFrom::Start(offset))
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                let reader: Box<dyn BufRead + Send> =
+                    Box::new(BufReader::with_capacity(1 << 16, file));
+                (reader, line, offset)
+            }
+            _ => (open(path)?, 1, 0),
+        };
+        Ok(Lines {
+            reader,
+            buf: Vec::new(),
+            end: Vec::new(),
+            carry: Vec::new(),
+            no: first - 1,
+            offset,
+            eof: false,
+            compressed,
+            spare: None,
+        })
+    }
+
+    /// Reading is the slow part of a large session: the progress says how far it is, in
+    /// bytes of the file (of the decompressed stream for `.zst`, whose size is not known in
+    /// advance).
+    fn progress(&self, path: &Path, pass: &Pass) -> crate::progress::Handle {
+        let total = (!self.compressed)
+            .then(|| {
+                std::fs::metadata(path)
+                    .map(|m| m.len().saturating_sub(self.offset))
+                    .ok()
+            })
+            .flatten();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        crate::progress::start(
+            &format!("{} {name}", pass.step.unwrap_or("reading")),
+            total,
+            crate::progress::Unit::Bytes,
+        )
+    }
+
     /// The next `BLOCK` bytes or so of lines (empty at the end of the file).
     fn read_block(&mut self, path: &Path, pass: &Pass, stats: &mut PassStats) -> Result<Block> {
         let mut block = match self.spare.take() {
