@@ -64,37 +64,10 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
         .to
         .as_deref()
         .map(|to| crate::adapters::by_name(to).expect("clap checked the agent name"));
-    let read = match target {
-        Some(t) => super::relay_read_options(cfg, t, opts.budget),
-        None => Default::default(),
-    };
     let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
     let mut warnings = Vec::new();
-    let spill_keep = target
-        .is_none()
-        .then(|| spill_keep_tokens(&located.path))
-        .flatten();
-    // Beside the export's file: a system temporary folder may be held in memory. Unnamed:
-    // nothing is left behind, whatever happens. Where none can be made, the session is held.
-    let spill_file = spill_keep.and_then(|keep| {
-        let file = match opts.output.as_deref() {
-            Some(out) => tempfile::tempfile_in(crate::fsutil::folder_of(out)),
-            None => tempfile::tempfile(),
-        };
-        file.ok().map(|f| (keep, f))
-    });
-    let (mut s, redactor, folder, mut spilled) = match spill_file {
-        Some((keep, file)) => {
-            let redactor = super::redactor(cfg, opts.no_redact, &mut warnings)?;
-            let (s, spilled) = read_spilling(&located, keep, opts.format, redactor.clone(), file)?;
-            (s, redactor, None, spilled)
-        }
-        None => {
-            let (s, redactor, folder) =
-                super::read_masked(cfg, &located, read, opts.no_redact, &mut warnings)?;
-            (s, redactor, folder, None)
-        }
-    };
+    let read = read_export(cfg, opts, &located, target, &mut warnings)?;
+    let (mut s, redactor, folder, mut spilled) = read;
     let mut redactions = redact(redactor.as_deref(), &mut s);
     if let (Some(counts), Some(sp)) = (redactions.0.as_mut(), spilled.as_mut()) {
         crate::redact::add_counts(counts, std::mem::take(&mut sp.counts));
@@ -106,76 +79,20 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
     };
     let mut fitted = None;
     if let Some(target) = target {
-        let to = target.name().to_string();
-        // The directory and title the relay would give it (its brief names both, and counts
-        // them), as `show --to` plans it.
-        let cwd = match (opts.scope.cwd.as_deref(), s.cwd.as_deref()) {
-            (None, None) => resume_dir(None, &s)?,
-            (flag, recorded) => super::relay::resolve_cwd(flag, recorded, &mut Vec::new())?,
-        };
-        // The stamp is of the session's last activity, not of now: an export is the same file
-        // whenever it is made, and its title as many tokens as a relay's.
-        let last = s
-            .updated
-            .as_ref()
-            .and_then(|t| t.time())
-            .unwrap_or_default();
-        let title = super::relay::default_title(&s, &super::relay::stamp(last));
-        let id = s.id.clone();
-        let plan = super::plan_relay(
+        let fit = FitFor {
             cfg,
-            &located,
-            &mut s,
-            &mut redactions,
-            redactor.as_deref(),
-            &plan::Target {
-                adapter: target,
-                id: &id,
-                cwd: &cwd,
-                title: &title,
-                budget: opts.budget,
-                live_git: None,
-            },
-            folder.as_deref(),
-        )?;
-        // Still the source session, seen as the target would receive it.
-        let mut f = plan.session;
-        f.agent = s.agent.clone();
-        f.format = s.format.clone();
-        f.source_path = s.source_path.clone();
-        fitted = Some(Fitted {
-            to,
-            total_tokens: plan.fit.total_tokens,
-            budget: plan.fit.budget,
-            budget_from: plan.budget_from,
-        });
+            opts,
+            located: &located,
+            target,
+            redactor: redactor.as_deref(),
+            folder: folder.as_deref(),
+        };
+        let (f, how) = fit.session(s, &mut redactions)?;
         s = f;
+        fitted = Some(how);
     }
     // Written as it is serialised: a long session is not held a second time as its export.
-    let mut write = move |w: &mut dyn Write| -> Result<()> {
-        match opts.format {
-            Format::Jsonl => match spilled.as_mut() {
-                Some(sp) => neutral::write_folded(&s, &mut sp.file, w)?,
-                None => neutral::write(&s, w)?,
-            },
-            Format::Markdown => {
-                let agent = crate::adapters::display_name(&s.agent);
-                match spilled.as_mut() {
-                    Some(sp) => markdown::write(
-                        &s,
-                        agent,
-                        &mut markdown::Folded {
-                            session: &s,
-                            folded: &mut sp.file,
-                        },
-                        w,
-                    )?,
-                    None => markdown::write(&s, agent, &mut markdown::Held(&s.messages), w)?,
-                }
-            }
-        }
-        Ok(())
-    };
+    let mut write = move |w: &mut dyn Write| write_export(opts.format, &s, spilled.as_mut(), w);
     match &opts.output {
         Some(path) => crate::fsutil::write_new_file_with(path, write)?,
         None => {
@@ -192,6 +109,144 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
         fitted,
         warnings,
     })
+}
+
+/// A session read for export, what masks its secrets, what its read folded, and the older
+/// turns a plain export of a long session wrote aside while reading.
+type ExportRead = (
+    crate::model::Session,
+    Option<Arc<Redactor>>,
+    Option<Arc<crate::plan::fold::Folder>>,
+    Option<Spilled>,
+);
+
+/// Reads the session to export: as a relay to `target` reads it, or, for a plain export of a
+/// long session, writing its older turns aside as they are read (see `Spill`).
+fn read_export(
+    cfg: &Config,
+    opts: &Options,
+    located: &crate::select::Located,
+    target: Option<&'static dyn crate::adapter::Adapter>,
+    warnings: &mut Vec<String>,
+) -> Result<ExportRead> {
+    let spill_keep = target
+        .is_none()
+        .then(|| spill_keep_tokens(&located.path))
+        .flatten();
+    // Beside the export's file: a system temporary folder may be held in memory. Unnamed:
+    // nothing is left behind, whatever happens. Where none can be made, the session is held.
+    let spill_file = spill_keep.and_then(|keep| {
+        let file = match opts.output.as_deref() {
+            Some(out) => tempfile::tempfile_in(crate::fsutil::folder_of(out)),
+            None => tempfile::tempfile(),
+        };
+        file.ok().map(|f| (keep, f))
+    });
+    if let Some((keep, file)) = spill_file {
+        let redactor = super::redactor(cfg, opts.no_redact, warnings)?;
+        let (s, spilled) = read_spilling(located, keep, opts.format, redactor.clone(), file)?;
+        return Ok((s, redactor, None, spilled));
+    }
+    let read = match target {
+        Some(t) => super::relay_read_options(cfg, t, opts.budget),
+        None => Default::default(),
+    };
+    let (s, redactor, folder) = super::read_masked(cfg, located, read, opts.no_redact, warnings)?;
+    Ok((s, redactor, folder, None))
+}
+
+/// What `export --to` fits a session with: the relay's plan, without writing it.
+struct FitFor<'a> {
+    cfg: &'a Config,
+    opts: &'a Options,
+    located: &'a crate::select::Located,
+    target: &'static dyn crate::adapter::Adapter,
+    redactor: Option<&'a Redactor>,
+    folder: Option<&'a crate::plan::fold::Folder>,
+}
+
+impl FitFor<'_> {
+    /// The source session as the target would receive it, and how it was fitted.
+    fn session(
+        &self,
+        mut s: crate::model::Session,
+        redactions: &mut Redactions,
+    ) -> Result<(crate::model::Session, Fitted)> {
+        // The directory and title the relay would give it (its brief names both, and counts
+        // them), as `show --to` plans it.
+        let cwd = match (self.opts.scope.cwd.as_deref(), s.cwd.as_deref()) {
+            (None, None) => resume_dir(None, &s)?,
+            (flag, recorded) => super::relay::resolve_cwd(flag, recorded, &mut Vec::new())?,
+        };
+        // The stamp is of the session's last activity, not of now: an export is the same file
+        // whenever it is made, and its title as many tokens as a relay's.
+        let last = s
+            .updated
+            .as_ref()
+            .and_then(|t| t.time())
+            .unwrap_or_default();
+        let title = super::relay::default_title(&s, &super::relay::stamp(last));
+        let id = s.id.clone();
+        let plan = super::plan_relay(
+            self.cfg,
+            self.located,
+            &mut s,
+            redactions,
+            self.redactor,
+            &plan::Target {
+                adapter: self.target,
+                id: &id,
+                cwd: &cwd,
+                title: &title,
+                budget: self.opts.budget,
+                live_git: None,
+            },
+            self.folder,
+        )?;
+        // Still the source session, seen as the target would receive it.
+        let mut f = plan.session;
+        f.agent = s.agent.clone();
+        f.format = s.format.clone();
+        f.source_path = s.source_path.clone();
+        let fitted = Fitted {
+            to: self.target.name().to_string(),
+            total_tokens: plan.fit.total_tokens,
+            budget: plan.fit.budget,
+            budget_from: plan.budget_from,
+        };
+        Ok((f, fitted))
+    }
+}
+
+/// Writes `s` in `format`, with the older turns a long read wrote aside (`spilled`) first.
+fn write_export(
+    format: Format,
+    s: &crate::model::Session,
+    spilled: Option<&mut Spilled>,
+    w: &mut dyn Write,
+) -> Result<()> {
+    match format {
+        Format::Jsonl => match spilled {
+            Some(sp) => neutral::write_folded(s, &mut sp.file, w)?,
+            None => neutral::write(s, w)?,
+        },
+        Format::Markdown => {
+            let agent = crate::adapters::display_name(&s.agent);
+            match spilled {
+                Some(sp) => markdown::write(
+                    s,
+                    agent,
+                    &mut markdown::Folded {
+                        session: s,
+                        folded: &mut sp.file,
+                    },
+                    w,
+                )?,
+                None => markdown::write(s, agent, &mut markdown::Held(&s.messages), w)?,
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A plain export (no `--to`) of a session over this size writes its older turns as it reads

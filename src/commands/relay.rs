@@ -94,17 +94,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     };
     let entries = ledger::entries_about(&src.session.id);
     // Relays of this source to the same agent and directory that are still in place.
-    let earlier: Vec<&ledger::Entry> = ledger::live_relays(&entries)
-        .into_iter()
-        .filter(|e| {
-            e.source.agent == src.session.agent
-                && e.source.id == src.session.id
-                && e.target.agent == target.name()
-                && e.cwd == cwd
-                && e.standalone == opts.out.is_some()
-                && Path::new(&e.target.path).exists()
-        })
-        .collect();
+    let earlier = earlier_relays(&entries, &src.session, target, &cwd, opts.out.is_some());
     if !opts.force
         && let Some(prev) = earlier
             .iter()
@@ -112,27 +102,15 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             .find(|e| e.source.sha256 == src.snapshot.sha256)
     {
         let notes = complete_earlier(cfg, opts, target, prev, &entries)?;
-        return Ok(Report {
-            dry_run: opts.dry_run,
-            already_relayed: true,
-            source: source_side,
-            target: prev.target.clone(),
-            resume_command: if prev.standalone {
-                String::new()
-            } else {
-                target.resume_command(&prev.target.id, &cwd)
-            },
+        return Ok(already_relayed(
+            opts,
+            target,
+            prev,
+            source_side,
             cwd,
-            title: String::new(),
-            messages: prev.messages,
-            bytes: prev.bytes as usize,
-            relayed_at: Some(prev.time.clone()),
-            supersedes: Vec::new(),
-            plan: PlanReport::default(),
-            redactions: Redactions(None),
             notes,
-            warnings: src.warnings,
-        });
+            src.warnings,
+        ));
     }
     let supersedes = superseded_by_this(&entries, &earlier, opts.dry_run, &mut notes);
     let written = plan_and_write(cfg, opts, target, &mut src, &home, &cwd, &mut notes)?;
@@ -143,28 +121,8 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         sha256: ledger::sha256_bytes(&written.native.bytes),
     };
     if !opts.dry_run {
-        let entry = ledger::Entry {
-            event: "relay".into(),
-            time: crate::ledger::time_text(written.now),
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            source: source_side.clone(),
-            target: target_side.clone(),
-            cwd: cwd.clone(),
-            standalone: written.standalone.is_some(),
-            bytes: written.native.bytes.len() as u64,
-            messages: written.plan.session.message_count(),
-            tokens: serde_json::value::to_raw_value(&serde_json::json!({
-                "budget": written.plan.fit.budget,
-                "total": written.plan.fit.total_tokens,
-                "tokenizer": written.plan.fit.tokenizer,
-                "source_estimate": written.plan.fit.source.source_tokens,
-            }))
-            .ok(),
-            source_bytes: Some(src.snapshot.len),
-            supersedes: supersedes.clone(),
-            title: Some(written.title.clone()),
-            registered: written.standalone.is_none().then_some(false),
-        };
+        let sides = (source_side.clone(), target_side.clone());
+        let entry = ledger_entry(&written, sides, &cwd, src.snapshot.len, &supersedes);
         land(target, &written, &entry, &home, &mut notes)?;
     }
     // Freeing a long session's tens of thousands of messages one by one takes a tenth of a
@@ -192,6 +150,95 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         notes,
         warnings: src.warnings,
     })
+}
+
+/// Relays of `source` to the same agent and directory, of the same kind (into the store or
+/// standalone), that are still in place.
+fn earlier_relays<'e>(
+    entries: &'e [ledger::Entry],
+    source: &Session,
+    target: &'static dyn Adapter,
+    cwd: &str,
+    standalone: bool,
+) -> Vec<&'e ledger::Entry> {
+    ledger::live_relays(entries)
+        .into_iter()
+        .filter(|e| {
+            e.source.agent == source.agent
+                && e.source.id == source.id
+                && e.target.agent == target.name()
+                && e.cwd == cwd
+                && e.standalone == standalone
+                && Path::new(&e.target.path).exists()
+        })
+        .collect()
+}
+
+/// The report of a relay that an earlier one of the same source already made (`prev`).
+fn already_relayed(
+    opts: &Options,
+    target: &'static dyn Adapter,
+    prev: &ledger::Entry,
+    source: ledger::Side,
+    cwd: String,
+    notes: Vec<String>,
+    warnings: Vec<String>,
+) -> Report {
+    Report {
+        dry_run: opts.dry_run,
+        already_relayed: true,
+        source,
+        target: prev.target.clone(),
+        resume_command: if prev.standalone {
+            String::new()
+        } else {
+            target.resume_command(&prev.target.id, &cwd)
+        },
+        cwd,
+        title: String::new(),
+        messages: prev.messages,
+        bytes: prev.bytes as usize,
+        relayed_at: Some(prev.time.clone()),
+        supersedes: Vec::new(),
+        plan: PlanReport::default(),
+        redactions: Redactions(None),
+        notes,
+        warnings,
+    }
+}
+
+/// The ledger's line for a relay written as `written`, from source to target (`sides`); it
+/// says `registered: false` until the target's indexes list it.
+fn ledger_entry(
+    written: &Written,
+    sides: (ledger::Side, ledger::Side),
+    cwd: &str,
+    source_bytes: u64,
+    supersedes: &[ledger::Side],
+) -> ledger::Entry {
+    let (source, target) = sides;
+    ledger::Entry {
+        event: "relay".into(),
+        time: crate::ledger::time_text(written.now),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        source,
+        target,
+        cwd: cwd.to_string(),
+        standalone: written.standalone.is_some(),
+        bytes: written.native.bytes.len() as u64,
+        messages: written.plan.session.message_count(),
+        tokens: serde_json::value::to_raw_value(&serde_json::json!({
+            "budget": written.plan.fit.budget,
+            "total": written.plan.fit.total_tokens,
+            "tokenizer": written.plan.fit.tokenizer,
+            "source_estimate": written.plan.fit.source.source_tokens,
+        }))
+        .ok(),
+        source_bytes: Some(source_bytes),
+        supersedes: supersedes.to_vec(),
+        title: Some(written.title.clone()),
+        registered: written.standalone.is_none().then_some(false),
+    }
 }
 
 /// `git status` of a directory as the brief reads it, and the directory.
