@@ -71,16 +71,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Man(a) => return man(a.dir.as_deref()),
         Command::Doctor(a) => return doctor(&overrides, a.fix, a.json),
         Command::Hook(h) => {
-            // An agent's hook: whatever goes wrong (even the config) becomes its one line, and
-            // the agent goes on.
             let HookAction::Run(a) = &h.action;
-            let mut input = Vec::new();
-            let _ = std::io::Read::read_to_end(
-                &mut std::io::Read::take(std::io::stdin().lock(), 1 << 20),
-                &mut input,
-            );
-            let report = commands::hook_run::run(Config::load(&overrides), &a.options(), &input);
-            let _ = report.text(&mut std::io::stdout().lock());
+            hook_run(&overrides, a);
             return Ok(());
         }
         _ => {}
@@ -142,41 +134,57 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             drop(bar);
             render::emit(&report, a.json)
         }
-        Command::Clean(a) => {
-            let bar = Bar::for_command(a.json || a.quiet);
-            let ask = |n: usize| -> anyhow::Result<bool> {
-                let question = || -> anyhow::Result<bool> {
-                    print!("Delete {n} relayed session(s)? [y/N] ");
-                    std::io::stdout().flush()?;
-                    let mut answer = String::new();
-                    std::io::stdin().lock().read_line(&mut answer)?;
-                    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
-                };
-                match &bar {
-                    Some(b) => b.suspend(question),
-                    None => question(),
-                }
-            };
-            let terminal = std::io::stdin().is_terminal();
-            let report = commands::clean::run(
-                &cfg,
-                &a.options(terminal.then_some(&ask as &dyn Fn(_) -> _), handle(&bar)),
-            )?;
-            drop(bar);
-            if !a.quiet || a.json {
-                render::emit(&report, a.json)?;
-            }
-            match report.failures() {
-                0 => Ok(()),
-                n => Err(anyhow::anyhow!(
-                    "{n} relayed session(s) could not be deleted; they are kept and a later clean tries again"
-                )),
-            }
-        }
+        Command::Clean(a) => clean(&cfg, a),
         Command::Completions(_) | Command::Man(_) | Command::Doctor(_) | Command::Hook(_) => {
             unreachable!()
         }
     }
+}
+
+/// `clean`, asking before it deletes when standard input is a terminal; deletions that failed
+/// make the exit code a failure.
+fn clean(cfg: &Config, a: &session_relay::cli::CleanArgs) -> anyhow::Result<()> {
+    let bar = Bar::for_command(a.json || a.quiet);
+    let ask = |n: usize| -> anyhow::Result<bool> {
+        let question = || -> anyhow::Result<bool> {
+            print!("Delete {n} relayed session(s)? [y/N] ");
+            std::io::stdout().flush()?;
+            let mut answer = String::new();
+            std::io::stdin().lock().read_line(&mut answer)?;
+            Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+        };
+        match &bar {
+            Some(b) => b.suspend(question),
+            None => question(),
+        }
+    };
+    let terminal = std::io::stdin().is_terminal();
+    let report = commands::clean::run(
+        cfg,
+        &a.options(terminal.then_some(&ask as &dyn Fn(_) -> _), handle(&bar)),
+    )?;
+    drop(bar);
+    if !a.quiet || a.json {
+        render::emit(&report, a.json)?;
+    }
+    match report.failures() {
+        0 => Ok(()),
+        n => Err(anyhow::anyhow!(
+            "{n} relayed session(s) could not be deleted; they are kept and a later clean tries again"
+        )),
+    }
+}
+
+/// `hook run`: an agent's hook. Whatever goes wrong (even the config) becomes its one line on
+/// standard output, and the agent goes on.
+fn hook_run(overrides: &Overrides, a: &session_relay::cli::HookRunArgs) {
+    let mut input = Vec::new();
+    let _ = std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::io::stdin().lock(), 1 << 20),
+        &mut input,
+    );
+    let report = commands::hook_run::run(Config::load(overrides), &a.options(), &input);
+    let _ = report.text(&mut std::io::stdout().lock());
 }
 
 /// `man`: the main page on standard output, or every page into a folder.
