@@ -643,39 +643,7 @@ fn remove(
             };
         }
     }
-    let keep = |why: String, unregistered: bool| match rename_noclobber(&q, path) {
-        Ok(()) => Removal::Kept {
-            why,
-            failed: unregistered,
-        },
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Removal::Kept {
-            why: format!("{why}; it is no longer at {}", q.display()),
-            failed: true,
-        },
-        // An agent that appends with O_CREAT (Claude Code) made a new file at the path.
-        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => match join_back(&q, path) {
-            Ok(()) => Removal::Kept {
-                why: format!("{why}; {JOINED}"),
-                failed: unregistered,
-            },
-            Err(join) => Removal::Kept {
-                why: format!(
-                    "{why}; a file appeared at {} meanwhile and the two could not be joined ({join:#}), so the session is {}",
-                    path.display(),
-                    q.display()
-                ),
-                failed: true,
-            },
-        },
-        Err(err) => Removal::Kept {
-            why: format!(
-                "{why}; it could not be named {} again ({err}), so it is {}",
-                path.display(),
-                q.display()
-            ),
-            failed: true,
-        },
-    };
+    let keep = |why: String, unregistered: bool| put_back(&q, path, why, unregistered);
     // Opened only as a regular file (a link or a pipe swapped in is never followed nor
     // waited on); `examine` then makes sure it is the file of that name.
     if !std::fs::symlink_metadata(&q).is_ok_and(|m| m.is_file()) {
@@ -744,6 +712,44 @@ fn remove(
         };
     }
     Removal::Deleted(notes)
+}
+
+/// Names the quarantined file `q` `path` again, as `remove` keeps it for `why`; a failure once
+/// its index entries went (`unregistered`), or a failure to put it back, is a failed clean.
+fn put_back(q: &Path, path: &Path, why: String, unregistered: bool) -> Removal {
+    match rename_noclobber(q, path) {
+        Ok(()) => Removal::Kept {
+            why,
+            failed: unregistered,
+        },
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Removal::Kept {
+            why: format!("{why}; it is no longer at {}", q.display()),
+            failed: true,
+        },
+        // An agent that appends with O_CREAT (Claude Code) made a new file at the path.
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => match join_back(q, path) {
+            Ok(()) => Removal::Kept {
+                why: format!("{why}; {JOINED}"),
+                failed: unregistered,
+            },
+            Err(join) => Removal::Kept {
+                why: format!(
+                    "{why}; a file appeared at {} meanwhile and the two could not be joined ({join:#}), so the session is {}",
+                    path.display(),
+                    q.display()
+                ),
+                failed: true,
+            },
+        },
+        Err(err) => Removal::Kept {
+            why: format!(
+                "{why}; it could not be named {} again ({err}), so it is {}",
+                path.display(),
+                q.display()
+            ),
+            failed: true,
+        },
+    }
 }
 
 /// Checks a file `remove` holds open under its quarantine name: it is still the file of that
