@@ -621,65 +621,8 @@ fn check_hooks(cfg: &Config) -> (HooksCheck, Vec<Problem>) {
             });
             continue;
         }
-        for h in a.hooks {
-            let program = crate::text::first_shell_word(&h.command);
-            let exists = std::path::Path::new(&program).is_file();
-            let state =
-                if !exists {
-                    problems.push(Problem {
-                        level: Level::Warning,
-                        agent,
-                        problem: format!(
-                            "the {} hook in {} runs {program}, which does not exist",
-                            h.event, a.file
-                        ),
-                        fix: format!("session-relay hooks install --agent {}", a.agent),
-                    });
-                    "outdated"
-                } else if h.trust == crate::adapter::HookTrust::Untrusted {
-                    problems.push(Problem {
-                        level: Level::Warning,
-                        agent,
-                        problem: format!(
-                            "the {} hook in {} is not trusted yet: the agent skips it",
-                            h.event, a.file
-                        ),
-                        fix: format!("session-relay hooks install --agent {} --trust", a.agent),
-                    });
-                    "untrusted"
-                } else if h.trust == crate::adapter::HookTrust::Disabled {
-                    problems.push(Problem {
-                    level: Level::Warning,
-                    agent,
-                    problem: format!(
-                        "{} turns every hook off (disableAllHooks): the agent skips the {} hook",
-                        a.file, h.event
-                    ),
-                    fix: format!("remove `disableAllHooks` from {} or set it to false", a.file),
-                });
-                    "disabled"
-                } else if h.trust == crate::adapter::HookTrust::Unknown {
-                    problems.push(Problem {
-                        level: Level::Warning,
-                        agent,
-                        problem: format!(
-                            "cannot tell whether the agent runs the {} hook in {}: {}",
-                            h.event, a.file, "the settings it records trust in do not parse"
-                        ),
-                        fix: format!(
-                            "`session-relay hooks install --agent {} --trust` {}",
-                            a.agent, "names the line that does not parse: correct it"
-                        ),
-                    });
-                    "unknown"
-                } else if me
-                    .as_deref()
-                    .is_some_and(|m| m != std::path::Path::new(&program))
-                {
-                    "installed (another session-relay binary)"
-                } else {
-                    "installed"
-                };
+        for h in &a.hooks {
+            let state = hook_state(&a, h, me.as_deref(), &mut problems);
             hooks.push(HookCheck {
                 agent: a.agent.clone(),
                 path: a.file.clone(),
@@ -694,6 +637,72 @@ fn check_hooks(cfg: &Config) -> (HooksCheck, Vec<Problem>) {
         },
         problems,
     )
+}
+
+/// What doctor says of one installed hook, adding to `problems` why the agent would not run
+/// it, with the fix.
+fn hook_state(
+    a: &super::hooks::AgentHooks,
+    h: &super::hooks::Installed,
+    me: Option<&std::path::Path>,
+    problems: &mut Vec<Problem>,
+) -> &'static str {
+    use crate::adapter::HookTrust;
+    let program = crate::text::first_shell_word(&h.command);
+    let (state, problem, fix) = if !std::path::Path::new(&program).is_file() {
+        (
+            "outdated",
+            format!(
+                "the {} hook in {} runs {program}, which does not exist",
+                h.event, a.file
+            ),
+            format!("session-relay hooks install --agent {}", a.agent),
+        )
+    } else if h.trust == HookTrust::Untrusted {
+        (
+            "untrusted",
+            format!(
+                "the {} hook in {} is not trusted yet: the agent skips it",
+                h.event, a.file
+            ),
+            format!("session-relay hooks install --agent {} --trust", a.agent),
+        )
+    } else if h.trust == HookTrust::Disabled {
+        (
+            "disabled",
+            format!(
+                "{} turns every hook off (disableAllHooks): the agent skips the {} hook",
+                a.file, h.event
+            ),
+            format!(
+                "remove `disableAllHooks` from {} or set it to false",
+                a.file
+            ),
+        )
+    } else if h.trust == HookTrust::Unknown {
+        (
+            "unknown",
+            format!(
+                "cannot tell whether the agent runs the {} hook in {}: {}",
+                h.event, a.file, "the settings it records trust in do not parse"
+            ),
+            format!(
+                "`session-relay hooks install --agent {} --trust` {}",
+                a.agent, "names the line that does not parse: correct it"
+            ),
+        )
+    } else if me.is_some_and(|m| m != std::path::Path::new(&program)) {
+        return "installed (another session-relay binary)";
+    } else {
+        return "installed";
+    };
+    problems.push(Problem {
+        level: Level::Warning,
+        agent: crate::adapters::by_name(&a.agent).map(|x| x.name()),
+        problem,
+        fix,
+    });
+    state
 }
 
 #[cfg(test)]
