@@ -137,6 +137,37 @@ pub fn write(
     out: &mut dyn Write,
 ) -> Result<()> {
     let out = &mut Inert(out);
+    write_header(s, agent_display, out)?;
+    writeln!(out, "\n## Goal\n")?;
+    match s.first_user_prompt() {
+        Some(goal) => writeln!(out, "{}", quote(&truncate_chars(goal, 1200)))?,
+        None => writeln!(out, "(no user request recorded)")?,
+    }
+    write_steps(s, mentions, out)?;
+    writeln!(out, "\n## Key dialogue\n")?;
+    each_turn(mentions, &mut |t| {
+        writeln!(out, "**User:** {}\n", t.request.1)?;
+        if !t.tools.is_empty() {
+            writeln!(out, "_Tools used: {}_\n", t.tools.join(", "))?;
+        }
+        if let Some((_, answer)) = &t.answer {
+            writeln!(out, "**Assistant:** {answer}\n")?;
+        }
+        Ok(())
+    })?;
+    writeln!(out, "## Files touched\n")?;
+    if s.files_touched.is_empty() {
+        writeln!(out, "(none)")?;
+    } else {
+        for f in &s.files_touched {
+            writeln!(out, "- `{f}`")?;
+        }
+    }
+    Ok(())
+}
+
+/// The document's title and where the session comes from: agent, file, directory, git, when.
+fn write_header(s: &Session, agent_display: &str, out: &mut dyn Write) -> Result<()> {
     let title = s
         .title
         .as_deref()
@@ -168,13 +199,12 @@ pub fn write(
             u.utc().unwrap_or(u.original())
         )?;
     }
+    Ok(())
+}
 
-    writeln!(out, "\n## Goal\n")?;
-    match s.first_user_prompt() {
-        Some(goal) => writeln!(out, "{}", quote(&truncate_chars(goal, 1200)))?,
-        None => writeln!(out, "(no user request recorded)")?,
-    }
-
+/// The completed and pending steps: the todo list's, or without one, each answered request as
+/// a completed step.
+fn write_steps(s: &Session, mentions: &mut dyn Mentions, out: &mut dyn Write) -> Result<()> {
     writeln!(out, "\n## Completed steps\n")?;
     let done: Vec<&str> = s.completed_todos().map(|t| t.text.as_str()).collect();
     if !done.is_empty() {
@@ -182,7 +212,6 @@ pub fn write(
             writeln!(out, "- [x] {}", one_line(t))?;
         }
     } else {
-        // Without a todo list, each answered request is a completed step.
         let mut any = false;
         each_turn(mentions, &mut |t| {
             if let Some((answer, _)) = &t.answer {
@@ -195,7 +224,6 @@ pub fn write(
             writeln!(out, "(none recorded)")?;
         }
     }
-
     writeln!(out, "\n## Pending steps\n")?;
     let pending: Vec<_> = s.open_todos().collect();
     if pending.is_empty() {
@@ -208,27 +236,6 @@ pub fn write(
                 "[ ]"
             };
             writeln!(out, "- {mark} {}", one_line(&t.text))?;
-        }
-    }
-
-    writeln!(out, "\n## Key dialogue\n")?;
-    each_turn(mentions, &mut |t| {
-        writeln!(out, "**User:** {}\n", t.request.1)?;
-        if !t.tools.is_empty() {
-            writeln!(out, "_Tools used: {}_\n", t.tools.join(", "))?;
-        }
-        if let Some((_, answer)) = &t.answer {
-            writeln!(out, "**Assistant:** {answer}\n")?;
-        }
-        Ok(())
-    })?;
-
-    writeln!(out, "## Files touched\n")?;
-    if s.files_touched.is_empty() {
-        writeln!(out, "(none)")?;
-    } else {
-        for f in &s.files_touched {
-            writeln!(out, "- `{f}`")?;
         }
     }
     Ok(())
