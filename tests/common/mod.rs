@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use tempfile::TempDir;
 
+mod rng;
+#[allow(unused_imports)]
+pub use rng::Rng;
+
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
 }
@@ -283,31 +287,6 @@ pub fn chosen<T>(fast: impl IntoIterator<Item = T>, all: impl IntoIterator<Item 
 /// A count of generated cases: `all` in the slow tier, `fast` in the default one.
 pub fn count(fast: usize, all: usize) -> usize {
     if SLOW_TIER { all } else { fast }
-}
-
-/// xorshift64*: a deterministic, dependency-free generator for generated inputs.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545F4914F6CDD1D)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
-    }
-
-    /// `below` for indexes and lengths.
-    pub fn index(&mut self, n: usize) -> usize {
-        self.below(n as u64) as usize
-    }
-
-    pub fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
 }
 
 /// A source whose prompts are `prompts`, each answered: a Claude Code transcript or a Codex
