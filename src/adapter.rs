@@ -323,9 +323,8 @@ pub fn part_read_asked() -> bool {
 
 /// A session file up to this size is read in full at once even when the relay would read it
 /// in part: one pass over it costs less than reading it in part, masking its older outputs
-/// there and reading its tail again, and holds no more. Measured (CPU, peak RSS; read in part
-/// -> in full): 4 MB Codex 84 -> 50 ms, 20 -> 18 MB; 10 MB Codex 117 -> 82 ms, 23 -> 20 MB;
-/// 10 MB Claude Code 152 -> 138 ms, 32 -> 31 MB; at 100 MB reading in part costs less.
+/// there and reading its tail again, and holds little more; far larger files are where
+/// reading in part saves time and memory.
 pub const FULL_READ_BYTES: u64 = 16 << 20;
 
 impl ReadOptions {

@@ -304,8 +304,8 @@ struct Spilled {
 }
 
 /// How many bytes of folded messages a `Spill` gathers before it masks them, on every core,
-/// and writes them: one turn at a time the masking ran on the reader's ordering thread alone,
-/// and a plain export of 100 MB took 30-40% longer than holding the session.
+/// and writes them: masked one turn at a time, the masking would run on the reader's ordering
+/// thread alone, and a long export would take longer than holding the session.
 const SPILL_BATCH_BYTES: usize = 1 << 20;
 
 impl Spill {

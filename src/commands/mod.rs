@@ -133,8 +133,8 @@ fn full_read_asked() -> bool {
 
 /// How `show` reads a session of `size` bytes: one over 8 MB as a relay reads it, each tool
 /// output cut while parsing to what a relay could keep, and without the per-message facts its
-/// report never reads (`ReadOptions::lean`: a Claude Code line's uuid and model, 9% of the
-/// time `show` took on a 100 MB transcript). Its report needs only the outputs' sizes, and a
+/// report never reads (`ReadOptions::lean`: a Claude Code line's uuid and model, a good part
+/// of the time a long transcript's read takes). Its report needs only the outputs' sizes, and a
 /// full read of 100 MB holds 100 MB of outputs. `long` reads a smaller one so too (the
 /// tests of `show`'s fold).
 pub fn show_read_options(size: u64, long: bool) -> ReadOptions {
