@@ -279,6 +279,59 @@ enum Rendered {
 /// `render`, without copying the messages that stay as they are: what a turn costs in a form
 /// is mostly the cost of messages that every Whole form, and most others, leave alone.
 fn render_parts(msgs: &[Message], form: Form) -> (Vec<Rendered>, ToolStats) {
+    match form {
+        Form::Whole { output } => render_whole(msgs, output),
+        Form::OneLine { text } => render_one_line(msgs, text),
+        Form::Digest { text } => render_digest(msgs, text),
+    }
+}
+
+/// Message `i` with its text cut to `max` characters, or as it is when it is not longer.
+fn cut(msgs: &[Message], i: usize, max: usize) -> Rendered {
+    let m = &msgs[i];
+    if max != WHOLE && m.content.chars().count() > max {
+        let mut c = m.clone();
+        c.content = m.cut_content(max).into_owned();
+        Rendered::New(Box::new(c))
+    } else {
+        Rendered::Same(i)
+    }
+}
+
+/// `Form::Whole`: every message kept, tool outputs cut to `output` characters. An output the
+/// reader cut already counts as trimmed all the same.
+fn render_whole(msgs: &[Message], output: usize) -> (Vec<Rendered>, ToolStats) {
+    let mut stats = ToolStats::default();
+    let mut out = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        if is_call(m) {
+            stats.whole += 1;
+        }
+        if !is_output(m) {
+            out.push(Rendered::Same(i));
+            continue;
+        }
+        let len = m.content.chars().count();
+        let original = m.output_chars();
+        if len > output {
+            stats.trimmed += 1;
+            stats.chars_cut += original - output;
+            out.push(cut(msgs, i, output));
+        } else {
+            if original > len {
+                // Already cut to this size while reading.
+                stats.trimmed += 1;
+                stats.chars_cut += original - len;
+            }
+            out.push(Rendered::Same(i));
+        }
+    }
+    (out, stats)
+}
+
+/// `Form::OneLine`: each tool call and its result as one line, reasoning left out, the other
+/// texts cut to `text` characters.
+fn render_one_line(msgs: &[Message], text: usize) -> (Vec<Rendered>, ToolStats) {
     let mut stats = ToolStats::default();
     let result_of: HashMap<&str, usize> = msgs
         .iter()
@@ -292,138 +345,110 @@ fn render_parts(msgs: &[Message], form: Form) -> (Vec<Rendered>, ToolStats) {
             .filter(|_| m.role == Role::ToolCall)
             .and_then(|id| result_of.get(id).copied())
     };
-    let cut = |i: usize, max: usize| {
-        let m = &msgs[i];
-        if max != WHOLE && m.content.chars().count() > max {
-            let mut c = m.clone();
-            c.content = m.cut_content(max).into_owned();
-            Rendered::New(Box::new(c))
-        } else {
-            Rendered::Same(i)
-        }
-    };
     let mut out = Vec::new();
-    match form {
-        Form::Whole { output } => {
-            for (i, m) in msgs.iter().enumerate() {
-                if is_call(m) {
-                    stats.whole += 1;
-                }
-                if !is_output(m) {
-                    out.push(Rendered::Same(i));
-                    continue;
-                }
-                let len = m.content.chars().count();
-                let original = m.output_chars();
-                if len > output {
-                    stats.trimmed += 1;
-                    stats.chars_cut += original - output;
-                    out.push(cut(i, output));
-                } else {
-                    if original > len {
-                        // Already cut to this size while reading.
-                        stats.trimmed += 1;
-                        stats.chars_cut += original - len;
-                    }
-                    out.push(Rendered::Same(i));
-                }
-            }
+    let mut answered: Vec<bool> = vec![false; msgs.len()];
+    for (i, m) in msgs.iter().enumerate() {
+        if answered[i] || m.role == Role::Reasoning {
+            continue;
         }
-        Form::OneLine { text } => {
-            let mut answered: Vec<bool> = vec![false; msgs.len()];
-            for (i, m) in msgs.iter().enumerate() {
-                if answered[i] || m.role == Role::Reasoning {
-                    continue;
-                }
-                if is_call(m) {
-                    stats.one_line += 1;
-                    let result = call_result(m);
-                    if let Some(r) = result {
-                        answered[r] = true;
-                    }
-                    out.push(Rendered::New(Box::new(oneline_message(
-                        m,
-                        result.map(|r| &msgs[r]),
-                    ))));
-                } else if m.role == Role::ToolResult {
-                    // A result whose call is in another turn: one line, like its call would be.
-                    out.push(Rendered::New(Box::new(
-                        Message::new(
-                            Role::Assistant,
-                            format!(
-                                "[tool result: {}, {} chars of output]",
-                                if m.is_error { "error" } else { "ok" },
-                                m.output_chars()
-                            ),
-                        )
-                        .with_time(m.timestamp.clone())
-                        .with_meta("kind", "tool_oneline"),
-                    )));
-                } else {
-                    out.push(cut(i, text));
-                }
+        if is_call(m) {
+            stats.one_line += 1;
+            let result = call_result(m);
+            if let Some(r) = result {
+                answered[r] = true;
             }
-        }
-        Form::Digest { text } => {
-            let calls = msgs.iter().filter(|m| is_call(m)).count();
-            stats.one_line += calls;
-            if let Some(u) = msgs.iter().position(|m| m.role == Role::User) {
-                out.push(cut(u, text));
-            }
-            if calls > 0 {
-                let failed = msgs
-                    .iter()
-                    .filter(|m| {
-                        (m.role == Role::ToolResult && m.is_error)
-                            || (m.kind() == Some("tool_transcript")
-                                && m.metadata.contains_key("failed"))
-                    })
-                    .count();
-                let mut names: Vec<(String, usize)> = Vec::new();
-                for m in msgs.iter().filter(|m| is_call(m)) {
-                    let name = m.tool_name.clone().unwrap_or_else(|| {
-                        m.content
-                            .strip_prefix("[tool call: ")
-                            .and_then(|r| r.split(']').next())
-                            .unwrap_or("?")
-                            .to_string()
-                    });
-                    match names.iter_mut().find(|(n, _)| *n == name) {
-                        Some((_, c)) => *c += 1,
-                        None => names.push((name, 1)),
-                    }
-                }
-                let list: Vec<String> = names.iter().map(|(n, c)| format!("{n} x{c}")).collect();
-                let time = msgs
-                    .iter()
-                    .find(|m| is_call(m))
-                    .and_then(|m| m.timestamp.clone());
-                out.push(Rendered::New(Box::new(
-                    Message::new(
-                        Role::Assistant,
-                        format!(
-                            "[{calls} tool calls: {}{}]",
-                            list.join(", "),
-                            if failed > 0 {
-                                format!("; {failed} failed")
-                            } else {
-                                String::new()
-                            }
-                        ),
-                    )
-                    .with_time(time)
-                    .with_meta("kind", "tool_digest"),
-                )));
-            }
-            if let Some(a) = msgs
-                .iter()
-                .rposition(|m| m.role == Role::Assistant && m.kind().is_none())
-            {
-                out.push(cut(a, text));
-            }
+            out.push(Rendered::New(Box::new(oneline_message(
+                m,
+                result.map(|r| &msgs[r]),
+            ))));
+        } else if m.role == Role::ToolResult {
+            out.push(Rendered::New(Box::new(result_line(m))));
+        } else {
+            out.push(cut(msgs, i, text));
         }
     }
     (out, stats)
+}
+
+/// A result whose call is in another turn: one line, like its call would be.
+fn result_line(m: &Message) -> Message {
+    Message::new(
+        Role::Assistant,
+        format!(
+            "[tool result: {}, {} chars of output]",
+            if m.is_error { "error" } else { "ok" },
+            m.output_chars()
+        ),
+    )
+    .with_time(m.timestamp.clone())
+    .with_meta("kind", "tool_oneline")
+}
+
+/// `Form::Digest`: the request and the last answer cut to `text` characters, and between them
+/// one line for all the turn's tool calls.
+fn render_digest(msgs: &[Message], text: usize) -> (Vec<Rendered>, ToolStats) {
+    let mut stats = ToolStats::default();
+    let mut out = Vec::new();
+    let calls = msgs.iter().filter(|m| is_call(m)).count();
+    stats.one_line += calls;
+    if let Some(u) = msgs.iter().position(|m| m.role == Role::User) {
+        out.push(cut(msgs, u, text));
+    }
+    if calls > 0 {
+        out.push(Rendered::New(Box::new(calls_digest(msgs, calls))));
+    }
+    if let Some(a) = msgs
+        .iter()
+        .rposition(|m| m.role == Role::Assistant && m.kind().is_none())
+    {
+        out.push(cut(msgs, a, text));
+    }
+    (out, stats)
+}
+
+/// The one line a digest gives a turn's `calls` tool calls: how many of each tool, and how
+/// many failed.
+fn calls_digest(msgs: &[Message], calls: usize) -> Message {
+    let failed = msgs
+        .iter()
+        .filter(|m| {
+            (m.role == Role::ToolResult && m.is_error)
+                || (m.kind() == Some("tool_transcript") && m.metadata.contains_key("failed"))
+        })
+        .count();
+    let mut names: Vec<(String, usize)> = Vec::new();
+    for m in msgs.iter().filter(|m| is_call(m)) {
+        let name = m.tool_name.clone().unwrap_or_else(|| {
+            m.content
+                .strip_prefix("[tool call: ")
+                .and_then(|r| r.split(']').next())
+                .unwrap_or("?")
+                .to_string()
+        });
+        match names.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => *c += 1,
+            None => names.push((name, 1)),
+        }
+    }
+    let list: Vec<String> = names.iter().map(|(n, c)| format!("{n} x{c}")).collect();
+    let time = msgs
+        .iter()
+        .find(|m| is_call(m))
+        .and_then(|m| m.timestamp.clone());
+    Message::new(
+        Role::Assistant,
+        format!(
+            "[{calls} tool calls: {}{}]",
+            list.join(", "),
+            if failed > 0 {
+                format!("; {failed} failed")
+            } else {
+                String::new()
+            }
+        ),
+    )
+    .with_time(time)
+    .with_meta("kind", "tool_digest")
 }
 
 /// A call (structured or a text transcript) and its result as one line.
