@@ -472,67 +472,10 @@ fn render(b: &BriefInput, found: &Found, caps: Caps) -> String {
             one_line_cut(goal, t)
         ));
     }
-    if let Some(current) = s.todos.iter().find(|t| t.status == TodoStatus::InProgress) {
-        out.push_str(&format!("\nCurrent step: {}\n", one_line(&current.text)));
-    }
-    let open: Vec<&str> = s.open_todos().map(|t| t.text.as_str()).collect();
-    if !open.is_empty() {
-        out.push_str("\nOpen todos:\n");
-        for t in open {
-            out.push_str(&format!("- [ ] {}\n", one_line(t)));
-        }
-    }
-    let done = dedup(s.completed_todos().map(|t| one_line(&t.text)));
-    if !done.is_empty() {
-        out.push_str("\nCompleted steps");
-        let skip = done.len().saturating_sub(caps.completed);
-        if skip > 0 {
-            out.push_str(&format!(" (the last {}; {skip} earlier)", caps.completed));
-        }
-        out.push_str(":\n");
-        for d in &done[skip..] {
-            out.push_str(&format!("- {}\n", truncate_chars(d, t)));
-        }
-    }
-    let files = &found.files;
-    if !files.is_empty() {
-        out.push_str("\nFiles changed (most recent and most often first; changes in brackets): ");
-        let shown: Vec<String> = files
-            .iter()
-            .take(caps.files)
-            .map(|(p, n)| format!("{p} ({n})"))
-            .collect();
-        out.push_str(&shown.join(", "));
-        if files.len() > caps.files {
-            out.push_str(&format!(", and {} more", files.len() - caps.files));
-        }
-        out.push('\n');
-    }
+    push_steps(&mut out, s, caps);
+    push_files(&mut out, &found.files, caps.files);
     out.push_str(&format!("\nWorking directory: {}", b.cwd));
-    let g = b.git;
-    if g.live || g.branch.is_some() || g.commit.is_some() {
-        let mut parts = Vec::new();
-        if let Some(br) = &g.branch {
-            parts.push(format!("branch {br}"));
-        }
-        if let Some(c) = &g.commit {
-            parts.push(format!("commit {}", &c[..c.len().min(12)]));
-        }
-        match g.dirty {
-            Some(true) => parts.push("uncommitted changes present".into()),
-            Some(false) => parts.push("working tree clean".into()),
-            None => {}
-        }
-        out.push_str(&format!(
-            "; git: {} ({})",
-            parts.join(", "),
-            if g.live {
-                "read from the repository at relay time"
-            } else {
-                "as the session recorded it"
-            }
-        ));
-    }
+    out.push_str(&git_state(b.git));
     out.push('\n');
     let rules = keep_strongest_latest(found.rules.clone(), caps.constraints);
     if !rules.is_empty() {
@@ -555,6 +498,80 @@ fn render(b: &BriefInput, found: &Found, caps: Caps) -> String {
          text transcripts.",
     );
     out
+}
+
+/// The todo list's sections: the current step and every open todo in full, then the last
+/// completed steps, as many as `caps` allows, each cut to `caps.text` characters.
+fn push_steps(out: &mut String, s: &Session, caps: Caps) {
+    if let Some(current) = s.todos.iter().find(|t| t.status == TodoStatus::InProgress) {
+        out.push_str(&format!("\nCurrent step: {}\n", one_line(&current.text)));
+    }
+    let open: Vec<&str> = s.open_todos().map(|t| t.text.as_str()).collect();
+    if !open.is_empty() {
+        out.push_str("\nOpen todos:\n");
+        for t in open {
+            out.push_str(&format!("- [ ] {}\n", one_line(t)));
+        }
+    }
+    let done = dedup(s.completed_todos().map(|t| one_line(&t.text)));
+    if !done.is_empty() {
+        out.push_str("\nCompleted steps");
+        let skip = done.len().saturating_sub(caps.completed);
+        if skip > 0 {
+            out.push_str(&format!(" (the last {}; {skip} earlier)", caps.completed));
+        }
+        out.push_str(":\n");
+        for d in &done[skip..] {
+            out.push_str(&format!("- {}\n", truncate_chars(d, caps.text)));
+        }
+    }
+}
+
+/// The files changed, ranked (see `ranked_files`), at most `most` of them named.
+fn push_files(out: &mut String, files: &[(String, usize)], most: usize) {
+    if files.is_empty() {
+        return;
+    }
+    out.push_str("\nFiles changed (most recent and most often first; changes in brackets): ");
+    let shown: Vec<String> = files
+        .iter()
+        .take(most)
+        .map(|(p, n)| format!("{p} ({n})"))
+        .collect();
+    out.push_str(&shown.join(", "));
+    if files.len() > most {
+        out.push_str(&format!(", and {} more", files.len() - most));
+    }
+    out.push('\n');
+}
+
+/// What the brief says of the repository after the working directory (nothing when neither
+/// the repository nor the session tells anything), and where it was read.
+fn git_state(g: &GitState) -> String {
+    if !(g.live || g.branch.is_some() || g.commit.is_some()) {
+        return String::new();
+    }
+    let mut parts = Vec::new();
+    if let Some(br) = &g.branch {
+        parts.push(format!("branch {br}"));
+    }
+    if let Some(c) = &g.commit {
+        parts.push(format!("commit {}", &c[..c.len().min(12)]));
+    }
+    match g.dirty {
+        Some(true) => parts.push("uncommitted changes present".into()),
+        Some(false) => parts.push("working tree clean".into()),
+        None => {}
+    }
+    format!(
+        "; git: {} ({})",
+        parts.join(", "),
+        if g.live {
+            "read from the repository at relay time"
+        } else {
+            "as the session recorded it"
+        }
+    )
 }
 
 /// Items without repeats (compared case-insensitively), first occurrence kept.

@@ -279,6 +279,59 @@ enum Rendered {
 /// `render`, without copying the messages that stay as they are: what a turn costs in a form
 /// is mostly the cost of messages that every Whole form, and most others, leave alone.
 fn render_parts(msgs: &[Message], form: Form) -> (Vec<Rendered>, ToolStats) {
+    match form {
+        Form::Whole { output } => render_whole(msgs, output),
+        Form::OneLine { text } => render_one_line(msgs, text),
+        Form::Digest { text } => render_digest(msgs, text),
+    }
+}
+
+/// Message `i` with its text cut to `max` characters, or as it is when it is not longer.
+fn cut(msgs: &[Message], i: usize, max: usize) -> Rendered {
+    let m = &msgs[i];
+    if max != WHOLE && m.content.chars().count() > max {
+        let mut c = m.clone();
+        c.content = m.cut_content(max).into_owned();
+        Rendered::New(Box::new(c))
+    } else {
+        Rendered::Same(i)
+    }
+}
+
+/// `Form::Whole`: every message kept, tool outputs cut to `output` characters. An output the
+/// reader cut already counts as trimmed all the same.
+fn render_whole(msgs: &[Message], output: usize) -> (Vec<Rendered>, ToolStats) {
+    let mut stats = ToolStats::default();
+    let mut out = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        if is_call(m) {
+            stats.whole += 1;
+        }
+        if !is_output(m) {
+            out.push(Rendered::Same(i));
+            continue;
+        }
+        let len = m.content.chars().count();
+        let original = m.output_chars();
+        if len > output {
+            stats.trimmed += 1;
+            stats.chars_cut += original - output;
+            out.push(cut(msgs, i, output));
+        } else {
+            if original > len {
+                // Already cut to this size while reading.
+                stats.trimmed += 1;
+                stats.chars_cut += original - len;
+            }
+            out.push(Rendered::Same(i));
+        }
+    }
+    (out, stats)
+}
+
+/// `Form::OneLine`: each tool call and its result as one line, reasoning left out, the other
+/// texts cut to `text` characters.
+fn render_one_line(msgs: &[Message], text: usize) -> (Vec<Rendered>, ToolStats) {
     let mut stats = ToolStats::default();
     let result_of: HashMap<&str, usize> = msgs
         .iter()
@@ -292,138 +345,110 @@ fn render_parts(msgs: &[Message], form: Form) -> (Vec<Rendered>, ToolStats) {
             .filter(|_| m.role == Role::ToolCall)
             .and_then(|id| result_of.get(id).copied())
     };
-    let cut = |i: usize, max: usize| {
-        let m = &msgs[i];
-        if max != WHOLE && m.content.chars().count() > max {
-            let mut c = m.clone();
-            c.content = m.cut_content(max).into_owned();
-            Rendered::New(Box::new(c))
-        } else {
-            Rendered::Same(i)
-        }
-    };
     let mut out = Vec::new();
-    match form {
-        Form::Whole { output } => {
-            for (i, m) in msgs.iter().enumerate() {
-                if is_call(m) {
-                    stats.whole += 1;
-                }
-                if !is_output(m) {
-                    out.push(Rendered::Same(i));
-                    continue;
-                }
-                let len = m.content.chars().count();
-                let original = m.output_chars();
-                if len > output {
-                    stats.trimmed += 1;
-                    stats.chars_cut += original - output;
-                    out.push(cut(i, output));
-                } else {
-                    if original > len {
-                        // Already cut to this size while reading.
-                        stats.trimmed += 1;
-                        stats.chars_cut += original - len;
-                    }
-                    out.push(Rendered::Same(i));
-                }
-            }
+    let mut answered: Vec<bool> = vec![false; msgs.len()];
+    for (i, m) in msgs.iter().enumerate() {
+        if answered[i] || m.role == Role::Reasoning {
+            continue;
         }
-        Form::OneLine { text } => {
-            let mut answered: Vec<bool> = vec![false; msgs.len()];
-            for (i, m) in msgs.iter().enumerate() {
-                if answered[i] || m.role == Role::Reasoning {
-                    continue;
-                }
-                if is_call(m) {
-                    stats.one_line += 1;
-                    let result = call_result(m);
-                    if let Some(r) = result {
-                        answered[r] = true;
-                    }
-                    out.push(Rendered::New(Box::new(oneline_message(
-                        m,
-                        result.map(|r| &msgs[r]),
-                    ))));
-                } else if m.role == Role::ToolResult {
-                    // A result whose call is in another turn: one line, like its call would be.
-                    out.push(Rendered::New(Box::new(
-                        Message::new(
-                            Role::Assistant,
-                            format!(
-                                "[tool result: {}, {} chars of output]",
-                                if m.is_error { "error" } else { "ok" },
-                                m.output_chars()
-                            ),
-                        )
-                        .with_time(m.timestamp.clone())
-                        .with_meta("kind", "tool_oneline"),
-                    )));
-                } else {
-                    out.push(cut(i, text));
-                }
+        if is_call(m) {
+            stats.one_line += 1;
+            let result = call_result(m);
+            if let Some(r) = result {
+                answered[r] = true;
             }
-        }
-        Form::Digest { text } => {
-            let calls = msgs.iter().filter(|m| is_call(m)).count();
-            stats.one_line += calls;
-            if let Some(u) = msgs.iter().position(|m| m.role == Role::User) {
-                out.push(cut(u, text));
-            }
-            if calls > 0 {
-                let failed = msgs
-                    .iter()
-                    .filter(|m| {
-                        (m.role == Role::ToolResult && m.is_error)
-                            || (m.kind() == Some("tool_transcript")
-                                && m.metadata.contains_key("failed"))
-                    })
-                    .count();
-                let mut names: Vec<(String, usize)> = Vec::new();
-                for m in msgs.iter().filter(|m| is_call(m)) {
-                    let name = m.tool_name.clone().unwrap_or_else(|| {
-                        m.content
-                            .strip_prefix("[tool call: ")
-                            .and_then(|r| r.split(']').next())
-                            .unwrap_or("?")
-                            .to_string()
-                    });
-                    match names.iter_mut().find(|(n, _)| *n == name) {
-                        Some((_, c)) => *c += 1,
-                        None => names.push((name, 1)),
-                    }
-                }
-                let list: Vec<String> = names.iter().map(|(n, c)| format!("{n} x{c}")).collect();
-                let time = msgs
-                    .iter()
-                    .find(|m| is_call(m))
-                    .and_then(|m| m.timestamp.clone());
-                out.push(Rendered::New(Box::new(
-                    Message::new(
-                        Role::Assistant,
-                        format!(
-                            "[{calls} tool calls: {}{}]",
-                            list.join(", "),
-                            if failed > 0 {
-                                format!("; {failed} failed")
-                            } else {
-                                String::new()
-                            }
-                        ),
-                    )
-                    .with_time(time)
-                    .with_meta("kind", "tool_digest"),
-                )));
-            }
-            if let Some(a) = msgs
-                .iter()
-                .rposition(|m| m.role == Role::Assistant && m.kind().is_none())
-            {
-                out.push(cut(a, text));
-            }
+            out.push(Rendered::New(Box::new(oneline_message(
+                m,
+                result.map(|r| &msgs[r]),
+            ))));
+        } else if m.role == Role::ToolResult {
+            out.push(Rendered::New(Box::new(result_line(m))));
+        } else {
+            out.push(cut(msgs, i, text));
         }
     }
     (out, stats)
+}
+
+/// A result whose call is in another turn: one line, like its call would be.
+fn result_line(m: &Message) -> Message {
+    Message::new(
+        Role::Assistant,
+        format!(
+            "[tool result: {}, {} chars of output]",
+            if m.is_error { "error" } else { "ok" },
+            m.output_chars()
+        ),
+    )
+    .with_time(m.timestamp.clone())
+    .with_meta("kind", "tool_oneline")
+}
+
+/// `Form::Digest`: the request and the last answer cut to `text` characters, and between them
+/// one line for all the turn's tool calls.
+fn render_digest(msgs: &[Message], text: usize) -> (Vec<Rendered>, ToolStats) {
+    let mut stats = ToolStats::default();
+    let mut out = Vec::new();
+    let calls = msgs.iter().filter(|m| is_call(m)).count();
+    stats.one_line += calls;
+    if let Some(u) = msgs.iter().position(|m| m.role == Role::User) {
+        out.push(cut(msgs, u, text));
+    }
+    if calls > 0 {
+        out.push(Rendered::New(Box::new(calls_digest(msgs, calls))));
+    }
+    if let Some(a) = msgs
+        .iter()
+        .rposition(|m| m.role == Role::Assistant && m.kind().is_none())
+    {
+        out.push(cut(msgs, a, text));
+    }
+    (out, stats)
+}
+
+/// The one line a digest gives a turn's `calls` tool calls: how many of each tool, and how
+/// many failed.
+fn calls_digest(msgs: &[Message], calls: usize) -> Message {
+    let failed = msgs
+        .iter()
+        .filter(|m| {
+            (m.role == Role::ToolResult && m.is_error)
+                || (m.kind() == Some("tool_transcript") && m.metadata.contains_key("failed"))
+        })
+        .count();
+    let mut names: Vec<(String, usize)> = Vec::new();
+    for m in msgs.iter().filter(|m| is_call(m)) {
+        let name = m.tool_name.clone().unwrap_or_else(|| {
+            m.content
+                .strip_prefix("[tool call: ")
+                .and_then(|r| r.split(']').next())
+                .unwrap_or("?")
+                .to_string()
+        });
+        match names.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, c)) => *c += 1,
+            None => names.push((name, 1)),
+        }
+    }
+    let list: Vec<String> = names.iter().map(|(n, c)| format!("{n} x{c}")).collect();
+    let time = msgs
+        .iter()
+        .find(|m| is_call(m))
+        .and_then(|m| m.timestamp.clone());
+    Message::new(
+        Role::Assistant,
+        format!(
+            "[{calls} tool calls: {}{}]",
+            list.join(", "),
+            if failed > 0 {
+                format!("; {failed} failed")
+            } else {
+                String::new()
+            }
+        ),
+    )
+    .with_time(time)
+    .with_meta("kind", "tool_digest")
 }
 
 /// A call (structured or a text transcript) and its result as one line.
@@ -453,7 +478,17 @@ struct Costs<'a> {
     source: &'a [usize],
 }
 
-impl Costs<'_> {
+impl<'a> Costs<'a> {
+    fn new(tok: Tokenizer, msgs: &'a [Message], source: &'a [usize]) -> Costs<'a> {
+        Costs {
+            tok,
+            msgs,
+            cache: HashMap::default(),
+            same: vec![None; msgs.len()],
+            source,
+        }
+    }
+
     fn of(&mut self, r: &Range<usize>, form: Form) -> usize {
         let key = (r.start, r.end, form);
         if let Some(&c) = self.cache.get(&key) {
@@ -563,6 +598,26 @@ struct Selection {
     reached_oldest: bool,
 }
 
+impl Selection {
+    /// Layer 4: spends `left` tokens on the kept turns, newest first, each in the most faithful
+    /// form that what is left still pays for.
+    fn fill(&mut self, middle: &[Range<usize>], costs: &mut Costs, mut left: usize) {
+        for i in (0..middle.len()).rev() {
+            let Some(at) = self.forms[i] else { continue };
+            if at == 0 || left == 0 {
+                continue;
+            }
+            let now = costs.of(&middle[i], LADDER[at]);
+            if let Some(better) = (0..at).find(|&j| costs.of(&middle[i], LADDER[j]) <= now + left) {
+                let c = costs.of(&middle[i], LADDER[better]);
+                left = now + left - c;
+                self.used = self.used + c - now;
+                self.forms[i] = Some(better);
+            }
+        }
+    }
+}
+
 /// Fits `shaped` (whose first message is the relay preamble) to the budget, putting `brief_text`
 /// first. Errors when even the always-kept layer cannot fit.
 pub fn fit(shaped: Session, brief_text: String, p: &FitParams) -> Result<(Session, FitReport)> {
@@ -581,7 +636,7 @@ pub fn fit_folded(
     newest_folded: &[Message],
 ) -> Result<(Session, FitReport)> {
     // The rest of the first turn, shaped to nothing (an empty answer, a dropped line): a full
-    // read has no such middle turn (see `middle` below), so neither has the fit.
+    // read has no such middle turn (see `Layout::of`), so neither has the fit.
     let folded = match folded.first() {
         Some(t) if !t.user && t.messages == 0 => &folded[1..],
         _ => folded,
@@ -602,53 +657,10 @@ pub fn fit_folded(
         .with_meta("kind", "handoff_brief");
     report.brief_tokens = cost(p.tokenizer, &brief_msg);
 
-    let turns = segment(msgs);
-    let n = turns.len();
-    let first_user = turns.iter().position(|t| t.user);
-    let last_user = turns.iter().rposition(|t| t.user);
-    // The last turn is always kept whole; a session whose only turn is the first request keeps
-    // that turn as its last.
-    let last = last_user;
-    let context = turns.first().filter(|t| !t.user).map(|t| t.range.clone());
-    // The middle: user turns after the first and before the last, plus the rest of the first
-    // turn (after its request) when it is not also the last.
-    let mut middle: Vec<Range<usize>> = Vec::new();
-    // Middle turns older than this one were folded, or are older than those (the rest of the
-    // first turn).
-    let mut fold_at = 0;
-    if let Some(f) = first_user
-        && Some(f) != last
-    {
-        let r = turns[f].range.clone();
-        if r.len() > 1 {
-            middle.push(r.start + 1..r.end);
-            fold_at = 1;
-        }
-        for t in turns.iter().take(last.unwrap_or(n)).skip(f + 1) {
-            middle.push(t.range.clone());
-        }
-    }
-
-    // Layer 1, with degradation steps when it alone exceeds the budget.
-    let mut fixed_msgs = fixed_layer(msgs, context.clone(), &turns, first_user, last);
-    let fixed_count = |m: &[Message]| m.iter().map(|x| cost(p.tokenizer, x)).sum::<usize>();
-    let mut fixed = fixed_count(&fixed_msgs.all()) + report.brief_tokens;
-    let mut step = 0;
-    while fixed > p.budget && step < 3 {
-        report.degraded = true;
-        let room = p.budget.saturating_sub(report.brief_tokens);
-        fixed_msgs.degrade(step, msgs, &|m: &[Message]| fixed_count(m) <= room);
-        step += 1;
-        fixed = fixed_count(&fixed_msgs.all()) + report.brief_tokens;
-    }
-    if fixed > p.budget {
-        bail!(
-            "the budget of {} tokens is too small: the handoff brief, the first request and the last \
-             user message with what follows need {} tokens even when shortened. Use a larger --budget.",
-            crate::text::thousands(p.budget as u64),
-            crate::text::thousands(fixed as u64)
-        );
-    }
+    // Layer 1: the always-kept messages, shortened when they alone exceed the budget.
+    let layout = Layout::of(msgs);
+    let (fixed_msgs, fixed) = always_kept(msgs, &layout, p, report.brief_tokens)?;
+    report.degraded = fixed_msgs.shortened();
 
     // Layers 2 and 3: the middle turns, newest first, and the summary of what is left out.
     let room = p.budget - fixed;
@@ -658,254 +670,391 @@ pub fn fit_folded(
         use rayon::prelude::*;
         msgs.par_iter().map(source_tokens).collect()
     };
-    let source_of = |r: &Range<usize>| source[r.clone()].iter().sum::<usize>();
-    let mut costs = Costs {
-        tok: p.tokenizer,
+    let mut costs = Costs::new(p.tokenizer, msgs, &source);
+    costs.count_newest(&layout.middle, room);
+    let middle = Middle {
         msgs,
-        cache: HashMap::default(),
-        same: vec![None; msgs.len()],
         source: &source,
+        ranges: &layout.middle,
+        numbers: layout.turn_numbers(folded.iter().filter(|t| t.user).count()),
+        fold_at: layout.fold_at,
+        folded,
+        newest_folded,
     };
-    costs.count_newest(&middle, room);
-    let estimate: usize = middle.iter().map(source_of).sum::<usize>()
-        + folded.iter().map(|t| t.source_tokens).sum::<usize>();
-    let mut reserve = if estimate <= room {
-        0
-    } else {
-        p.summary_max_tokens.min(room / 4)
-    };
-    let numbers = turn_numbers(
-        &turns,
-        &middle,
-        first_user,
-        folded.iter().filter(|t| t.user).count(),
-    );
-    let mut sel;
-    let mut summary: Option<(Message, usize, usize, Vec<usize>)>;
-    let mut round = 0;
-    let mut candidates = Candidates::default();
-    // A turn read in part chosen whole in any round: the rounds that follow depend on it (the
-    // summary's reserve), so the whole fit must be made again from a full read.
-    let mut chose_reduced_whole = false;
-    // The fit would keep a folded turn in some form, in any round.
-    let mut reached_fold = false;
-    let oldest = if folded.is_empty() { 0 } else { fold_at };
-    loop {
-        sel = choose(
-            &middle,
-            oldest,
-            Some(newest_folded).filter(|_| !folded.is_empty()),
-            &mut costs,
-            room.saturating_sub(reserve),
-            p,
-        );
-        reached_fold |= !folded.is_empty() && sel.reached_oldest;
-        chose_reduced_whole |= middle
-            .iter()
-            .zip(&sel.forms)
-            .any(|(r, f)| is_whole(*f) && has_reduced(&msgs[r.clone()]));
-        // Left out, in order (keyed for `Candidates`): the kept turns not chosen, with the
-        // folded turns in their place.
-        let mut left: Vec<(usize, LeftOut)> = (0..middle.len())
-            .filter(|&i| sel.forms[i].is_none())
-            .map(|i| (i, LeftOut::of(numbers[i], &msgs[middle[i].clone()])))
-            .collect();
-        let folded_at = left.partition_point(|(i, _)| *i < fold_at);
-        left.splice(
-            folded_at..folded_at,
-            folded
-                .iter()
-                .enumerate()
-                .map(|(j, t)| (middle.len() + j, LeftOut::folded(t.number, t))),
-        );
-        if left.is_empty() {
-            summary = None;
-            break;
-        }
-        let cap = p.summary_max_tokens.min(room - sel.used);
-        summary = summarize(&left, cap, p.tokenizer, &mut candidates);
-        let s = summary.as_ref().map_or(0, |x| x.1);
-        round += 1;
-        // A summary smaller than its reserve leaves room: choose again with that room.
-        if round >= 3 || s + 8 >= reserve {
-            break;
-        }
-        reserve = s;
-    }
-    let summary_tokens = summary.as_ref().map_or(0, |x| x.1);
-
+    let mut chosen = middle.choose(&mut costs, room, p);
     // Layer 4: fill what is left by making kept turns more faithful, newest first.
-    let mut left = room - sel.used - summary_tokens;
-    for i in (0..middle.len()).rev() {
-        let Some(at) = sel.forms[i] else { continue };
-        if at == 0 || left == 0 {
-            continue;
-        }
-        let now = costs.of(&middle[i], LADDER[at]);
-        if let Some(better) = (0..at).find(|&j| costs.of(&middle[i], LADDER[j]) <= now + left) {
-            let c = costs.of(&middle[i], LADDER[better]);
-            left = now + left - c;
-            sel.used = sel.used + c - now;
-            sel.forms[i] = Some(better);
-        }
-    }
+    let summary = chosen.summary.as_ref();
+    let summary_tokens = summary.map_or(0, |s| s.tokens);
+    chosen.sel.fill(
+        middle.ranges,
+        &mut costs,
+        room - chosen.sel.used - summary_tokens,
+    );
 
     // Assemble: brief, context and first request, summary, kept turns, last turn.
     let mut out = shaped;
     out.messages = vec![brief_msg];
-    let mut verbatim = Part::default();
-    let mut shortened = Part::default();
-    let mut tools = ToolStats::default();
-    let source_part = |range: &Range<usize>, turns: usize| Part {
-        turns,
-        messages: conversation(&msgs[range.clone()]),
-        source_tokens: source_of(range),
-        written_tokens: 0,
-    };
-    // The always-kept layer.
-    let fixed_out = fixed_msgs.all();
-    let always = Part {
-        turns: usize::from(first_user.is_some())
-            + usize::from(last.is_some() && last != first_user),
-        messages: fixed_msgs.source_messages(msgs),
-        source_tokens: fixed_msgs
-            .source_ranges()
-            .iter()
-            .map(|r| source_part(r, 0).source_tokens)
-            .sum(),
-        written_tokens: costs.exact(&fixed_out),
-    };
     let (head, tail) = fixed_msgs.split();
     out.messages.extend(head);
-    if let Some((m, _, _, _)) = &summary {
-        out.messages.push(m.clone());
+    if let Some(s) = summary {
+        out.messages.push(s.message.clone());
     }
-    report.needs_full_read = chose_reduced_whole
-        || fixed_msgs
-            .source_ranges()
-            .iter()
-            .any(|r| has_reduced(&msgs[r.clone()]))
-        || middle
-            .iter()
-            .zip(&sel.forms)
-            .any(|(r, f)| is_whole(*f) && has_reduced(&msgs[r.clone()]))
-        || reached_fold;
-    for (i, r) in middle.iter().enumerate() {
-        let Some(at) = sel.forms[i] else { continue };
-        let (rendered, stats) = render(&msgs[r.clone()], LADDER[at]);
-        tools.add(stats);
-        let mut part = source_part(r, usize::from(msgs[r.start].role == Role::User));
-        // Costed already, when the turn's form was chosen.
-        part.written_tokens = costs.of(r, LADDER[at]);
-        if at == 0 {
-            verbatim.add(part);
-        } else {
-            shortened.add(part);
-        }
-        out.messages.extend(rendered);
-    }
-    tools.add(fixed_msgs.tools);
+    let mut tally = Tally::default();
+    middle.write_kept(&chosen.sel, &mut costs, &mut tally, &mut out.messages);
     out.messages.extend(tail);
-    if fixed_msgs.shortened() {
-        shortened.add(always);
-    } else {
-        verbatim.add(always);
-    }
-    // Turns left out: summarized when the summary makes a point of them.
-    let mut summarized = Part::default();
-    let mut left_out = Part::default();
-    let with_point: std::collections::HashSet<usize> = summary
-        .as_ref()
-        .map(|s| s.3.iter().copied().collect())
-        .unwrap_or_default();
-    for (i, r) in middle.iter().enumerate() {
-        if sel.forms[i].is_some() {
-            continue;
-        }
-        let part = source_part(r, usize::from(msgs[r.start].role == Role::User));
-        if with_point.contains(&numbers[i]) {
-            summarized.add(part);
-        } else {
-            left_out.add(part);
-        }
-    }
-    for t in folded {
-        let part = Part {
-            turns: usize::from(t.user),
-            messages: t.conversation as usize,
-            source_tokens: t.source_tokens,
-            written_tokens: 0,
-        };
-        if with_point.contains(&t.number) {
-            summarized.add(part);
-        } else {
-            left_out.add(part);
-        }
-    }
-    report.verbatim = verbatim;
-    report.shortened = shortened;
-    report.summarized = summarized;
-    report.left_out = left_out;
-    let mut source = Part::default();
-    for part in [verbatim, shortened, summarized, left_out] {
-        source.add(part);
-    }
-    source.written_tokens = 0;
-    report.source = source;
-    report.kept_tokens = verbatim.written_tokens + shortened.written_tokens;
-    report.summary_tokens = summary_tokens;
-    if let Some((_, _, points, _)) = &summary {
-        report.summary_points = *points;
-    }
-    report.summary_points_kept = summary.as_ref().map_or(0, |s| s.3.len());
-    report.tool_calls_whole = tools.whole;
-    report.tool_calls_one_line = tools.one_line;
-    report.tool_outputs_trimmed = tools.trimmed;
-    report.tool_output_chars_cut = tools.chars_cut;
-    report.total_tokens = report.brief_tokens + report.kept_tokens + report.summary_tokens;
+    fixed_msgs.tally(
+        layout.always_kept_turns(),
+        msgs,
+        &source,
+        &costs,
+        &mut tally,
+    );
+    middle.tally_left_out(&chosen.sel, summary, &mut tally);
+    report.needs_full_read = chosen.chose_reduced_whole
+        || fixed_msgs.has_reduced(msgs)
+        || middle.keeps_reduced_whole(&chosen.sel)
+        || chosen.reached_fold;
+    report.add_up(&tally, summary);
     // A plan to be made again from a full read costed turns read in part lower (see
     // `REDUCED_SLACK`); it is never written.
-    debug_assert!(
-        report.needs_full_read
-            || report.total_tokens
-                == out
-                    .messages
-                    .iter()
-                    .map(|m| cost(p.tokenizer, m))
-                    .sum::<usize>()
-    );
+    debug_assert!(report.needs_full_read || report.total_tokens == costs.exact(&out.messages));
     // Freeing tens of thousands of messages one by one is a few percent of a long relay, and
     // nothing waits for it.
     std::thread::spawn(move || drop(all));
     Ok((out, report))
 }
 
-/// The number of each middle turn among the session's user turns (1 = the first request),
-/// `folded` turns having come after the first.
-fn turn_numbers(
-    turns: &[Turn],
-    middle: &[Range<usize>],
+/// Where each turn of the session (the preamble taken out) stands: in the always-kept layer
+/// (context, first request, last turn) or among the middle turns the fit weighs.
+struct Layout {
+    turns: Vec<Turn>,
     first_user: Option<usize>,
-    folded: usize,
-) -> Vec<usize> {
-    let mut number_of: HashMap<usize, usize> = HashMap::default();
-    let mut n = 0;
-    for t in turns {
-        if t.user {
-            n += 1;
-            number_of.insert(t.range.start, if n > 1 { n + folded } else { n });
+    /// The last turn, always kept whole; a session whose only turn is the first request keeps
+    /// that turn as its last.
+    last: Option<usize>,
+    /// Context a compaction or the agent left before the first request.
+    context: Option<Range<usize>>,
+    /// User turns after the first and before the last, plus the rest of the first turn (after
+    /// its request) when it is not also the last.
+    middle: Vec<Range<usize>>,
+    /// Middle turns older than this one were folded, or are older than those (the rest of the
+    /// first turn).
+    fold_at: usize,
+}
+
+impl Layout {
+    fn of(msgs: &[Message]) -> Layout {
+        let turns = segment(msgs);
+        let n = turns.len();
+        let first_user = turns.iter().position(|t| t.user);
+        let last = turns.iter().rposition(|t| t.user);
+        let context = turns.first().filter(|t| !t.user).map(|t| t.range.clone());
+        let mut middle: Vec<Range<usize>> = Vec::new();
+        let mut fold_at = 0;
+        if let Some(f) = first_user
+            && Some(f) != last
+        {
+            let r = turns[f].range.clone();
+            if r.len() > 1 {
+                middle.push(r.start + 1..r.end);
+                fold_at = 1;
+            }
+            for t in turns.iter().take(last.unwrap_or(n)).skip(f + 1) {
+                middle.push(t.range.clone());
+            }
+        }
+        Layout {
+            turns,
+            first_user,
+            last,
+            context,
+            middle,
+            fold_at,
         }
     }
-    let first_start = first_user.map(|f| turns[f].range.start);
-    middle
-        .iter()
-        .map(|r| match number_of.get(&r.start) {
-            Some(&k) => k,
-            // The rest of the first turn, after its request.
-            None if first_start.is_some_and(|s| r.start == s + 1) => 1,
-            None => 0,
-        })
-        .collect()
+
+    /// The user turns the always-kept layer holds: the first, and the last when it is another.
+    fn always_kept_turns(&self) -> usize {
+        usize::from(self.first_user.is_some())
+            + usize::from(self.last.is_some() && self.last != self.first_user)
+    }
+
+    /// The number of each middle turn among the session's user turns (1 = the first request),
+    /// `folded` turns having come after the first.
+    fn turn_numbers(&self, folded: usize) -> Vec<usize> {
+        let turns = &self.turns;
+        let mut number_of: HashMap<usize, usize> = HashMap::default();
+        let mut n = 0;
+        for t in turns {
+            if t.user {
+                n += 1;
+                number_of.insert(t.range.start, if n > 1 { n + folded } else { n });
+            }
+        }
+        let first_start = self.first_user.map(|f| turns[f].range.start);
+        self.middle
+            .iter()
+            .map(|r| match number_of.get(&r.start) {
+                Some(&k) => k,
+                // The rest of the first turn, after its request.
+                None if first_start.is_some_and(|s| r.start == s + 1) => 1,
+                None => 0,
+            })
+            .collect()
+    }
+}
+
+/// Layer 1: the always-kept messages, shortened step by step while they alone exceed the budget,
+/// and what they cost with the brief. Errors, with the tokens they need, when even the shortest
+/// do not fit.
+fn always_kept(
+    msgs: &[Message],
+    layout: &Layout,
+    p: &FitParams,
+    brief_tokens: usize,
+) -> Result<(Fixed, usize)> {
+    let mut fixed_msgs = fixed_layer(
+        msgs,
+        layout.context.clone(),
+        &layout.turns,
+        layout.first_user,
+        layout.last,
+    );
+    let fixed_count = |m: &[Message]| m.iter().map(|x| cost(p.tokenizer, x)).sum::<usize>();
+    let mut fixed = fixed_count(&fixed_msgs.all()) + brief_tokens;
+    let mut step = 0;
+    while fixed > p.budget && step < 3 {
+        let room = p.budget.saturating_sub(brief_tokens);
+        fixed_msgs.degrade(step, msgs, &|m: &[Message]| fixed_count(m) <= room);
+        step += 1;
+        fixed = fixed_count(&fixed_msgs.all()) + brief_tokens;
+    }
+    if fixed > p.budget {
+        bail!(
+            "the budget of {} tokens is too small: the handoff brief, the first request and the last \
+             user message with what follows need {} tokens even when shortened. Use a larger --budget.",
+            crate::text::thousands(p.budget as u64),
+            crate::text::thousands(fixed as u64)
+        );
+    }
+    Ok((fixed_msgs, fixed))
+}
+
+/// The source side of the messages in `range`, `turns` of the user's turns: how many messages
+/// the source counts there, and their estimated size (`source` holds each message's).
+fn source_part(msgs: &[Message], source: &[usize], range: &Range<usize>, turns: usize) -> Part {
+    Part {
+        turns,
+        messages: conversation(&msgs[range.clone()]),
+        source_tokens: source[range.clone()].iter().sum::<usize>(),
+        written_tokens: 0,
+    }
+}
+
+/// The middle turns as layers 2 and 3 weigh them, and the turns the reader folded, which stand
+/// among them (before `fold_at`) and are never kept.
+struct Middle<'a> {
+    msgs: &'a [Message],
+    /// Each message's `source_tokens`, by its index in `msgs`.
+    source: &'a [usize],
+    ranges: &'a [Range<usize>],
+    /// Each middle turn's number among the session's user turns (`Layout::turn_numbers`).
+    numbers: Vec<usize>,
+    fold_at: usize,
+    folded: &'a [FoldedTurn],
+    /// The newest folded turn's messages, as shaped.
+    newest_folded: &'a [Message],
+}
+
+/// What layers 2 and 3 chose.
+struct Chosen {
+    sel: Selection,
+    summary: Option<Summary>,
+    /// A turn read in part chosen whole in any round: the rounds that follow depend on it (the
+    /// summary's reserve), so the whole fit must be made again from a full read.
+    chose_reduced_whole: bool,
+    /// The fit would keep a folded turn in some form, in any round.
+    reached_fold: bool,
+}
+
+/// What the fit kept and left out of the source, added up while the relay is assembled.
+#[derive(Default)]
+struct Tally {
+    verbatim: Part,
+    shortened: Part,
+    summarized: Part,
+    left_out: Part,
+    tools: ToolStats,
+}
+
+impl<'a> Middle<'a> {
+    /// Layers 2 and 3 within `room`: the turns to keep and the summary of the others. Room for
+    /// the summary is set aside first, unless the whole middle may fit; a summary smaller than
+    /// what was set aside leaves room, so the turns are chosen again with it (three rounds at
+    /// most).
+    fn choose(&self, costs: &mut Costs, room: usize, p: &FitParams) -> Chosen {
+        let estimate: usize = (self.ranges.iter())
+            .map(|r| self.source[r.clone()].iter().sum::<usize>())
+            .sum::<usize>()
+            + self.folded.iter().map(|t| t.source_tokens).sum::<usize>();
+        let mut reserve = if estimate <= room {
+            0
+        } else {
+            p.summary_max_tokens.min(room / 4)
+        };
+        let mut candidates = Candidates::default();
+        let mut chose_reduced_whole = false;
+        let mut reached_fold = false;
+        let beyond = Some(self.newest_folded).filter(|_| !self.folded.is_empty());
+        let oldest = if self.folded.is_empty() {
+            0
+        } else {
+            self.fold_at
+        };
+        let mut round = 0;
+        loop {
+            let sel = choose(
+                self.ranges,
+                oldest,
+                beyond,
+                costs,
+                room.saturating_sub(reserve),
+                p,
+            );
+            reached_fold |= !self.folded.is_empty() && sel.reached_oldest;
+            chose_reduced_whole |= self.keeps_reduced_whole(&sel);
+            let left = self.left_out(&sel);
+            let summary = if left.is_empty() {
+                None
+            } else {
+                let cap = p.summary_max_tokens.min(room - sel.used);
+                summarize(&left, cap, p.tokenizer, &mut candidates)
+            };
+            let s = summary.as_ref().map_or(0, |x| x.tokens);
+            round += 1;
+            if left.is_empty() || round >= 3 || s + 8 >= reserve {
+                return Chosen {
+                    sel,
+                    summary,
+                    chose_reduced_whole,
+                    reached_fold,
+                };
+            }
+            reserve = s;
+        }
+    }
+
+    /// The turns `sel` leaves out, in order (keyed for `Candidates`): the middle turns not
+    /// chosen, with the folded turns in their place.
+    fn left_out(&self, sel: &Selection) -> Vec<(usize, LeftOut<'a>)> {
+        let mut left: Vec<(usize, LeftOut)> = (0..self.ranges.len())
+            .filter(|&i| sel.forms[i].is_none())
+            .map(|i| {
+                (
+                    i,
+                    LeftOut::of(self.numbers[i], &self.msgs[self.ranges[i].clone()]),
+                )
+            })
+            .collect();
+        let folded_at = left.partition_point(|(i, _)| *i < self.fold_at);
+        left.splice(
+            folded_at..folded_at,
+            (self.folded.iter().enumerate())
+                .map(|(j, t)| (self.ranges.len() + j, LeftOut::folded(t.number, t))),
+        );
+        left
+    }
+
+    /// Whether `sel` keeps whole a turn the reader read only in part.
+    fn keeps_reduced_whole(&self, sel: &Selection) -> bool {
+        (self.ranges.iter())
+            .zip(&sel.forms)
+            .any(|(r, f)| is_whole(*f) && has_reduced(&self.msgs[r.clone()]))
+    }
+
+    /// A middle turn's source side (one of the user's turns when it starts with a request).
+    fn source_part(&self, r: &Range<usize>) -> Part {
+        let user = self.msgs[r.start].role == Role::User;
+        source_part(self.msgs, self.source, r, usize::from(user))
+    }
+
+    /// Writes the kept turns to `out`, each in its chosen form, and tallies them.
+    fn write_kept(
+        &self,
+        sel: &Selection,
+        costs: &mut Costs,
+        tally: &mut Tally,
+        out: &mut Vec<Message>,
+    ) {
+        for (i, r) in self.ranges.iter().enumerate() {
+            let Some(at) = sel.forms[i] else { continue };
+            let (rendered, stats) = render(&self.msgs[r.clone()], LADDER[at]);
+            tally.tools.add(stats);
+            let mut part = self.source_part(r);
+            // Costed already, when the turn's form was chosen.
+            part.written_tokens = costs.of(r, LADDER[at]);
+            if at == 0 {
+                tally.verbatim.add(part);
+            } else {
+                tally.shortened.add(part);
+            }
+            out.extend(rendered);
+        }
+    }
+
+    /// Tallies the turns left out, the folded ones with them: summarized when the summary
+    /// makes a point of them.
+    fn tally_left_out(&self, sel: &Selection, summary: Option<&Summary>, tally: &mut Tally) {
+        let with_point: std::collections::HashSet<usize> = summary
+            .map(|s| s.turns.iter().copied().collect())
+            .unwrap_or_default();
+        let mut add = |number: usize, part: Part| {
+            if with_point.contains(&number) {
+                tally.summarized.add(part);
+            } else {
+                tally.left_out.add(part);
+            }
+        };
+        for (i, r) in self.ranges.iter().enumerate() {
+            if sel.forms[i].is_none() {
+                add(self.numbers[i], self.source_part(r));
+            }
+        }
+        for t in self.folded {
+            let part = Part {
+                turns: usize::from(t.user),
+                messages: t.conversation as usize,
+                source_tokens: t.source_tokens,
+                written_tokens: 0,
+            };
+            add(t.number, part);
+        }
+    }
+}
+
+impl FitReport {
+    /// The report's parts and totals, from what the fit kept and left out.
+    fn add_up(&mut self, t: &Tally, summary: Option<&Summary>) {
+        self.verbatim = t.verbatim;
+        self.shortened = t.shortened;
+        self.summarized = t.summarized;
+        self.left_out = t.left_out;
+        let mut source = Part::default();
+        for part in [t.verbatim, t.shortened, t.summarized, t.left_out] {
+            source.add(part);
+        }
+        source.written_tokens = 0;
+        self.source = source;
+        self.kept_tokens = t.verbatim.written_tokens + t.shortened.written_tokens;
+        self.summary_tokens = summary.map_or(0, |s| s.tokens);
+        self.summary_points = summary.map_or(0, |s| s.points);
+        self.summary_points_kept = summary.map_or(0, |s| s.turns.len());
+        self.tool_calls_whole = t.tools.whole;
+        self.tool_calls_one_line = t.tools.one_line;
+        self.tool_outputs_trimmed = t.tools.trimmed;
+        self.tool_output_chars_cut = t.tools.chars_cut;
+        self.total_tokens = self.brief_tokens + self.kept_tokens + self.summary_tokens;
+    }
 }
 
 /// Layer 2: each middle turn from `oldest` on, newest first, in the most faithful form its age
@@ -972,15 +1121,24 @@ fn choose(
     }
 }
 
-/// Layer 3: the summary of the turns left out, within `cap` tokens: (message, tokens, candidate
-/// points, turn numbers with a point). `known` keeps each turn's candidate points for the next
-/// summary of the same relay.
+/// Layer 3's summary of the turns left out.
+struct Summary {
+    message: Message,
+    tokens: usize,
+    /// The points it could have made.
+    points: usize,
+    /// The numbers of the turns it makes a point of.
+    turns: Vec<usize>,
+}
+
+/// Layer 3: the summary of the turns left out, within `cap` tokens. `known` keeps each turn's
+/// candidate points for the next summary of the same relay.
 fn summarize(
     keyed: &[(usize, LeftOut)],
     cap: usize,
     tok: Tokenizer,
     known: &mut Candidates,
-) -> Option<(Message, usize, usize, Vec<usize>)> {
+) -> Option<Summary> {
     let (points, costs) = known.points(keyed, tok);
     let left: Vec<LeftOut> = keyed.iter().map(|(_, t)| *t).collect();
     let time = left
@@ -1000,7 +1158,12 @@ fn summarize(
         let c = cost(tok, &m);
         if c <= cap {
             let turns = chosen.iter().map(|&i| points[i].turn()).collect();
-            return Some((m, c, points.len(), turns));
+            return Some(Summary {
+                message: m,
+                tokens: c,
+                points: points.len(),
+                turns,
+            });
         }
         // Counted in one piece the text costs a little more than its lines did: drop the last
         // point of the least important kind until it fits.
@@ -1101,6 +1264,37 @@ impl Fixed {
 
     fn shortened(&self) -> bool {
         self.shortened
+    }
+
+    /// Whether the reader read any of the layer's messages only in part.
+    fn has_reduced(&self, msgs: &[Message]) -> bool {
+        (self.source_ranges().iter()).any(|r| has_reduced(&msgs[r.clone()]))
+    }
+
+    /// Tallies the layer, which holds `turns` of the user's turns: shortened when a
+    /// degradation step had to shorten it.
+    fn tally(
+        &self,
+        turns: usize,
+        msgs: &[Message],
+        source: &[usize],
+        costs: &Costs,
+        tally: &mut Tally,
+    ) {
+        tally.tools.add(self.tools);
+        let part = Part {
+            turns,
+            messages: self.source_messages(msgs),
+            source_tokens: (self.source_ranges().iter())
+                .map(|r| source[r.clone()].iter().sum::<usize>())
+                .sum(),
+            written_tokens: costs.exact(&self.all()),
+        };
+        if self.shortened() {
+            tally.shortened.add(part);
+        } else {
+            tally.verbatim.add(part);
+        }
     }
 
     /// One step of shortening, each taken only as far as needed: the mildest setting after

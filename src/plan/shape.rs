@@ -97,21 +97,7 @@ impl<'a> Shaper<'a> {
 
     /// The next part of the session, shaped, after `first` when given.
     pub fn part(&mut self, messages: Vec<Message>, first: Option<Message>) -> Vec<Message> {
-        let stats = &mut self.stats;
-        let target = self.target;
-        // Pair calls and results by id first: parallel calls complete out of order.
-        let mut result_of: HashMap<String, usize> = HashMap::new();
-        for (i, m) in messages.iter().enumerate() {
-            if m.role == Role::ToolResult
-                && let Some(id) = m.tool_call_id.as_deref()
-                && !self.results.contains(id)
-                && !result_of.contains_key(id)
-            {
-                result_of.insert(id.to_string(), i);
-            }
-        }
-        let answered = |id: &str| result_of.contains_key(id) || self.results.contains(id);
-
+        let result_of = self.first_results(&messages);
         // The shaped messages are written over the source's, in the same list: a long
         // session's list was otherwise held twice, the source's and the shaped one, at the
         // peak of a relay.
@@ -128,7 +114,7 @@ impl<'a> Shaper<'a> {
                 }
                 Role::Reasoning => {
                     if !m.content.trim().is_empty() {
-                        stats.reasoning += 1;
+                        self.stats.reasoning += 1;
                         out.push(carry(m, Role::Reasoning));
                     }
                 }
@@ -142,97 +128,20 @@ impl<'a> Shaper<'a> {
                     }
                     // Injected environment, instructions and UI lines describe the source
                     // agent's own setup; the target injects its own.
-                    _ => stats.dropped_context += 1,
+                    _ => self.stats.dropped_context += 1,
                 },
                 Role::ToolCall => {
-                    let id = m.tool_call_id.clone().unwrap_or_default();
-                    let has_result = answered(&id);
-                    let native = if has_result {
-                        target.native_tool(&m, self.same_agent)
-                    } else {
-                        None
-                    };
-                    match native {
-                        Some((native_name, native_input)) => {
-                            stats.structured_tool_calls += 1;
-                            let new_id = sanitize_call_id(&id, self.structured.len());
-                            self.id_map.insert(id.clone(), new_id.clone());
-                            self.structured.insert(&id);
-                            let custom = m.metadata.get("custom");
-                            let (kind, key_arg) = (m.tool_kind, m.key_arg.clone());
-                            let mut c = carry(m, Role::ToolCall);
-                            c.tool_call_id = Some(new_id);
-                            c.tool_name = Some(native_name);
-                            c.tool_input = Some(native_input);
-                            c.tool_kind = kind;
-                            c.key_arg = key_arg;
-                            if let Some(custom) = custom {
-                                c.metadata.insert("custom", custom);
-                            }
-                            out.push(c);
-                        }
-                        None => {
-                            stats.text_tool_calls += 1;
-                            if has_result {
-                                // Rendered where the result arrives, with it.
-                                self.text_calls.insert(id, m);
-                            } else {
-                                out.push(
-                                    Message::new(Role::Assistant, calls::transcript(&m, None))
-                                        .with_time(m.timestamp.clone())
-                                        .with_meta("kind", "tool_transcript")
-                                        .with_meta("oneline", calls::one_line(&m, None)),
-                                )
-                            }
-                        }
-                    }
+                    let id = m.tool_call_id.as_deref().unwrap_or_default();
+                    let answered = result_of.contains_key(id) || self.results.contains(id);
+                    self.tool_call(m, answered, out);
                 }
                 Role::ToolResult => {
-                    let id = m.tool_call_id.clone().unwrap_or_default();
+                    let id = m.tool_call_id.as_deref().unwrap_or_default();
                     // Only a call's first result answers it; any other is an orphan.
-                    if result_of.get(id.as_str()) != Some(&i) {
-                        stats.dropped_orphan_results += 1;
-                        continue;
-                    }
-                    if self.structured.contains(&id) {
-                        let mut kept = Meta::new();
-                        // The exit code travels; the output's full length, its size as the
-                        // source held it and whether the reader took it only in part stay for
-                        // the fit.
-                        for key in ["exit_code", "original_chars", "reduced", "source_chars"] {
-                            if let Some(v) = m.metadata.get(key) {
-                                kept.insert(key, v);
-                            }
-                        }
-                        let is_error = m.is_error;
-                        let mut r = carry(m, Role::ToolResult);
-                        r.tool_call_id = self.id_map.get(&id).cloned();
-                        r.is_error = is_error;
-                        r.metadata = kept;
-                        out.push(r);
-                    } else if let Some(call) = self.text_calls.remove(&id) {
-                        let (text, cut_from) = calls::transcript_of(&call, Some(&m));
-                        let mut t = Message::new(Role::Assistant, text)
-                            .with_time(m.timestamp.clone())
-                            .with_meta("kind", "tool_transcript")
-                            .with_meta("oneline", calls::one_line(&call, Some(&m)))
-                            // What the source held, for the report: the call's output in
-                            // full.
-                            .with_meta("source_chars", m.output_chars());
-                        if let Some(v) = m.metadata.get("reduced") {
-                            t.metadata.insert("reduced", v);
-                        }
-                        // Said here, not read back from the text: an output may hold the words.
-                        if m.is_error {
-                            t.metadata.insert("failed", true.into());
-                        }
-                        if let Some(n) = cut_from {
-                            t.metadata.insert("original_chars", n.into());
-                        }
-                        out.push(t);
+                    if result_of.get(id) == Some(&i) {
+                        self.tool_result(m, out);
                     } else {
-                        // A result whose call never appeared: nothing can be paired with it.
-                        stats.dropped_orphan_results += 1;
+                        self.stats.dropped_orphan_results += 1;
                     }
                 }
             }
@@ -246,6 +155,116 @@ impl<'a> Shaper<'a> {
         self.text_calls.retain(|id, _| !results.contains(id));
         out_messages.finish()
     }
+
+    /// The index in `messages` of each call's first result not seen in an earlier part. Calls
+    /// and results are paired by id before any is shaped: parallel calls complete out of order.
+    fn first_results(&self, messages: &[Message]) -> HashMap<String, usize> {
+        let mut result_of: HashMap<String, usize> = HashMap::new();
+        for (i, m) in messages.iter().enumerate() {
+            if m.role == Role::ToolResult
+                && let Some(id) = m.tool_call_id.as_deref()
+                && !self.results.contains(id)
+                && !result_of.contains_key(id)
+            {
+                result_of.insert(id.to_string(), i);
+            }
+        }
+        result_of
+    }
+
+    /// A tool call: structured when it is `answered` and the target has an equivalent tool;
+    /// else as text, held back to be rendered with its result when it is answered.
+    fn tool_call(&mut self, m: Message, answered: bool, out: &mut InPlace) {
+        let id = m.tool_call_id.clone().unwrap_or_default();
+        let native = if answered {
+            self.target.native_tool(&m, self.same_agent)
+        } else {
+            None
+        };
+        match native {
+            Some((native_name, native_input)) => {
+                self.stats.structured_tool_calls += 1;
+                let new_id = sanitize_call_id(&id, self.structured.len());
+                self.id_map.insert(id.clone(), new_id.clone());
+                self.structured.insert(&id);
+                let custom = m.metadata.get("custom");
+                let (kind, key_arg) = (m.tool_kind, m.key_arg.clone());
+                let mut c = carry(m, Role::ToolCall);
+                c.tool_call_id = Some(new_id);
+                c.tool_name = Some(native_name);
+                c.tool_input = Some(native_input);
+                c.tool_kind = kind;
+                c.key_arg = key_arg;
+                if let Some(custom) = custom {
+                    c.metadata.insert("custom", custom);
+                }
+                out.push(c);
+            }
+            None => {
+                self.stats.text_tool_calls += 1;
+                if answered {
+                    // Rendered where the result arrives, with it.
+                    self.text_calls.insert(id, m);
+                } else {
+                    out.push(
+                        Message::new(Role::Assistant, calls::transcript(&m, None))
+                            .with_time(m.timestamp.clone())
+                            .with_meta("kind", "tool_transcript")
+                            .with_meta("oneline", calls::one_line(&m, None)),
+                    )
+                }
+            }
+        }
+    }
+
+    /// A call's first result: structured after a structured call, as one text with a call
+    /// that travels as text; a result whose call never appeared is dropped.
+    fn tool_result(&mut self, m: Message, out: &mut InPlace) {
+        let id = m.tool_call_id.clone().unwrap_or_default();
+        if self.structured.contains(&id) {
+            let mut kept = Meta::new();
+            // The exit code travels; the output's full length, its size as the source held it
+            // and whether the reader took it only in part stay for the fit.
+            for key in ["exit_code", "original_chars", "reduced", "source_chars"] {
+                if let Some(v) = m.metadata.get(key) {
+                    kept.insert(key, v);
+                }
+            }
+            let is_error = m.is_error;
+            let mut r = carry(m, Role::ToolResult);
+            r.tool_call_id = self.id_map.get(&id).cloned();
+            r.is_error = is_error;
+            r.metadata = kept;
+            out.push(r);
+        } else if let Some(call) = self.text_calls.remove(&id) {
+            out.push(transcript(&call, &m));
+        } else {
+            // A result whose call never appeared: nothing can be paired with it.
+            self.stats.dropped_orphan_results += 1;
+        }
+    }
+}
+
+/// A call that travels as text and its result, as one transcript.
+fn transcript(call: &Message, result: &Message) -> Message {
+    let (text, cut_from) = calls::transcript_of(call, Some(result));
+    let mut t = Message::new(Role::Assistant, text)
+        .with_time(result.timestamp.clone())
+        .with_meta("kind", "tool_transcript")
+        .with_meta("oneline", calls::one_line(call, Some(result)))
+        // What the source held, for the report: the call's output in full.
+        .with_meta("source_chars", result.output_chars());
+    if let Some(v) = result.metadata.get("reduced") {
+        t.metadata.insert("reduced", v);
+    }
+    // Said here, not read back from the text: an output may hold the words.
+    if result.is_error {
+        t.metadata.insert("failed", true.into());
+    }
+    if let Some(n) = cut_from {
+        t.metadata.insert("original_chars", n.into());
+    }
+    t
 }
 
 /// A list whose messages are taken one by one, in order, and replaced by what they become:
