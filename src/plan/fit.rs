@@ -506,7 +506,7 @@ impl<'a> Costs<'a> {
     /// Counts ahead, on every core, the messages of the newest middle turns (about twice the
     /// room's worth, by `source_tokens`) that a form could keep as they are: the fit costs turns
     /// one at a time, newest first, and counting is most of its time. Older turns are counted
-    /// when the fit reaches them, as before; the counts are the same either way.
+    /// when the fit reaches them; the counts are the same either way.
     fn count_newest(&mut self, middle: &[Range<usize>], room: usize) {
         use rayon::prelude::*;
         let mut ahead = Vec::new();
