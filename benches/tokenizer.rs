@@ -92,6 +92,7 @@ fn corpus(mb: usize) -> Vec<(&'static str, Vec<String>)> {
     let md: String = ["README.md", "CHANGELOG.md"]
         .iter()
         .filter_map(|f| std::fs::read_to_string(root.join(f)).ok())
+        .chain(read_all("docs", ".md"))
         .collect::<Vec<_>>()
         .join("\n\n");
     let paragraphs: Vec<&str> = md.split("\n\n").filter(|p| p.len() > 40).collect();

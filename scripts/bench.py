@@ -39,8 +39,8 @@ Each relay and peer conversion is checked after its runs: the session it wrote i
 scratch target home, its lines counted, and it is read back with `session-relay show FILE`
 (reported as "wrote ... read back: N messages").
 
-Output: a plain table while running, then Markdown tables to paste into the README (also in
-target/bench-results.md) and the raw results as JSON (target/bench-results.json).
+Output: a plain table while running, then Markdown tables to paste into docs/performance.md
+(also in target/bench-results.md) and the raw results as JSON (target/bench-results.json).
 
 A default run (sizes 1,10,100,300, both shapes, 3 runs, all three peers) took 18 minutes on the
 shared 2-core machine (load average 10-15 from other work) with the data cached; generating

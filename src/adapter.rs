@@ -478,7 +478,7 @@ pub struct Cli {
     pub npm_package: &'static str,
     /// The versions this adapter's writer was verified against (the real-client suite opens
     /// relayed sessions in them), oldest first. This is the one list of them in the code:
-    /// `doctor` compares the installed CLI with it, and a test checks that the README and the
+    /// `doctor` compares the installed CLI with it, and a test checks that docs/agents.md and the
     /// real-client installer name the same versions.
     pub verified_versions: &'static [&'static str],
 }

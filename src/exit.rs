@@ -1,4 +1,4 @@
-//! Exit codes (documented in the README) and the error that carries one.
+//! Exit codes (documented in docs/usage.md) and the error that carries one.
 
 use std::fmt;
 

@@ -1,6 +1,6 @@
 //! session-relay: move a coding-agent session into another agent's own store.
 //!
-//! Data flows one way (see the README's Design section):
+//! Data flows one way (see the Design section of docs/development.md):
 //!
 //! command line (`cli`) -> options -> select (`select`: discover, list, cache) -> read
 //! (`adapters`, through `adapter`) -> neutral session (`model`) -> plan (`plan`: shape, brief,

@@ -3,7 +3,7 @@
 //! against tiktoken-rs). A session's text is data: special-token text such as
 //! `<|endoftext|>` in it counts as the plain text it is, as the API tokenizes it. Claude's
 //! tokenizer is not public: `estimate` is a character-based count calibrated on real Claude Code
-//! usage (see the README for the data and how far off it can be).
+//! usage (see docs/budget-and-fit.md for the data and how far off it can be).
 
 use serde::{Deserialize, Serialize};
 
@@ -125,10 +125,10 @@ struct Rates {
     other_block: usize,
 }
 
-/// Calibrated on real Claude Code sessions (see the README): 3.2 ASCII characters a token for
-/// the models up to Opus 4.6, and 2.4 for the current ones, whose tokenizer yields about 1.32
-/// times as many tokens on the same text; one token per other character (CJK takes about one,
-/// emoji several, Cyrillic less).
+/// Calibrated on real Claude Code sessions (see docs/budget-and-fit.md): 3.2 ASCII characters
+/// a token for the models up to Opus 4.6, and 2.4 for the current ones, whose tokenizer yields
+/// about 1.32 times as many tokens on the same text; one token per other character (CJK takes
+/// about one, emoji several, Cyrillic less).
 const LEGACY: Rates = Rates {
     ascii_x10: 32,
     tool_block: 25,

@@ -93,7 +93,7 @@ pub fn itemized(plan: &PlanReport, out: &mut dyn Write) -> io::Result<()> {
     if fit.tokenizer == "estimate" {
         writeln!(
             out,
-            "  source tokens are estimated (characters / 4); written tokens with the calibrated estimate (see the README)"
+            "  source tokens are estimated (characters / 4); written tokens with the calibrated estimate (see docs/budget-and-fit.md)"
         )?;
     } else {
         writeln!(

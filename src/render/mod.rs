@@ -1,5 +1,5 @@
 //! The render stage: every command's report as text for people or as JSON for programs, in one
-//! place per command. JSON output always carries `schema_version` (see the README).
+//! place per command. JSON output always carries `schema_version` (see docs/usage.md).
 
 mod clean;
 mod doctor;

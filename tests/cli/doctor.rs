@@ -221,11 +221,12 @@ fn doctor_reports_the_ledger_and_a_broken_config_instead_of_failing() {
 }
 
 /// The versions the writers are verified against are listed once in the code (each adapter's
-/// `verified_versions`); the README's table and the real-client installer must say the same.
+/// `verified_versions`); the table in docs/agents.md and the real-client installer must say the
+/// same.
 #[test]
-fn verified_versions_agree_between_the_code_the_readme_and_the_installer() {
+fn verified_versions_agree_between_the_code_the_docs_and_the_installer() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let table = std::fs::read_to_string(root.join("docs/agents.md")).unwrap();
     let install = std::fs::read_to_string(root.join("tests/realclients/install.sh")).unwrap();
     let mut checked = 0;
     for a in session_relay::adapters::registry() {
@@ -236,12 +237,16 @@ fn verified_versions_agree_between_the_code_the_readme_and_the_installer() {
             "{} names no verified version",
             a.name()
         );
-        let row = readme
+        let row = table
             .lines()
             .find(|l| l.starts_with(&format!("| {} | `{cli}` |", a.display_name())))
-            .unwrap_or_else(|| panic!("README: no verified-versions row for {}", a.name()));
+            .unwrap_or_else(|| panic!("docs/agents.md: no verified-versions row for {}", a.name()));
         for v in verified {
-            assert!(row.contains(v), "README row for {}: {row}", a.name());
+            assert!(
+                row.contains(v),
+                "docs/agents.md row for {}: {row}",
+                a.name()
+            );
         }
         let newest = verified.last().unwrap();
         assert!(

@@ -1,6 +1,6 @@
-//! The layout the README's Design section describes, checked on the source itself: no import
-//! cycles among `src/`'s modules (nor among the files of one folder), and adapters that depend
-//! only on the model and the I/O helpers, never on another agent.
+//! The layout the Design section of docs/development.md describes, checked on the source
+//! itself: no import cycles among `src/`'s modules (nor among the files of one folder), and
+//! adapters that depend only on the model and the I/O helpers, never on another agent.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
