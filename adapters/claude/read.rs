@@ -966,155 +966,164 @@ fn stage(
     lean: bool,
 ) -> Vec<Op> {
     let mut out = Stage(Vec::new());
-    let session = &mut out;
     let base = Base {
         ts: timestamp.map(Timestamp::parse),
         line,
         uuid: uuid.filter(|_| !lean),
     };
     match kind {
-        "user" => {
-            let meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
-            let summary = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
-            match message_field(v, "content") {
-                Some(Value::String(s)) => {
-                    session.push(classify_user_text(
-                        base.message(Role::User, s.clone()),
-                        meta,
-                        summary,
-                    ));
-                }
-                Some(Value::Array(items)) => {
-                    let mut texts: Vec<String> = Vec::new();
-                    let mut images: Vec<Value> = Vec::new();
-                    for b in items {
-                        match str_field(b, "type") {
-                            Some("text") => {
-                                texts.push(str_field(b, "text").unwrap_or_default().to_string())
-                            }
-                            Some("image") => {
-                                let media = b
-                                    .pointer("/source/media_type")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("image");
-                                texts.push(format!("[image: {media}]"));
-                                images.push(b.get("source").cloned().unwrap_or(Value::Null));
-                            }
-                            Some("tool_result") => {
-                                let mut m = tool_result(
-                                    &base,
-                                    flatten_content(b.get("content")),
-                                    str_field(b, "tool_use_id"),
-                                    b.get("is_error").and_then(Value::as_bool) == Some(true),
-                                    b.get(ORIGINAL_CHARS).cloned(),
-                                    b.get(REDUCED).cloned(),
-                                    b.get(MASKED).cloned(),
-                                );
-                                if let Some(Value::String(s)) = v.get("toolUseResult")
-                                    && s.starts_with("User rejected")
-                                {
-                                    m = m.with_meta("rejected", true);
-                                }
-                                session.push(m);
-                            }
-                            Some(other) => {
-                                session.push(
-                                    base.message(Role::System, format!("[{other} block]"))
-                                        .with_meta("kind", "unsupported_block")
-                                        .with_meta("block", b.clone()),
-                                );
-                            }
-                            None => {}
-                        }
-                    }
-                    user_texts(session, &base, texts, images, meta, summary);
-                }
-                _ => session.then(Later::Warn(
-                    line,
-                    "user line without message content".into(),
-                )),
-            }
-        }
-        "assistant" => {
-            let ids = Ids {
-                message_id: message_field(v, "id").and_then(Value::as_str),
-                model: message_field(v, "model").and_then(Value::as_str),
-                api_error: v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true),
-                lean,
-            };
-            if let Some(u) = message_field(v, "usage") {
-                let n = |k: &str| u.get(k).and_then(crate::jsonl::as_count).unwrap_or(0);
-                ids.usage(
-                    session,
-                    n("input_tokens")
-                        + n("cache_creation_input_tokens")
-                        + n("cache_read_input_tokens"),
-                );
-            }
-            let content = message_field(v, "content");
-            let items: Vec<Value> = match content {
-                Some(Value::Array(a)) => a.clone(),
-                Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
-                _ => {
-                    session.then(Later::Warn(
-                        line,
-                        "assistant line without message content".into(),
-                    ));
-                    Vec::new()
-                }
-            };
-            for b in &items {
-                let block = match str_field(b, "type") {
-                    Some("text") => AssistantBlock::Text(str_field(b, "text").unwrap_or_default()),
-                    Some("thinking") => AssistantBlock::Thinking {
-                        text: str_field(b, "thinking").unwrap_or_default(),
-                        signed: str_field(b, "signature").is_some_and(|s| !s.is_empty()),
-                    },
-                    Some("redacted_thinking") => AssistantBlock::Redacted,
-                    Some("tool_use") | Some("server_tool_use") => AssistantBlock::ToolUse {
-                        name: str_field(b, "name").unwrap_or("?"),
-                        input: b.get("input").cloned().unwrap_or(Value::Null),
-                        id: str_field(b, "id"),
-                    },
-                    Some(other) => {
-                        session.push(
-                            ids.on(base.message(Role::System, format!("[{other} block]")))
-                                .with_meta("kind", "unsupported_block")
-                                .with_meta("block", b.clone()),
-                        );
-                        continue;
-                    }
-                    None => continue,
-                };
-                assistant_block(session, &base, &ids, block);
-            }
-        }
-        "system" => match str_field(v, "subtype") {
-            Some("compact_boundary") => session.push(compaction(
-                &base,
-                str_field(v, "content"),
-                v.get("compactMetadata").cloned(),
-            )),
-            Some("informational") | Some("local_command") => {
-                if let Some(c) = str_field(v, "content") {
-                    session.push(informational(&base, c));
-                }
-            }
-            other => {
-                let key = format!("system:{}", other.unwrap_or("?"));
-                session.skip(key);
-            }
-        },
+        "user" => user_line(&mut out, &base, v),
+        "assistant" => assistant_line(&mut out, &base, v, lean),
+        "system" => system_line(&mut out, &base, v),
         kind => {
             let sub = v
                 .pointer("/attachment/type")
                 .and_then(Value::as_str)
                 .map(|s| format!("{kind}:{s}"))
                 .unwrap_or_else(|| kind.to_string());
-            session.skip(sub);
+            out.skip(sub);
         }
     }
     out.into_ops()
+}
+
+/// A user line: the person's words (or what Claude Code wrote in their name), with its images
+/// in one message, and each tool result on its own.
+fn user_line(out: &mut Stage, base: &Base, v: &Value) {
+    let meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
+    let summary = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
+    match message_field(v, "content") {
+        Some(Value::String(s)) => {
+            out.push(classify_user_text(
+                base.message(Role::User, s.clone()),
+                meta,
+                summary,
+            ));
+        }
+        Some(Value::Array(items)) => {
+            let mut texts: Vec<String> = Vec::new();
+            let mut images: Vec<Value> = Vec::new();
+            for b in items {
+                match str_field(b, "type") {
+                    Some("text") => {
+                        texts.push(str_field(b, "text").unwrap_or_default().to_string())
+                    }
+                    Some("image") => {
+                        let media = b
+                            .pointer("/source/media_type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("image");
+                        texts.push(format!("[image: {media}]"));
+                        images.push(b.get("source").cloned().unwrap_or(Value::Null));
+                    }
+                    Some("tool_result") => out.push(tool_result_block(base, b, v)),
+                    Some(other) => {
+                        out.push(
+                            base.message(Role::System, format!("[{other} block]"))
+                                .with_meta("kind", "unsupported_block")
+                                .with_meta("block", b.clone()),
+                        );
+                    }
+                    None => {}
+                }
+            }
+            user_texts(out, base, texts, images, meta, summary);
+        }
+        _ => out.then(Later::Warn(
+            base.line,
+            "user line without message content".into(),
+        )),
+    }
+}
+
+/// Tool result block `b` of user line `v`, as `shrink` left it; rejected when the line's copy
+/// for the UI says the person refused the call.
+fn tool_result_block(base: &Base, b: &Value, v: &Value) -> Message {
+    let m = tool_result(
+        base,
+        flatten_content(b.get("content")),
+        str_field(b, "tool_use_id"),
+        b.get("is_error").and_then(Value::as_bool) == Some(true),
+        b.get(ORIGINAL_CHARS).cloned(),
+        b.get(REDUCED).cloned(),
+        b.get(MASKED).cloned(),
+    );
+    match v.get("toolUseResult") {
+        Some(Value::String(s)) if s.starts_with("User rejected") => m.with_meta("rejected", true),
+        _ => m,
+    }
+}
+
+/// An assistant line: one block of an API message (Claude Code writes a line per block), its
+/// usage, and its texts, thinking and tool calls.
+fn assistant_line(out: &mut Stage, base: &Base, v: &Value, lean: bool) {
+    let ids = Ids {
+        message_id: message_field(v, "id").and_then(Value::as_str),
+        model: message_field(v, "model").and_then(Value::as_str),
+        api_error: v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true),
+        lean,
+    };
+    if let Some(u) = message_field(v, "usage") {
+        let n = |k: &str| u.get(k).and_then(crate::jsonl::as_count).unwrap_or(0);
+        ids.usage(
+            out,
+            n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"),
+        );
+    }
+    let content = message_field(v, "content");
+    let items: Vec<Value> = match content {
+        Some(Value::Array(a)) => a.clone(),
+        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
+        _ => {
+            out.then(Later::Warn(
+                base.line,
+                "assistant line without message content".into(),
+            ));
+            Vec::new()
+        }
+    };
+    for b in &items {
+        let block = match str_field(b, "type") {
+            Some("text") => AssistantBlock::Text(str_field(b, "text").unwrap_or_default()),
+            Some("thinking") => AssistantBlock::Thinking {
+                text: str_field(b, "thinking").unwrap_or_default(),
+                signed: str_field(b, "signature").is_some_and(|s| !s.is_empty()),
+            },
+            Some("redacted_thinking") => AssistantBlock::Redacted,
+            Some("tool_use") | Some("server_tool_use") => AssistantBlock::ToolUse {
+                name: str_field(b, "name").unwrap_or("?"),
+                input: b.get("input").cloned().unwrap_or(Value::Null),
+                id: str_field(b, "id"),
+            },
+            Some(other) => {
+                out.push(
+                    ids.on(base.message(Role::System, format!("[{other} block]")))
+                        .with_meta("kind", "unsupported_block")
+                        .with_meta("block", b.clone()),
+                );
+                continue;
+            }
+            None => continue,
+        };
+        assistant_block(out, base, &ids, block);
+    }
+}
+
+/// A system line: a compaction, or a note Claude Code showed; other subtypes are skipped.
+fn system_line(out: &mut Stage, base: &Base, v: &Value) {
+    match str_field(v, "subtype") {
+        Some("compact_boundary") => out.push(compaction(
+            base,
+            str_field(v, "content"),
+            v.get("compactMetadata").cloned(),
+        )),
+        Some("informational") | Some("local_command") => {
+            if let Some(c) = str_field(v, "content") {
+                out.push(informational(base, c));
+            }
+        }
+        other => out.skip(format!("system:{}", other.unwrap_or("?"))),
+    }
 }
 
 /// A compact boundary: the compaction's text (Claude Code's default when it gives none).
