@@ -138,7 +138,6 @@ enum Op {
 
 pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let subagent_of = super::subagent_parent(path);
-    let stem = super::id_of(path);
     let mut session = Session::new(
         super::NAME,
         if subagent_of.is_some() {
@@ -146,266 +145,399 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
         } else {
             "claude-jsonl"
         },
-        stem.clone(),
+        super::id_of(path),
     );
     session.source_path = Some(path.display().to_string());
 
-    let subagent = subagent_of.is_some();
-    // A relay's read folds older turns as it reads them: the branch is chosen ahead.
-    let mut folding = opts.fold.as_ref().and_then(|fold| {
-        let ahead = super::scan::branch_ahead(path, subagent).ok()?;
-        Some(Folding::new(fold, ahead))
-    });
-    let mut entries: Vec<Kept> = Vec::new();
-    // Chain lines are staged in `session.messages`, every one in file order until the branch
-    // is known, or only the branch's when it was chosen ahead. Room for a message per KB of
-    // the file, more than a long session holds (the bench's transcripts take 3 KB a message):
-    // grown by doubling from empty, the list was copied a dozen times, and pages reserved but
-    // never written take no memory. A system that will not reserve that much (a huge file, a
-    // limit on address space) gets a list that grows.
-    if folding.is_none() {
-        let _ = session.messages.try_reserve_exact(
-            std::fs::metadata(path).map_or(0, |m| usize::try_from(m.len() >> 10).unwrap_or(0)),
-        );
-    }
-    let mut custom_title: Option<String> = None;
-    let mut ai_title: Option<String> = None;
-    let mut summaries: Vec<Value> = Vec::new();
-    let mut last_prompt: Option<String> = None;
-    let mut tags: Vec<Value> = Vec::new();
-    let mut session_id: Option<String> = None;
-    let mut version: Option<String> = None;
-    let mut branch: Option<String> = None;
-    let mut cwd: Option<String> = None;
-    let mut times = TimeSpan::default();
-    let mut entrypoint: Option<String> = None;
-    let mut not_an_object = 0usize;
-
-    // A relay keeps at most `max` characters of any output: tool outputs are cut while each
-    // line is parsed, and with a tail, outputs before it are kept only to their first line.
-    let max = opts.max_tool_output;
-    let first_max = max;
-    let first_cut = first_max.map(|max| OutputCut {
-        max,
-        reduced: opts.full_tail_tokens.is_some(),
-        mask: opts.mask.as_ref().map(|m| &*m.0),
-    });
-    let first_pass = jsonl::Pass {
-        prune: first_max.map(prune),
-        ..Default::default()
+    let mut lines = Lines {
+        chain: ChainLines::new(path, &opts, subagent_of.is_some(), &mut session),
+        envelope: Envelope::default(),
+        records: Records::default(),
+        untyped: 0,
     };
-    let mut links = chain::Links::default();
-    let full_max = max.unwrap_or(usize::MAX);
-    let lean = opts.lean;
-    let pass = jsonl::for_each_line_fast(
-        path,
-        first_pass,
-        |no, text| first_cut.and_then(|cut| fast::facts(no, text, cut, full_max, lean)),
-        |no, v| facts(no, v, first_cut, full_max, lean),
-        |_, line| {
-            let Line::Json(f) = line else { return Ok(()) };
-            let kind = match f.body {
-                Body::NoType => {
-                    not_an_object += 1;
-                    *session
-                        .stats
-                        .unknown_types
-                        .entry("<no type>".into())
-                        .or_default() += 1;
-                    return Ok(());
-                }
-                Body::Chain(entry, link) => {
-                    match folding.as_mut() {
-                        Some(fold) => {
-                            fold.chain_line(entry, &link, &mut session, &mut entries, subagent)
-                        }
-                        None => {
-                            entries.push(entry.keep(&mut session.messages));
-                            links.push(link);
-                        }
-                    }
-                    None
-                }
-                Body::Other(kind, v) => Some((kind, v)),
-            };
-            if let Some(ts) = &f.timestamp {
-                times.see_str(ts);
-            }
-            if let Some(s) = f.session_id {
-                session_id.get_or_insert(s);
-            }
-            if let Some(s) = f.version {
-                version = Some(s);
-            }
-            if let Some(s) = f.branch {
-                branch = Some(s);
-            }
-            if let Some(s) = f.cwd {
-                cwd.get_or_insert(s);
-            }
-            if let Some(s) = f.entrypoint {
-                entrypoint.get_or_insert(s);
-            }
-            let Some((kind, v)) = kind else {
-                return Ok(());
-            };
-            match kind.as_str() {
-                "custom-title" => custom_title = str_field(&v, "customTitle").map(str::to_string),
-                "ai-title" => {
-                    ai_title = str_field(&v, "aiTitle")
-                        .or_else(|| str_field(&v, "title"))
-                        .map(str::to_string)
-                }
-                "summary" => summaries.push(v),
-                "last-prompt" => last_prompt = str_field(&v, "lastPrompt").map(str::to_string),
-                "tag" => tags.push(v),
-                k if NON_CONVERSATION_TYPES.contains(&k) => {
-                    *session.stats.skipped_types.entry(kind).or_default() += 1;
-                }
-                _ => *session.stats.unknown_types.entry(kind).or_default() += 1,
-            }
-            Ok(())
-        },
-    )?;
+    let pass = lines.first_pass(path, &opts, &mut session)?;
     session.record_pass(&pass);
+    let Lines {
+        chain,
+        envelope,
+        mut records,
+        untyped,
+    } = lines;
+    envelope.describe(&mut session, subagent_of.as_ref());
+    records.keep_in(&mut session);
 
-    if let Some(id) = session_id.clone() {
-        if subagent_of.is_none() {
-            session.id = id;
-        } else {
-            // A subagent's lines carry the parent's session id; its own id is the file's.
-            session.parent_id = Some(id);
-        }
-    }
-    if let Some(p) = &subagent_of
-        && session.parent_id.is_none()
-    {
-        session.parent_id = Some(p.clone());
-    }
-    session.source_version = version;
-    session.cwd = cwd;
-    if let Some(b) = branch {
-        session.git = Some(crate::model::GitInfo {
-            branch: Some(b),
-            commit: None,
-            remote: None,
-        });
-    }
-    // Created: the earliest time a line states; updated: the newest (see `TimeSpan`).
-    session.created = times.first();
-    session.updated = times.last();
-    if let Some(e) = entrypoint {
-        session.extra.insert("entrypoint".into(), json!(e));
-    }
-    if !summaries.is_empty() {
-        session
-            .extra
-            .insert("summaries".into(), Value::Array(summaries));
-    }
-    if let Some(p) = &last_prompt {
-        session.extra.insert("last_prompt".into(), json!(p));
-    }
-    if !tags.is_empty() {
-        session.extra.insert("tags".into(), Value::Array(tags));
-    }
-    if let Some(t) = &ai_title {
-        session.extra.insert("ai_title".into(), json!(t));
-    }
-
-    if let Some(fold) = &folding
-        && (fold.differs || fold.next != fold.ahead.chain_lines())
-    {
+    if chain.fold_broken() {
         // This parse of a line is not the one the branch was chosen by (a line that is not
         // JSON to one parser, a key written twice): what was folded may not be the branch's.
         session.folded.get_or_insert_default().broken = true;
         return Ok(session);
     }
-    let chain_lines = folding.as_ref().map_or(entries.len(), |f| f.next);
-    if chain_lines == 0 {
-        if pass.lines > 0 && not_an_object == pass.lines {
-            session.warn(
-                None,
-                format!(
-                    "{} is not a Claude Code transcript: no line has a `type`",
-                    path.display()
-                ),
-            );
-        } else {
-            session.warn(None, "no conversation lines in this transcript".to_string());
-        }
+    if chain.count() == 0 {
+        warn_no_conversation(&mut session, path, pass.lines, untyped);
     }
-
-    let active = match &folding {
-        Some(fold) => {
-            warn_branch(
-                &mut session,
-                fold.ahead.cycle_line,
-                fold.ahead.missing_parent.clone(),
-            );
-            vec![true; entries.len()]
-        }
-        None => active_lines(&entries, &links, subagent, &mut session),
-    };
-    drop(links);
-    if let (Some(max), Some(tail)) = (max, opts.full_tail_tokens) {
-        let tail = Tail {
-            tokens: tail,
-            max,
-            lean,
-        };
-        // The tail reaches back at most to the first line after the folded turns.
-        let floor = session
-            .folded
-            .as_ref()
-            .map_or(0, |f| entries.partition_point(|e| e.first < f.at));
-        let messages = &mut session.messages;
-        read_tail_in_full(path, &pass, &mut entries, messages, &active, floor, tail)?;
-    }
-    let todos = match folding {
-        // What the lines do besides adding messages was done as they were read.
-        Some(fold) => {
-            for (line, w) in fold.warnings {
-                session.warn(Some(line), w);
-            }
-            fold.todos
-        }
-        None => {
-            // The branch's messages, in place; then what else its lines do, in file order.
-            let mut on_branch = entries
-                .iter()
-                .zip(&active)
-                .flat_map(|(e, &on)| std::iter::repeat_n(on, e.count));
-            session
-                .messages
-                .retain(|_| on_branch.next().unwrap_or(false));
-            session.messages.shrink_to_fit();
-            let mut todos = None;
-            let mut seen = 0;
-            let mut usages = Usages::of(&session.messages);
-            for (e, on) in entries.into_iter().zip(active) {
-                if on {
-                    for (after, op) in e.later {
-                        apply(op, seen + after, &mut session, &mut todos, &mut usages);
-                    }
-                    seen += e.count;
-                }
-            }
-            todos
-        }
-    };
-    if let Some(t) = todos {
+    if let Some(t) = chain.into_branch(path, &opts, &pass, &mut session)? {
         session.todos = t;
     }
 
-    session.title = custom_title
-        .or(ai_title)
-        .or_else(|| session.first_user_prompt().map(crate::text::one_line));
+    session.title = records.title(&session);
     if subagent_of.is_none() {
         session.subagents = find_subagents(path);
     }
     session.pair_tool_calls();
     session.fill_times_from_messages();
     Ok(session)
+}
+
+/// The first pass's state: what the lines read so far hold, by kind of line.
+struct Lines {
+    chain: ChainLines,
+    envelope: Envelope,
+    records: Records,
+    /// Lines that are not an object with a string `type`: when every line is one, the file is
+    /// not a transcript.
+    untyped: usize,
+}
+
+impl Lines {
+    /// Reads the whole file, each line parsed on a worker thread and handed on in order. A
+    /// relay keeps at most `max` characters of any output: tool outputs are cut while each line
+    /// is parsed, and with a tail, outputs before it are kept only to their first line.
+    fn first_pass(
+        &mut self,
+        path: &Path,
+        opts: &crate::adapter::ReadOptions,
+        session: &mut Session,
+    ) -> Result<jsonl::PassStats> {
+        let max = opts.max_tool_output;
+        let cut = max.map(|max| OutputCut {
+            max,
+            reduced: opts.full_tail_tokens.is_some(),
+            mask: opts.mask.as_ref().map(|m| &*m.0),
+        });
+        let pass = jsonl::Pass {
+            prune: max.map(prune),
+            ..Default::default()
+        };
+        let full_max = max.unwrap_or(usize::MAX);
+        let lean = opts.lean;
+        jsonl::for_each_line_fast(
+            path,
+            pass,
+            |no, text| cut.and_then(|cut| fast::facts(no, text, cut, full_max, lean)),
+            |no, v| facts(no, v, cut, full_max, lean),
+            |_, line| {
+                if let Line::Json(f) = line {
+                    self.line(f, session);
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// Takes in a line that parsed (the pass counts those that did not).
+    fn line(&mut self, f: Facts, session: &mut Session) {
+        match self.envelope.see(f) {
+            Body::NoType => {
+                self.untyped += 1;
+                *session
+                    .stats
+                    .unknown_types
+                    .entry("<no type>".into())
+                    .or_default() += 1;
+            }
+            Body::Chain(entry, link) => self.chain.line(entry, link, session),
+            Body::Other(kind, v) => self.records.line(kind, v, &mut session.stats),
+        }
+    }
+}
+
+/// What the lines say of the session around its conversation: its id, version, git branch,
+/// directory and entrypoint, and when it ran.
+#[derive(Default)]
+struct Envelope {
+    times: TimeSpan,
+    session_id: Option<String>,
+    version: Option<String>,
+    branch: Option<String>,
+    cwd: Option<String>,
+    entrypoint: Option<String>,
+}
+
+impl Envelope {
+    /// Takes in what a line says of the session (the first id, directory and entrypoint; the
+    /// last version and branch); gives back the rest of the line.
+    fn see(&mut self, f: Facts) -> Body {
+        if let Some(ts) = &f.timestamp {
+            self.times.see_str(ts);
+        }
+        if let Some(s) = f.session_id {
+            self.session_id.get_or_insert(s);
+        }
+        if let Some(s) = f.version {
+            self.version = Some(s);
+        }
+        if let Some(s) = f.branch {
+            self.branch = Some(s);
+        }
+        if let Some(s) = f.cwd {
+            self.cwd.get_or_insert(s);
+        }
+        if let Some(s) = f.entrypoint {
+            self.entrypoint.get_or_insert(s);
+        }
+        f.body
+    }
+
+    /// Sets it on the session, a subagent's (of the session `subagent_of`) or not.
+    fn describe(self, session: &mut Session, subagent_of: Option<&String>) {
+        if let Some(id) = self.session_id {
+            if subagent_of.is_none() {
+                session.id = id;
+            } else {
+                // A subagent's lines carry the parent's session id; its own id is the file's.
+                session.parent_id = Some(id);
+            }
+        }
+        if let Some(p) = subagent_of
+            && session.parent_id.is_none()
+        {
+            session.parent_id = Some(p.clone());
+        }
+        session.source_version = self.version;
+        session.cwd = self.cwd;
+        if let Some(b) = self.branch {
+            session.git = Some(crate::model::GitInfo {
+                branch: Some(b),
+                commit: None,
+                remote: None,
+            });
+        }
+        // Created: the earliest time a line states; updated: the newest (see `TimeSpan`).
+        session.created = self.times.first();
+        session.updated = self.times.last();
+        if let Some(e) = self.entrypoint {
+            session.extra.insert("entrypoint".into(), json!(e));
+        }
+    }
+}
+
+/// What the lines of no conversation hold that the reader keeps: the session's titles,
+/// summaries, last prompt and tags.
+#[derive(Default)]
+struct Records {
+    custom_title: Option<String>,
+    ai_title: Option<String>,
+    summaries: Vec<Value>,
+    last_prompt: Option<String>,
+    tags: Vec<Value>,
+}
+
+impl Records {
+    /// A line of type `kind` that is not a chain line: kept, or counted as skipped or unknown.
+    fn line(&mut self, kind: String, v: Value, stats: &mut crate::model::ReadStats) {
+        match kind.as_str() {
+            "custom-title" => self.custom_title = str_field(&v, "customTitle").map(str::to_string),
+            "ai-title" => {
+                self.ai_title = str_field(&v, "aiTitle")
+                    .or_else(|| str_field(&v, "title"))
+                    .map(str::to_string)
+            }
+            "summary" => self.summaries.push(v),
+            "last-prompt" => self.last_prompt = str_field(&v, "lastPrompt").map(str::to_string),
+            "tag" => self.tags.push(v),
+            k if NON_CONVERSATION_TYPES.contains(&k) => {
+                *stats.skipped_types.entry(kind).or_default() += 1;
+            }
+            _ => *stats.unknown_types.entry(kind).or_default() += 1,
+        }
+    }
+
+    /// Keeps them in the session's extras, but for the titles: the title waits for the
+    /// messages (see `title`).
+    fn keep_in(&mut self, session: &mut Session) {
+        if !self.summaries.is_empty() {
+            let summaries = std::mem::take(&mut self.summaries);
+            session
+                .extra
+                .insert("summaries".into(), Value::Array(summaries));
+        }
+        if let Some(p) = &self.last_prompt {
+            session.extra.insert("last_prompt".into(), json!(p));
+        }
+        if !self.tags.is_empty() {
+            let tags = std::mem::take(&mut self.tags);
+            session.extra.insert("tags".into(), Value::Array(tags));
+        }
+        if let Some(t) = &self.ai_title {
+            session.extra.insert("ai_title".into(), json!(t));
+        }
+    }
+
+    /// The session's title: the one the person gave, else the one Claude Code made, else the
+    /// first prompt of the branch.
+    fn title(self, session: &Session) -> Option<String> {
+        self.custom_title
+            .or(self.ai_title)
+            .or_else(|| session.first_user_prompt().map(crate::text::one_line))
+    }
+}
+
+/// The chain lines the first pass keeps: every one with its link, its messages staged in the
+/// session in file order until the branch is chosen; or, when the branch was chosen ahead (a
+/// relay's read that folds), the branch's alone.
+struct ChainLines {
+    entries: Vec<Kept>,
+    links: chain::Links,
+    folding: Option<Folding>,
+    subagent: bool,
+}
+
+impl ChainLines {
+    fn new(
+        path: &Path,
+        opts: &crate::adapter::ReadOptions,
+        subagent: bool,
+        session: &mut Session,
+    ) -> ChainLines {
+        // A relay's read folds older turns as it reads them: the branch is chosen ahead.
+        let folding = opts.fold.as_ref().and_then(|fold| {
+            let ahead = super::scan::branch_ahead(path, subagent).ok()?;
+            Some(Folding::new(fold, ahead))
+        });
+        // Room for a message per KB of the file, more than a long session holds (the bench's
+        // transcripts take 3 KB a message): grown by doubling from empty, the list was copied
+        // a dozen times, and pages reserved but never written take no memory. A system that
+        // will not reserve that much (a huge file, a limit on address space) gets a list that
+        // grows.
+        if folding.is_none() {
+            let _ = session.messages.try_reserve_exact(
+                std::fs::metadata(path).map_or(0, |m| usize::try_from(m.len() >> 10).unwrap_or(0)),
+            );
+        }
+        ChainLines {
+            entries: Vec::new(),
+            links: chain::Links::default(),
+            folding,
+            subagent,
+        }
+    }
+
+    fn line(&mut self, entry: Entry, link: Link, session: &mut Session) {
+        match self.folding.as_mut() {
+            Some(fold) => fold.chain_line(entry, &link, session, &mut self.entries, self.subagent),
+            None => {
+                self.entries.push(entry.keep(&mut session.messages));
+                self.links.push(link);
+            }
+        }
+    }
+
+    /// Whether a fold was given up: this read's chain lines are not those the branch was
+    /// chosen by.
+    fn fold_broken(&self) -> bool {
+        self.folding
+            .as_ref()
+            .is_some_and(|fold| fold.differs || fold.next != fold.ahead.chain_lines())
+    }
+
+    /// How many chain lines the file holds.
+    fn count(&self) -> usize {
+        self.folding.as_ref().map_or(self.entries.len(), |f| f.next)
+    }
+
+    /// Leaves the branch's messages in the session, the tail's read again in full when `opts`
+    /// ask for a tail, and does what else the branch's lines do. Gives the branch's last todo
+    /// list.
+    fn into_branch(
+        self,
+        path: &Path,
+        opts: &crate::adapter::ReadOptions,
+        pass: &jsonl::PassStats,
+        session: &mut Session,
+    ) -> Result<Option<Vec<Todo>>> {
+        let active = match &self.folding {
+            Some(fold) => {
+                warn_branch(
+                    session,
+                    fold.ahead.cycle_line,
+                    fold.ahead.missing_parent.clone(),
+                );
+                vec![true; self.entries.len()]
+            }
+            None => active_lines(&self.entries, &self.links, self.subagent, session),
+        };
+        let ChainLines {
+            mut entries,
+            links,
+            folding,
+            ..
+        } = self;
+        drop(links);
+        if let (Some(max), Some(tokens)) = (opts.max_tool_output, opts.full_tail_tokens) {
+            let tail = Tail {
+                tokens,
+                max,
+                lean: opts.lean,
+            };
+            // The tail reaches back at most to the first line after the folded turns.
+            let floor = session
+                .folded
+                .as_ref()
+                .map_or(0, |f| entries.partition_point(|e| e.first < f.at));
+            let messages = &mut session.messages;
+            read_tail_in_full(path, pass, &mut entries, messages, &active, floor, tail)?;
+        }
+        Ok(match folding {
+            // What the lines do besides adding messages was done as they were read.
+            Some(fold) => {
+                for (line, w) in fold.warnings {
+                    session.warn(Some(line), w);
+                }
+                fold.todos
+            }
+            None => keep_branch(entries, active, session),
+        })
+    }
+}
+
+/// Of lines read whole (no fold): keeps the branch's messages, in place, then does what else
+/// its lines do, in file order. Gives the branch's last todo list.
+fn keep_branch(entries: Vec<Kept>, active: Vec<bool>, session: &mut Session) -> Option<Vec<Todo>> {
+    let mut on_branch = entries
+        .iter()
+        .zip(&active)
+        .flat_map(|(e, &on)| std::iter::repeat_n(on, e.count));
+    session
+        .messages
+        .retain(|_| on_branch.next().unwrap_or(false));
+    session.messages.shrink_to_fit();
+    let mut todos = None;
+    let mut seen = 0;
+    let mut usages = Usages::of(&session.messages);
+    for (e, on) in entries.into_iter().zip(active) {
+        if on {
+            for (after, op) in e.later {
+                apply(op, seen + after, session, &mut todos, &mut usages);
+            }
+            seen += e.count;
+        }
+    }
+    todos
+}
+
+/// Warns of a file without a chain line: not a transcript at all when no line has a type.
+fn warn_no_conversation(session: &mut Session, path: &Path, lines: usize, untyped: usize) {
+    if lines > 0 && untyped == lines {
+        session.warn(
+            None,
+            format!(
+                "{} is not a Claude Code transcript: no line has a `type`",
+                path.display()
+            ),
+        );
+    } else {
+        session.warn(None, "no conversation lines in this transcript".to_string());
+    }
 }
 
 /// The keys of a line's `message` that `stage` reads, and of its `usage`.
@@ -966,155 +1098,164 @@ fn stage(
     lean: bool,
 ) -> Vec<Op> {
     let mut out = Stage(Vec::new());
-    let session = &mut out;
     let base = Base {
         ts: timestamp.map(Timestamp::parse),
         line,
         uuid: uuid.filter(|_| !lean),
     };
     match kind {
-        "user" => {
-            let meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
-            let summary = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
-            match message_field(v, "content") {
-                Some(Value::String(s)) => {
-                    session.push(classify_user_text(
-                        base.message(Role::User, s.clone()),
-                        meta,
-                        summary,
-                    ));
-                }
-                Some(Value::Array(items)) => {
-                    let mut texts: Vec<String> = Vec::new();
-                    let mut images: Vec<Value> = Vec::new();
-                    for b in items {
-                        match str_field(b, "type") {
-                            Some("text") => {
-                                texts.push(str_field(b, "text").unwrap_or_default().to_string())
-                            }
-                            Some("image") => {
-                                let media = b
-                                    .pointer("/source/media_type")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("image");
-                                texts.push(format!("[image: {media}]"));
-                                images.push(b.get("source").cloned().unwrap_or(Value::Null));
-                            }
-                            Some("tool_result") => {
-                                let mut m = tool_result(
-                                    &base,
-                                    flatten_content(b.get("content")),
-                                    str_field(b, "tool_use_id"),
-                                    b.get("is_error").and_then(Value::as_bool) == Some(true),
-                                    b.get(ORIGINAL_CHARS).cloned(),
-                                    b.get(REDUCED).cloned(),
-                                    b.get(MASKED).cloned(),
-                                );
-                                if let Some(Value::String(s)) = v.get("toolUseResult")
-                                    && s.starts_with("User rejected")
-                                {
-                                    m = m.with_meta("rejected", true);
-                                }
-                                session.push(m);
-                            }
-                            Some(other) => {
-                                session.push(
-                                    base.message(Role::System, format!("[{other} block]"))
-                                        .with_meta("kind", "unsupported_block")
-                                        .with_meta("block", b.clone()),
-                                );
-                            }
-                            None => {}
-                        }
-                    }
-                    user_texts(session, &base, texts, images, meta, summary);
-                }
-                _ => session.then(Later::Warn(
-                    line,
-                    "user line without message content".into(),
-                )),
-            }
-        }
-        "assistant" => {
-            let ids = Ids {
-                message_id: message_field(v, "id").and_then(Value::as_str),
-                model: message_field(v, "model").and_then(Value::as_str),
-                api_error: v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true),
-                lean,
-            };
-            if let Some(u) = message_field(v, "usage") {
-                let n = |k: &str| u.get(k).and_then(crate::jsonl::as_count).unwrap_or(0);
-                ids.usage(
-                    session,
-                    n("input_tokens")
-                        + n("cache_creation_input_tokens")
-                        + n("cache_read_input_tokens"),
-                );
-            }
-            let content = message_field(v, "content");
-            let items: Vec<Value> = match content {
-                Some(Value::Array(a)) => a.clone(),
-                Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
-                _ => {
-                    session.then(Later::Warn(
-                        line,
-                        "assistant line without message content".into(),
-                    ));
-                    Vec::new()
-                }
-            };
-            for b in &items {
-                let block = match str_field(b, "type") {
-                    Some("text") => AssistantBlock::Text(str_field(b, "text").unwrap_or_default()),
-                    Some("thinking") => AssistantBlock::Thinking {
-                        text: str_field(b, "thinking").unwrap_or_default(),
-                        signed: str_field(b, "signature").is_some_and(|s| !s.is_empty()),
-                    },
-                    Some("redacted_thinking") => AssistantBlock::Redacted,
-                    Some("tool_use") | Some("server_tool_use") => AssistantBlock::ToolUse {
-                        name: str_field(b, "name").unwrap_or("?"),
-                        input: b.get("input").cloned().unwrap_or(Value::Null),
-                        id: str_field(b, "id"),
-                    },
-                    Some(other) => {
-                        session.push(
-                            ids.on(base.message(Role::System, format!("[{other} block]")))
-                                .with_meta("kind", "unsupported_block")
-                                .with_meta("block", b.clone()),
-                        );
-                        continue;
-                    }
-                    None => continue,
-                };
-                assistant_block(session, &base, &ids, block);
-            }
-        }
-        "system" => match str_field(v, "subtype") {
-            Some("compact_boundary") => session.push(compaction(
-                &base,
-                str_field(v, "content"),
-                v.get("compactMetadata").cloned(),
-            )),
-            Some("informational") | Some("local_command") => {
-                if let Some(c) = str_field(v, "content") {
-                    session.push(informational(&base, c));
-                }
-            }
-            other => {
-                let key = format!("system:{}", other.unwrap_or("?"));
-                session.skip(key);
-            }
-        },
+        "user" => user_line(&mut out, &base, v),
+        "assistant" => assistant_line(&mut out, &base, v, lean),
+        "system" => system_line(&mut out, &base, v),
         kind => {
             let sub = v
                 .pointer("/attachment/type")
                 .and_then(Value::as_str)
                 .map(|s| format!("{kind}:{s}"))
                 .unwrap_or_else(|| kind.to_string());
-            session.skip(sub);
+            out.skip(sub);
         }
     }
     out.into_ops()
+}
+
+/// A user line: the person's words (or what Claude Code wrote in their name), with its images
+/// in one message, and each tool result on its own.
+fn user_line(out: &mut Stage, base: &Base, v: &Value) {
+    let meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
+    let summary = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
+    match message_field(v, "content") {
+        Some(Value::String(s)) => {
+            out.push(classify_user_text(
+                base.message(Role::User, s.clone()),
+                meta,
+                summary,
+            ));
+        }
+        Some(Value::Array(items)) => {
+            let mut texts: Vec<String> = Vec::new();
+            let mut images: Vec<Value> = Vec::new();
+            for b in items {
+                match str_field(b, "type") {
+                    Some("text") => {
+                        texts.push(str_field(b, "text").unwrap_or_default().to_string())
+                    }
+                    Some("image") => {
+                        let media = b
+                            .pointer("/source/media_type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("image");
+                        texts.push(format!("[image: {media}]"));
+                        images.push(b.get("source").cloned().unwrap_or(Value::Null));
+                    }
+                    Some("tool_result") => out.push(tool_result_block(base, b, v)),
+                    Some(other) => {
+                        out.push(
+                            base.message(Role::System, format!("[{other} block]"))
+                                .with_meta("kind", "unsupported_block")
+                                .with_meta("block", b.clone()),
+                        );
+                    }
+                    None => {}
+                }
+            }
+            user_texts(out, base, texts, images, meta, summary);
+        }
+        _ => out.then(Later::Warn(
+            base.line,
+            "user line without message content".into(),
+        )),
+    }
+}
+
+/// Tool result block `b` of user line `v`, as `shrink` left it; rejected when the line's copy
+/// for the UI says the person refused the call.
+fn tool_result_block(base: &Base, b: &Value, v: &Value) -> Message {
+    let m = tool_result(
+        base,
+        flatten_content(b.get("content")),
+        str_field(b, "tool_use_id"),
+        b.get("is_error").and_then(Value::as_bool) == Some(true),
+        b.get(ORIGINAL_CHARS).cloned(),
+        b.get(REDUCED).cloned(),
+        b.get(MASKED).cloned(),
+    );
+    match v.get("toolUseResult") {
+        Some(Value::String(s)) if s.starts_with("User rejected") => m.with_meta("rejected", true),
+        _ => m,
+    }
+}
+
+/// An assistant line: one block of an API message (Claude Code writes a line per block), its
+/// usage, and its texts, thinking and tool calls.
+fn assistant_line(out: &mut Stage, base: &Base, v: &Value, lean: bool) {
+    let ids = Ids {
+        message_id: message_field(v, "id").and_then(Value::as_str),
+        model: message_field(v, "model").and_then(Value::as_str),
+        api_error: v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true),
+        lean,
+    };
+    if let Some(u) = message_field(v, "usage") {
+        let n = |k: &str| u.get(k).and_then(crate::jsonl::as_count).unwrap_or(0);
+        ids.usage(
+            out,
+            n("input_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens"),
+        );
+    }
+    let content = message_field(v, "content");
+    let items: Vec<Value> = match content {
+        Some(Value::Array(a)) => a.clone(),
+        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
+        _ => {
+            out.then(Later::Warn(
+                base.line,
+                "assistant line without message content".into(),
+            ));
+            Vec::new()
+        }
+    };
+    for b in &items {
+        let block = match str_field(b, "type") {
+            Some("text") => AssistantBlock::Text(str_field(b, "text").unwrap_or_default()),
+            Some("thinking") => AssistantBlock::Thinking {
+                text: str_field(b, "thinking").unwrap_or_default(),
+                signed: str_field(b, "signature").is_some_and(|s| !s.is_empty()),
+            },
+            Some("redacted_thinking") => AssistantBlock::Redacted,
+            Some("tool_use") | Some("server_tool_use") => AssistantBlock::ToolUse {
+                name: str_field(b, "name").unwrap_or("?"),
+                input: b.get("input").cloned().unwrap_or(Value::Null),
+                id: str_field(b, "id"),
+            },
+            Some(other) => {
+                out.push(
+                    ids.on(base.message(Role::System, format!("[{other} block]")))
+                        .with_meta("kind", "unsupported_block")
+                        .with_meta("block", b.clone()),
+                );
+                continue;
+            }
+            None => continue,
+        };
+        assistant_block(out, base, &ids, block);
+    }
+}
+
+/// A system line: a compaction, or a note Claude Code showed; other subtypes are skipped.
+fn system_line(out: &mut Stage, base: &Base, v: &Value) {
+    match str_field(v, "subtype") {
+        Some("compact_boundary") => out.push(compaction(
+            base,
+            str_field(v, "content"),
+            v.get("compactMetadata").cloned(),
+        )),
+        Some("informational") | Some("local_command") => {
+            if let Some(c) = str_field(v, "content") {
+                out.push(informational(base, c));
+            }
+        }
+        other => out.skip(format!("system:{}", other.unwrap_or("?"))),
+    }
 }
 
 /// A compact boundary: the compaction's text (Claude Code's default when it gives none).

@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
 use crate::adapter::{NativeSession, WriteRequest};
-use crate::model::{Role, Session, Timestamp};
+use crate::model::{Message, Role, Session, Timestamp};
 
 /// The transcript format version written in every line's `version`. Claude Code records its own
 /// version there; this is the version whose loader the written shape was verified against.
@@ -54,6 +54,16 @@ struct Writer<'a> {
     parent: Option<String>,
     last: DateTime<Utc>,
     n: usize,
+    pending: Pending,
+}
+
+/// Assistant blocks and tool results not yet written. They accumulate so that one API message
+/// holds parallel calls and the next user message holds all their results, as the API requires.
+#[derive(Default)]
+struct Pending {
+    assistant: Vec<Value>,
+    results: Vec<Value>,
+    time: Option<DateTime<Utc>>,
 }
 
 impl Writer<'_> {
@@ -121,6 +131,74 @@ impl Writer<'_> {
         };
         self.push("user", t, json!({"role": "user", "content": blocks}), extra);
     }
+
+    /// A user or system message: a user line of its own, after what is pending.
+    fn user_message(&mut self, m: &Message) {
+        self.flush();
+        // The person's words must not start as Claude Code's own texts do.
+        let words = match m.role {
+            Role::User if super::injected::injected_kind(&m.content, false, false).is_some() => {
+                format!("{}{}", super::injected::ESCAPE, m.content)
+            }
+            _ => m.content.clone(),
+        };
+        let blocks = vec![json!({"type": "text", "text": words})];
+        self.user(time_of(m), blocks, m.role == Role::System);
+    }
+
+    /// An assistant text or a tool call: a block of the pending API message, which starts
+    /// anew after results.
+    fn assistant_block(&mut self, m: &Message) {
+        if !self.pending.results.is_empty() {
+            self.flush();
+        }
+        if self.pending.assistant.is_empty() {
+            self.pending.time = time_of(m);
+        }
+        self.pending.assistant.push(if m.role == Role::Assistant {
+            json!({"type": "text", "text": m.content})
+        } else {
+            json!({
+                "type": "tool_use",
+                "id": m.tool_call_id,
+                "name": m.tool_name,
+                "input": m.tool_input.clone().unwrap_or(json!({})),
+            })
+        });
+    }
+
+    /// A tool result: the pending API message is written, the result waits for the others.
+    fn tool_result(&mut self, m: &Message) {
+        if !self.pending.assistant.is_empty() {
+            let blocks = std::mem::take(&mut self.pending.assistant);
+            self.assistant(self.pending.time, blocks);
+        }
+        self.pending.time = time_of(m);
+        self.pending.results.push(json!({
+            "tool_use_id": m.tool_call_id,
+            "type": "tool_result",
+            "content": m.content,
+            "is_error": m.is_error,
+        }));
+    }
+
+    /// Writes what is pending: the API message, then the user line of its results.
+    fn flush(&mut self) {
+        let assistant = std::mem::take(&mut self.pending.assistant);
+        let results = std::mem::take(&mut self.pending.results);
+        let time = self.pending.time;
+        if !assistant.is_empty() {
+            self.assistant(time, assistant);
+        }
+        if !results.is_empty() {
+            self.user(time, results, false);
+        }
+    }
+}
+
+/// When a message was written, if it says.
+fn time_of(m: &Message) -> Option<DateTime<Utc>> {
+    m.timestamp.as_ref().and_then(Timestamp::time)
 }
 
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
@@ -139,88 +217,21 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         parent: None,
         last: DateTime::<Utc>::MIN_UTC,
         n: 0,
+        pending: Pending::default(),
     };
-    let mut notes = Vec::new();
     let mut reasoning_dropped = 0;
-
-    // Assistant blocks and tool results accumulate so that one API message holds parallel
-    // calls and the next user message holds all their results, as the API requires.
-    let mut pending_assistant: Vec<Value> = Vec::new();
-    let mut pending_results: Vec<Value> = Vec::new();
-    let mut pending_time: Option<DateTime<Utc>> = None;
     for m in &shaped.messages {
-        let t = m.timestamp.as_ref().and_then(Timestamp::time);
-        let text = || {
-            // The person's words must not start as Claude Code's own texts do.
-            let words = match m.role {
-                Role::User
-                    if super::injected::injected_kind(&m.content, false, false).is_some() =>
-                {
-                    format!("{}{}", super::injected::ESCAPE, m.content)
-                }
-                _ => m.content.clone(),
-            };
-            json!([{"type": "text", "text": words}])
-        };
         match m.role {
-            Role::System | Role::User => {
-                flush(
-                    &mut w,
-                    &mut pending_assistant,
-                    &mut pending_results,
-                    pending_time,
-                );
-                let Value::Array(blocks) = text() else {
-                    unreachable!()
-                };
-                w.user(t, blocks, m.role == Role::System);
-            }
-            Role::Assistant | Role::ToolCall => {
-                if !pending_results.is_empty() {
-                    flush(
-                        &mut w,
-                        &mut pending_assistant,
-                        &mut pending_results,
-                        pending_time,
-                    );
-                }
-                if pending_assistant.is_empty() {
-                    pending_time = t;
-                }
-                if m.role == Role::Assistant {
-                    pending_assistant.push(json!({"type": "text", "text": m.content}));
-                } else {
-                    pending_assistant.push(json!({
-                        "type": "tool_use",
-                        "id": m.tool_call_id,
-                        "name": m.tool_name,
-                        "input": m.tool_input.clone().unwrap_or(json!({})),
-                    }));
-                }
-            }
-            Role::ToolResult => {
-                if !pending_assistant.is_empty() {
-                    w.assistant(pending_time, std::mem::take(&mut pending_assistant));
-                }
-                pending_time = t;
-                pending_results.push(json!({
-                    "tool_use_id": m.tool_call_id,
-                    "type": "tool_result",
-                    "content": m.content,
-                    "is_error": m.is_error,
-                }));
-            }
+            Role::System | Role::User => w.user_message(m),
+            Role::Assistant | Role::ToolCall => w.assistant_block(m),
+            Role::ToolResult => w.tool_result(m),
             // A thinking block needs a signature only Anthropic can make: foreign (and
             // re-written) reasoning is left out rather than faked.
             Role::Reasoning => reasoning_dropped += 1,
         }
     }
-    flush(
-        &mut w,
-        &mut pending_assistant,
-        &mut pending_results,
-        pending_time,
-    );
+    w.flush();
+    let mut notes = Vec::new();
     if reasoning_dropped > 0 {
         notes.push(format!(
             "{reasoning_dropped} reasoning message(s) left out: Claude Code accepts only thinking blocks signed by Anthropic"
@@ -243,20 +254,6 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         mtime: (last > DateTime::<Utc>::MIN_UTC).then_some(last),
         notes,
     })
-}
-
-fn flush(
-    w: &mut Writer,
-    assistant: &mut Vec<Value>,
-    results: &mut Vec<Value>,
-    t: Option<DateTime<Utc>>,
-) {
-    if !assistant.is_empty() {
-        w.assistant(t, std::mem::take(assistant));
-    }
-    if !results.is_empty() {
-        w.user(t, std::mem::take(results), false);
-    }
 }
 
 #[cfg(test)]

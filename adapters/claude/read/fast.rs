@@ -288,141 +288,171 @@ fn block_chars(b: &Block, max: usize) -> usize {
 /// (see `OutputCut::keep`).
 fn stage(no: usize, line: &Line, cut: OutputCut, lean: bool) -> Option<(Vec<Op>, bool)> {
     let mut out = Stage(Vec::new());
-    let session = &mut out;
-    let mut reduced_any = false;
     let base = Base {
         ts: line.timestamp.as_deref().map(Timestamp::parse),
         line: no,
         uuid: line.uuid.as_deref().filter(|_| !lean),
     };
-    let content = line.message.as_ref().and_then(|m| m.content.as_ref());
+    let mut reduced = false;
     match line.kind.as_ref() {
-        "user" => {
-            let meta = line.meta == Some(true);
-            let summary = line.compact_summary == Some(true);
-            match content {
-                Some(Content::Text(s)) => {
-                    session.push(classify_user_text(
-                        base.message(Role::User, s.to_string()),
-                        meta,
-                        summary,
-                    ));
-                }
-                Some(Content::Blocks(items)) => {
-                    let mut texts: Vec<String> = Vec::new();
-                    let mut images: Vec<Value> = Vec::new();
-                    for b in items {
-                        match b.kind.as_deref() {
-                            Some("text") => texts.push(b.text.as_deref().unwrap_or("").to_string()),
-                            Some("image") => {
-                                let source = b.source.clone().unwrap_or(Value::Null);
-                                let media = source
-                                    .get("media_type")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or("image");
-                                texts.push(format!("[image: {media}]"));
-                                images.push(source);
-                            }
-                            Some("tool_result") => {
-                                let output = b.content.as_deref().unwrap_or("");
-                                // As the general path's cut (see `OutputCut::keep`); bytes
-                                // first: a whole read counts only outputs over `max` bytes.
-                                let kept = (cut.reduced || output.len() > cut.max)
-                                    .then(|| cut.keep(output, output.chars().count()))
-                                    .flatten();
-                                let kept = kept.unwrap_or_else(|| KeptOutput {
-                                    content: output.to_string(),
-                                    original_chars: None,
-                                    reduced: None,
-                                    masked: None,
-                                });
-                                reduced_any |= kept.reduced.is_some();
-                                session.push(tool_result(
-                                    &base,
-                                    kept.content,
-                                    b.tool_use_id.as_deref(),
-                                    b.is_error == Some(true),
-                                    kept.original_chars.map(Value::from),
-                                    kept.reduced.map(Value::from),
-                                    kept.masked.map(|c| serde_json::json!(c)),
-                                ));
-                            }
-                            _ => {}
-                        }
-                    }
-                    user_texts(session, &base, texts, images, meta, summary);
-                }
-                None => session.then(Later::Warn(no, "user line without message content".into())),
-            }
-        }
-        "assistant" => {
-            let message = line.message.as_ref();
-            let ids = Ids {
-                message_id: message.and_then(|m| m.id.as_deref()),
-                model: message.and_then(|m| m.model.as_deref()),
-                api_error: line.api_error == Some(true),
-                lean,
-            };
-            if let Some(u) = message.and_then(|m| m.usage.as_ref()) {
-                ids.usage(
-                    session,
-                    u.input_tokens.unwrap_or(0)
-                        + u.cache_creation_input_tokens.unwrap_or(0)
-                        + u.cache_read_input_tokens.unwrap_or(0),
-                );
-            }
-            let single;
-            let items: &[Block] = match content {
-                Some(Content::Blocks(b)) => b,
-                Some(Content::Text(s)) => {
-                    single = [Block::text(s)];
-                    &single
-                }
-                None => {
-                    session.then(Later::Warn(
-                        no,
-                        "assistant line without message content".into(),
-                    ));
-                    &[]
-                }
-            };
-            for b in items {
-                let block = match b.kind.as_deref() {
-                    Some("text") => AssistantBlock::Text(b.text.as_deref().unwrap_or("")),
-                    Some("thinking") => AssistantBlock::Thinking {
-                        text: b.thinking.as_deref().unwrap_or(""),
-                        signed: b.signature.as_deref().is_some_and(|s| !s.is_empty()),
-                    },
-                    Some("redacted_thinking") => AssistantBlock::Redacted,
-                    Some("tool_use" | "server_tool_use") => AssistantBlock::ToolUse {
-                        name: b.name.as_deref().unwrap_or("?"),
-                        input: b.input.clone().unwrap_or(Value::Null),
-                        id: b.id.as_deref(),
-                    },
-                    _ => continue,
-                };
-                assistant_block(session, &base, &ids, block);
-            }
-        }
-        "system" => match line.subtype.as_deref() {
-            Some("compact_boundary") => session.push(compaction(
-                &base,
-                line.content.as_deref(),
-                line.compact_metadata.clone(),
-            )),
-            Some("informational") | Some("local_command") => {
-                if let Some(c) = line.content.as_deref() {
-                    session.push(informational(&base, c));
-                }
-            }
-            other => session.skip(format!("system:{}", other.unwrap_or("?"))),
-        },
+        "user" => reduced = user(&mut out, &base, line, cut),
+        "assistant" => assistant(&mut out, &base, line, lean),
+        "system" => system(&mut out, &base, line),
         _ => return None,
     }
-    Some((out.into_ops(), reduced_any))
+    Some((out.into_ops(), reduced))
+}
+
+impl Line<'_> {
+    /// `message.content` (the line's own `content` is a system line's text).
+    fn message_content(&self) -> Option<&Content<'_>> {
+        self.message.as_ref().and_then(|m| m.content.as_ref())
+    }
+}
+
+/// `super::user_line` for a typed line, and whether a tool output was reduced.
+fn user(out: &mut Stage, base: &Base, line: &Line, cut: OutputCut) -> bool {
+    let meta = line.meta == Some(true);
+    let summary = line.compact_summary == Some(true);
+    let mut reduced = false;
+    match line.message_content() {
+        Some(Content::Text(s)) => {
+            out.push(classify_user_text(
+                base.message(Role::User, s.to_string()),
+                meta,
+                summary,
+            ));
+        }
+        Some(Content::Blocks(items)) => {
+            let mut texts: Vec<String> = Vec::new();
+            let mut images: Vec<Value> = Vec::new();
+            for b in items {
+                match b.kind.as_deref() {
+                    Some("text") => texts.push(b.text.as_deref().unwrap_or("").to_string()),
+                    Some("image") => {
+                        let source = b.source.clone().unwrap_or(Value::Null);
+                        let media = source
+                            .get("media_type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("image");
+                        texts.push(format!("[image: {media}]"));
+                        images.push(source);
+                    }
+                    Some("tool_result") => {
+                        let kept = kept_output(b, cut);
+                        reduced |= kept.reduced.is_some();
+                        out.push(tool_result(
+                            base,
+                            kept.content,
+                            b.tool_use_id.as_deref(),
+                            b.is_error == Some(true),
+                            kept.original_chars.map(Value::from),
+                            kept.reduced.map(Value::from),
+                            kept.masked.map(|c| serde_json::json!(c)),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            user_texts(out, base, texts, images, meta, summary);
+        }
+        None => out.then(Later::Warn(
+            base.line,
+            "user line without message content".into(),
+        )),
+    }
+    reduced
+}
+
+/// What a tool result block keeps of its output: cut as the general path's cut (see
+/// `OutputCut::keep`), bytes first: a whole read counts only outputs over `max` bytes.
+fn kept_output(b: &Block, cut: OutputCut) -> KeptOutput {
+    let output = b.content.as_deref().unwrap_or("");
+    let kept = (cut.reduced || output.len() > cut.max)
+        .then(|| cut.keep(output, output.chars().count()))
+        .flatten();
+    kept.unwrap_or_else(|| KeptOutput {
+        content: output.to_string(),
+        original_chars: None,
+        reduced: None,
+        masked: None,
+    })
+}
+
+/// `super::assistant_line` for a typed line.
+fn assistant(out: &mut Stage, base: &Base, line: &Line, lean: bool) {
+    let message = line.message.as_ref();
+    let ids = Ids {
+        message_id: message.and_then(|m| m.id.as_deref()),
+        model: message.and_then(|m| m.model.as_deref()),
+        api_error: line.api_error == Some(true),
+        lean,
+    };
+    if let Some(u) = message.and_then(|m| m.usage.as_ref()) {
+        ids.usage(
+            out,
+            u.input_tokens.unwrap_or(0)
+                + u.cache_creation_input_tokens.unwrap_or(0)
+                + u.cache_read_input_tokens.unwrap_or(0),
+        );
+    }
+    let single;
+    let items: &[Block] = match line.message_content() {
+        Some(Content::Blocks(b)) => b,
+        Some(Content::Text(s)) => {
+            single = [Block::text(s)];
+            &single
+        }
+        None => {
+            out.then(Later::Warn(
+                base.line,
+                "assistant line without message content".into(),
+            ));
+            &[]
+        }
+    };
+    for block in items.iter().filter_map(Block::of_assistant) {
+        assistant_block(out, base, &ids, block);
+    }
+}
+
+/// `super::system_line` for a typed line.
+fn system(out: &mut Stage, base: &Base, line: &Line) {
+    match line.subtype.as_deref() {
+        Some("compact_boundary") => out.push(compaction(
+            base,
+            line.content.as_deref(),
+            line.compact_metadata.clone(),
+        )),
+        Some("informational") | Some("local_command") => {
+            if let Some(c) = line.content.as_deref() {
+                out.push(informational(base, c));
+            }
+        }
+        other => out.skip(format!("system:{}", other.unwrap_or("?"))),
+    }
 }
 
 impl<'a> Block<'a> {
+    /// The block of an assistant line as `super::assistant_block` takes it; `None` for one
+    /// without a type (`facts` leaves those of other types to the general path).
+    fn of_assistant(&self) -> Option<AssistantBlock<'_>> {
+        Some(match self.kind.as_deref() {
+            Some("text") => AssistantBlock::Text(self.text.as_deref().unwrap_or("")),
+            Some("thinking") => AssistantBlock::Thinking {
+                text: self.thinking.as_deref().unwrap_or(""),
+                signed: self.signature.as_deref().is_some_and(|s| !s.is_empty()),
+            },
+            Some("redacted_thinking") => AssistantBlock::Redacted,
+            Some("tool_use" | "server_tool_use") => AssistantBlock::ToolUse {
+                name: self.name.as_deref().unwrap_or("?"),
+                input: self.input.clone().unwrap_or(Value::Null),
+                id: self.id.as_deref(),
+            },
+            _ => return None,
+        })
+    }
+
     /// An assistant's plain-text content as the one text block it stands for.
     fn text(s: &Cow<'a, str>) -> Block<'a> {
         Block {
