@@ -53,7 +53,6 @@ struct Writer<'a> {
     out: Vec<u8>,
     parent: Option<String>,
     last: DateTime<Utc>,
-    n: usize,
     pending: Pending,
 }
 
@@ -77,13 +76,8 @@ impl Writer<'_> {
         t.to_rfc3339_opts(SecondsFormat::Millis, true)
     }
 
-    fn uuid(&mut self) -> String {
-        self.n += 1;
-        uuid::Uuid::new_v4().to_string()
-    }
-
     fn push(&mut self, kind: &str, t: Option<DateTime<Utc>>, message: Value, extra: Value) {
-        let uuid = self.uuid();
+        let uuid = uuid::Uuid::new_v4().to_string();
         let ts = self.time(t);
         let mut line = json!({
             "parentUuid": self.parent,
@@ -216,7 +210,6 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         out: Vec::new(),
         parent: None,
         last: DateTime::<Utc>::MIN_UTC,
-        n: 0,
         pending: Pending::default(),
     };
     let mut reasoning_dropped = 0;
