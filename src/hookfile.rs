@@ -275,14 +275,6 @@ impl HookFile {
         out
     }
 
-    /// Every event with handlers, in file order.
-    pub fn event_names(&self) -> Vec<String> {
-        match self.events().map(|e| &e.kind) {
-            Some(Kind::Object(m)) => m.iter().map(|m| m.key.clone()).collect(),
-            _ => Vec::new(),
-        }
-    }
-
     /// Adds a group holding `handler` to `event` (creating `hooks` and the event when missing).
     /// Returns where it went, and whether the event list and the `hooks` object are new.
     pub fn add(&mut self, event: &str, handler: &Value) -> Result<(Handler, bool, bool)> {

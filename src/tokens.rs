@@ -171,22 +171,6 @@ pub fn session_tokens(s: &Session) -> usize {
     s.messages.iter().map(message_tokens).sum()
 }
 
-/// A cheap estimate for a whole session, used where an exact count would cost more than it
-/// tells (the source side of a relay report).
-pub fn session_estimate(s: &Session) -> usize {
-    s.messages
-        .iter()
-        .map(|m| {
-            let input = m.tool_input.as_ref().map_or(0, |i| match i {
-                serde_json::Value::String(s) if *s == m.content => 0,
-                serde_json::Value::String(s) => s.len(),
-                other => other.to_string().len(),
-            });
-            (m.content.len() + input).div_ceil(4) + MESSAGE_OVERHEAD
-        })
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -138,18 +138,6 @@ pub struct Listing {
     pub warnings: Vec<String>,
 }
 
-pub fn list_all(cfg: &Config, agent: Option<&str>) -> Result<Listing> {
-    let redactor = cfg.redactor()?;
-    list_with(
-        cfg,
-        agent,
-        &ListOptions {
-            redactor: Some(&redactor),
-            save_cache: true,
-        },
-    )
-}
-
 /// How a listing is made.
 pub struct ListOptions<'a> {
     /// Masks secrets in titles (and so in the cache, which then holds no secret). `None`
