@@ -753,7 +753,7 @@ fn response_item(
     }
 }
 
-/// Where a response item's messages come from: each starts with the line's time and number.
+/// Where a line's messages come from: each starts with the line's time and number.
 struct At {
     no: usize,
     ts: Option<Timestamp>,
@@ -764,6 +764,11 @@ impl At {
         Message::new(role, content)
             .with_time(self.ts.clone())
             .with_meta("line", self.no)
+    }
+
+    /// A message of the events' conversation, marked as such.
+    fn event_message(&self, role: Role, content: String) -> Message {
+        self.message(role, content).with_meta("from_event", true)
     }
 }
 
@@ -1083,30 +1088,12 @@ fn absolutize(cwd: Option<&str>, p: &str) -> String {
     }
 }
 
+/// An `event_msg` line: the files it says changed, and while no response item has carried the
+/// conversation, the messages it draws (see `finish`); every other event is counted.
 fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Option<Timestamp>) {
     let kind = str_field(p, "type").unwrap_or_default();
     // File changes are facts about the session whichever channel carries the conversation.
-    match kind {
-        "patch_apply_begin" | "patch_apply_end" => {
-            if let Some(changes) = p.get("changes").and_then(Value::as_object) {
-                for path in changes.keys() {
-                    let path = absolutize(session.cwd.as_deref(), path);
-                    session.touch_file(&path);
-                }
-            }
-        }
-        "item_completed"
-            if str_field(p.get("item").unwrap_or(&Value::Null), "type") == Some("FileChange") =>
-        {
-            if let Some(changes) = p.pointer("/item/changes").and_then(Value::as_object) {
-                for path in changes.keys() {
-                    let path = absolutize(session.cwd.as_deref(), path);
-                    session.touch_file(&path);
-                }
-            }
-        }
-        _ => {}
-    }
+    touch_changed_files(session, kind, p);
     if !CONVERSATION_EVENTS.contains(&kind) {
         *session
             .stats
@@ -1115,12 +1102,6 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
             .or_default() += 1;
         return;
     }
-    let base = |role: Role, content: String| {
-        Message::new(role, content)
-            .with_time(ts.clone())
-            .with_meta("line", no)
-            .with_meta("from_event", true)
-    };
     if state.has_response_conversation {
         // The events' conversation is used only when no response item carries one (see
         // `finish`), and once one has, none will be needed: not building them saves a long
@@ -1128,76 +1109,108 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
         state.event_messages.clear();
         return;
     }
+    let at = At { no, ts };
     let out = &mut state.event_messages;
     match kind {
         "user_message" => {
             let text = str_field(p, "message").unwrap_or_default().to_string();
             if super::is_injected_user_text(&text) {
-                out.push(base(Role::System, text).with_meta("kind", "context"));
+                out.push(
+                    at.event_message(Role::System, text)
+                        .with_meta("kind", "context"),
+                );
             } else {
-                out.push(base(Role::User, super::unescaped_user_text(text)));
+                out.push(at.event_message(Role::User, super::unescaped_user_text(text)));
             }
         }
-        "agent_message" => out.push(base(
+        "agent_message" => out.push(at.event_message(
             Role::Assistant,
             str_field(p, "message").unwrap_or_default().to_string(),
         )),
-        "agent_reasoning" => out.push(base(
+        "agent_reasoning" => out.push(at.event_message(
             Role::Reasoning,
             str_field(p, "text").unwrap_or_default().to_string(),
         )),
         "item_completed" => {
             let item = p.get("item").unwrap_or(&Value::Null);
-            match str_field(item, "type") {
-                Some("UserMessage") => {
-                    let text = text_parts(item.get("content"));
-                    out.push(base(Role::User, text));
-                }
-                Some("AgentMessage") => {
-                    out.push(base(Role::Assistant, text_parts(item.get("content"))))
-                }
-                Some("Reasoning") => {
-                    let text = item
-                        .get("summary_text")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .collect::<Vec<_>>()
-                                .join("\n")
-                        })
-                        .unwrap_or_default();
-                    out.push(base(Role::Reasoning, text));
-                }
-                Some("CommandExecution") => {
-                    let id = str_field(item, "id").unwrap_or_default().to_string();
-                    let mut call = base(Role::ToolCall, String::new());
-                    call.tool_call_id = Some(id.clone());
-                    let input =
-                        json!({"command": item.get("command").cloned().unwrap_or(Value::Null)});
-                    let (kind, key) = super::tools::classify("shell", &input);
-                    call.tool_kind = Some(kind);
-                    call.key_arg = Some(key);
-                    call.tool_name = Some("shell".into());
-                    call.tool_input = Some(input);
-                    let mut result = base(
-                        Role::ToolResult,
-                        str_field(item, "aggregated_output")
-                            .unwrap_or_default()
-                            .to_string(),
-                    );
-                    result.tool_call_id = Some(id);
-                    if let Some(code) = item.get("exit_code").and_then(crate::jsonl::as_whole) {
-                        result.is_error = code != 0;
-                        result = result.with_meta("exit_code", code);
-                    }
-                    let original = cut_length(item, "aggregated_output");
-                    out.push(call);
-                    out.push(output_message(result, state.cut, original));
-                }
-                _ => {}
-            }
+            completed_item(out, &at, item, state.cut);
         }
         _ => {}
     }
+}
+
+/// The files a patch event, or a completed `FileChange` item, says it changed.
+fn touch_changed_files(session: &mut Session, kind: &str, p: &Value) {
+    let changes = match kind {
+        "patch_apply_begin" | "patch_apply_end" => p.get("changes"),
+        "item_completed"
+            if str_field(p.get("item").unwrap_or(&Value::Null), "type") == Some("FileChange") =>
+        {
+            p.pointer("/item/changes")
+        }
+        _ => None,
+    };
+    if let Some(changes) = changes.and_then(Value::as_object) {
+        for path in changes.keys() {
+            let path = absolutize(session.cwd.as_deref(), path);
+            session.touch_file(&path);
+        }
+    }
+}
+
+/// An `item_completed` event's item as the events' messages: words, reasoning, or a command
+/// with its output.
+fn completed_item(out: &mut Vec<Message>, at: &At, item: &Value, cut: Option<OutputCut>) {
+    match str_field(item, "type") {
+        Some("UserMessage") => {
+            let text = text_parts(item.get("content"));
+            out.push(at.event_message(Role::User, text));
+        }
+        Some("AgentMessage") => {
+            out.push(at.event_message(Role::Assistant, text_parts(item.get("content"))))
+        }
+        Some("Reasoning") => {
+            let text = item
+                .get("summary_text")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .unwrap_or_default();
+            out.push(at.event_message(Role::Reasoning, text));
+        }
+        Some("CommandExecution") => command_execution(out, at, item, cut),
+        _ => {}
+    }
+}
+
+/// A `CommandExecution` item: a shell call and its output, paired by the item's id, the output
+/// cut as `State`'s `cut` says.
+fn command_execution(out: &mut Vec<Message>, at: &At, item: &Value, cut: Option<OutputCut>) {
+    let id = str_field(item, "id").unwrap_or_default().to_string();
+    let mut call = at.event_message(Role::ToolCall, String::new());
+    call.tool_call_id = Some(id.clone());
+    let input = json!({"command": item.get("command").cloned().unwrap_or(Value::Null)});
+    let (kind, key) = super::tools::classify("shell", &input);
+    call.tool_kind = Some(kind);
+    call.key_arg = Some(key);
+    call.tool_name = Some("shell".into());
+    call.tool_input = Some(input);
+    let mut result = at.event_message(
+        Role::ToolResult,
+        str_field(item, "aggregated_output")
+            .unwrap_or_default()
+            .to_string(),
+    );
+    result.tool_call_id = Some(id);
+    if let Some(code) = item.get("exit_code").and_then(crate::jsonl::as_whole) {
+        result.is_error = code != 0;
+        result = result.with_meta("exit_code", code);
+    }
+    let original = cut_length(item, "aggregated_output");
+    out.push(call);
+    out.push(output_message(result, cut, original));
 }
