@@ -230,111 +230,147 @@ fn read_lines(
     fallback_id: &str,
     opts: crate::adapter::ReadOptions,
 ) -> Result<Session> {
-    let mut session = Session::new(super::NAME, "codex-rollout", fallback_id);
     // A relay keeps at most `max` characters of any output: outputs are cut while each line is
     // parsed, and with a tail, outputs before it are kept only to their first line.
     let first_max = opts.max_tool_output;
-    let mut state = State {
-        cut: first_max.map(|max| OutputCut {
-            max,
-            reduced: opts.full_tail_tokens.is_some(),
-            mask: opts.mask.as_ref().map(|m| &*m.0),
-        }),
-        ..Default::default()
+    let cut = first_max.map(|max| OutputCut {
+        max,
+        reduced: opts.full_tail_tokens.is_some(),
+        mask: opts.mask.as_ref().map(|m| &*m.0),
+    });
+    let mut rollout = Rollout {
+        session: Session::new(super::NAME, "codex-rollout", fallback_id),
+        state: State {
+            cut,
+            ..Default::default()
+        },
+        shape: None,
+        unrecognised_lines: 0,
+        times: TimeSpan::default(),
+        window: opts.fold.as_ref().map(crate::adapter::FoldWindow::new),
     };
-    let mut shape: Option<&'static str> = None;
-    let mut unrecognised_lines = 0usize;
-    let mut times = TimeSpan::default();
-
     let first_pass = jsonl::Pass {
         prune: first_max.map(prune),
         ..Default::default()
     };
-    let cut = state.cut;
     // Set once response items carrying the conversation are applied: from then on the fast
     // path can read conversation events without a tree (see `fast::line`).
     let conversation_seen = AtomicBool::new(false);
-    // Older turns go to the fold once response items carry the conversation: the events'
-    // messages, which replace them otherwise (see `finish`), are never folded.
-    let mut window = opts.fold.as_ref().map(crate::adapter::FoldWindow::new);
     let pass = jsonl::for_each_line_fast(
         path,
         first_pass,
         |no, text| fast::line(no, text, cut, conversation_seen.load(Relaxed)),
         |no, v| mapped(no, v, cut),
         |no, line| {
-            if state.has_response_conversation
-                && let Some(w) = window.as_mut()
-            {
-                w.after_messages(&mut session);
-            }
-            let Line::Json(mapped) = line else {
-                return Ok(());
-            };
-            if let Some(t) = mapped.time() {
-                times.see(t);
-            }
-            let Mapped::Line(ts, v) = mapped else {
-                shape.get_or_insert("envelope");
-                apply_mapped(mapped, &mut session, &mut state);
-                conversation_seen.store(state.has_response_conversation, Relaxed);
-                return Ok(());
-            };
-            if let (Some(kind), Some(payload)) = (str_field(&v, "type"), v.get("payload")) {
-                shape.get_or_insert("envelope");
-                envelope_line(&mut session, &mut state, no, kind, payload, ts);
-            } else if shape.is_none() && v.get("id").is_some() && v.get("type").is_none() {
-                // Pre-envelope (mid 2025): a bare meta object first, then bare items.
-                shape = Some("pre-envelope");
-                session.format = "codex-pre-envelope".into();
-                session_meta(&mut session, &mut state, &v, ts);
-            } else if str_field(&v, "record_type").is_some() {
-                *session
-                    .stats
-                    .skipped_types
-                    .entry(format!(
-                        "record_type:{}",
-                        str_field(&v, "record_type").unwrap_or("?")
-                    ))
-                    .or_default() += 1;
-            } else if str_field(&v, "type").is_some() && shape == Some("pre-envelope") {
-                response_item_now(&mut session, &mut state, no, &v, ts);
-            } else {
-                unrecognised_lines += 1;
-                *session
-                    .stats
-                    .unknown_types
-                    .entry(str_field(&v, "type").unwrap_or("<no type>").to_string())
-                    .or_default() += 1;
-            }
-            conversation_seen.store(state.has_response_conversation, Relaxed);
+            rollout.line(no, line);
+            conversation_seen.store(rollout.state.has_response_conversation, Relaxed);
             Ok(())
         },
     )?;
-    session.record_pass(&pass);
-    (session.created, session.updated) = created_and_updated(session.created.take(), times);
-    let whole_tail = (opts.max_tool_output, opts.full_tail_tokens);
-    if shape.is_none() && pass.lines > 0 {
-        session.warn(
-            None,
-            format!(
-                "{} is not a recognised Codex session shape ({} line(s), none with a \
-                 type/payload envelope or a session header)",
-                path.display(),
-                pass.lines
-            ),
-        );
-    } else if unrecognised_lines > 0 {
-        session.warn(
-            None,
-            format!("{unrecognised_lines} line(s) of no known Codex shape were skipped"),
-        );
-    }
-    finish(&mut session, state);
-    if let (Some(max), Some(tail)) = whole_tail {
+    let mut session = rollout.finish(path, &pass);
+    if let (Some(max), Some(tail)) = (opts.max_tool_output, opts.full_tail_tokens) {
         read_tail_in_full(path, &pass, &mut session, tail, max)?;
     }
     Ok(session)
+}
+
+/// A rollout's lines applied in file order: the session so far, and what the lines before told
+/// of the file.
+struct Rollout<'a> {
+    session: Session,
+    state: State<'a>,
+    /// The file's shape, set by its first recognised line: "envelope" or "pre-envelope".
+    shape: Option<&'static str>,
+    /// Lines of no known shape, skipped.
+    unrecognised_lines: usize,
+    times: TimeSpan,
+    /// Older turns go to the fold once response items carry the conversation: the events'
+    /// messages, which replace them otherwise (see `finish`), are never folded.
+    window: Option<crate::adapter::FoldWindow>,
+}
+
+impl Rollout<'_> {
+    /// Line `no` as the parsing thread handed it on (see `Mapped`).
+    fn line(&mut self, no: usize, line: Line<Mapped>) {
+        if self.state.has_response_conversation
+            && let Some(w) = self.window.as_mut()
+        {
+            w.after_messages(&mut self.session);
+        }
+        let Line::Json(mapped) = line else {
+            return;
+        };
+        if let Some(t) = mapped.time() {
+            self.times.see(t);
+        }
+        match mapped {
+            Mapped::Line(ts, v) => self.whole_line(no, &v, ts),
+            mapped => {
+                self.shape.get_or_insert("envelope");
+                apply_mapped(mapped, &mut self.session, &mut self.state);
+            }
+        }
+    }
+
+    /// A line the parsing thread left as it was: an envelope line of any type, or a line of
+    /// the older shapes.
+    fn whole_line(&mut self, no: usize, v: &Value, ts: Option<Timestamp>) {
+        let (session, state) = (&mut self.session, &mut self.state);
+        if let (Some(kind), Some(payload)) = (str_field(v, "type"), v.get("payload")) {
+            self.shape.get_or_insert("envelope");
+            envelope_line(session, state, no, kind, payload, ts);
+        } else if self.shape.is_none() && v.get("id").is_some() && v.get("type").is_none() {
+            // Pre-envelope (mid 2025): a bare meta object first, then bare items.
+            self.shape = Some("pre-envelope");
+            session.format = "codex-pre-envelope".into();
+            session_meta(session, state, v, ts);
+        } else if let Some(record_type) = str_field(v, "record_type") {
+            *session
+                .stats
+                .skipped_types
+                .entry(format!("record_type:{record_type}"))
+                .or_default() += 1;
+        } else if str_field(v, "type").is_some() && self.shape == Some("pre-envelope") {
+            response_item_now(session, state, no, v, ts);
+        } else {
+            self.unrecognised_lines += 1;
+            *session
+                .stats
+                .unknown_types
+                .entry(str_field(v, "type").unwrap_or("<no type>").to_string())
+                .or_default() += 1;
+        }
+    }
+
+    /// The session once every line is applied, with a warning when lines were of no known
+    /// shape.
+    fn finish(self, path: &Path, pass: &jsonl::PassStats) -> Session {
+        let mut session = self.session;
+        session.record_pass(pass);
+        (session.created, session.updated) =
+            created_and_updated(session.created.take(), self.times);
+        if self.shape.is_none() && pass.lines > 0 {
+            session.warn(
+                None,
+                format!(
+                    "{} is not a recognised Codex session shape ({} line(s), none with a \
+                     type/payload envelope or a session header)",
+                    path.display(),
+                    pass.lines
+                ),
+            );
+        } else if self.unrecognised_lines > 0 {
+            session.warn(
+                None,
+                format!(
+                    "{} line(s) of no known Codex shape were skipped",
+                    self.unrecognised_lines
+                ),
+            );
+        }
+        finish(&mut session, self.state);
+        session
+    }
 }
 
 /// The newest turns, about `tail` tokens of them from the last back to the start of a turn:
@@ -753,7 +789,7 @@ fn response_item(
     }
 }
 
-/// Where a response item's messages come from: each starts with the line's time and number.
+/// Where a line's messages come from: each starts with the line's time and number.
 struct At {
     no: usize,
     ts: Option<Timestamp>,
@@ -764,6 +800,11 @@ impl At {
         Message::new(role, content)
             .with_time(self.ts.clone())
             .with_meta("line", self.no)
+    }
+
+    /// A message of the events' conversation, marked as such.
+    fn event_message(&self, role: Role, content: String) -> Message {
+        self.message(role, content).with_meta("from_event", true)
     }
 }
 
@@ -1083,30 +1124,12 @@ fn absolutize(cwd: Option<&str>, p: &str) -> String {
     }
 }
 
+/// An `event_msg` line: the files it says changed, and while no response item has carried the
+/// conversation, the messages it draws (see `finish`); every other event is counted.
 fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Option<Timestamp>) {
     let kind = str_field(p, "type").unwrap_or_default();
     // File changes are facts about the session whichever channel carries the conversation.
-    match kind {
-        "patch_apply_begin" | "patch_apply_end" => {
-            if let Some(changes) = p.get("changes").and_then(Value::as_object) {
-                for path in changes.keys() {
-                    let path = absolutize(session.cwd.as_deref(), path);
-                    session.touch_file(&path);
-                }
-            }
-        }
-        "item_completed"
-            if str_field(p.get("item").unwrap_or(&Value::Null), "type") == Some("FileChange") =>
-        {
-            if let Some(changes) = p.pointer("/item/changes").and_then(Value::as_object) {
-                for path in changes.keys() {
-                    let path = absolutize(session.cwd.as_deref(), path);
-                    session.touch_file(&path);
-                }
-            }
-        }
-        _ => {}
-    }
+    touch_changed_files(session, kind, p);
     if !CONVERSATION_EVENTS.contains(&kind) {
         *session
             .stats
@@ -1115,12 +1138,6 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
             .or_default() += 1;
         return;
     }
-    let base = |role: Role, content: String| {
-        Message::new(role, content)
-            .with_time(ts.clone())
-            .with_meta("line", no)
-            .with_meta("from_event", true)
-    };
     if state.has_response_conversation {
         // The events' conversation is used only when no response item carries one (see
         // `finish`), and once one has, none will be needed: not building them saves a long
@@ -1128,76 +1145,108 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
         state.event_messages.clear();
         return;
     }
+    let at = At { no, ts };
     let out = &mut state.event_messages;
     match kind {
         "user_message" => {
             let text = str_field(p, "message").unwrap_or_default().to_string();
             if super::is_injected_user_text(&text) {
-                out.push(base(Role::System, text).with_meta("kind", "context"));
+                out.push(
+                    at.event_message(Role::System, text)
+                        .with_meta("kind", "context"),
+                );
             } else {
-                out.push(base(Role::User, super::unescaped_user_text(text)));
+                out.push(at.event_message(Role::User, super::unescaped_user_text(text)));
             }
         }
-        "agent_message" => out.push(base(
+        "agent_message" => out.push(at.event_message(
             Role::Assistant,
             str_field(p, "message").unwrap_or_default().to_string(),
         )),
-        "agent_reasoning" => out.push(base(
+        "agent_reasoning" => out.push(at.event_message(
             Role::Reasoning,
             str_field(p, "text").unwrap_or_default().to_string(),
         )),
         "item_completed" => {
             let item = p.get("item").unwrap_or(&Value::Null);
-            match str_field(item, "type") {
-                Some("UserMessage") => {
-                    let text = text_parts(item.get("content"));
-                    out.push(base(Role::User, text));
-                }
-                Some("AgentMessage") => {
-                    out.push(base(Role::Assistant, text_parts(item.get("content"))))
-                }
-                Some("Reasoning") => {
-                    let text = item
-                        .get("summary_text")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(Value::as_str)
-                                .collect::<Vec<_>>()
-                                .join("\n")
-                        })
-                        .unwrap_or_default();
-                    out.push(base(Role::Reasoning, text));
-                }
-                Some("CommandExecution") => {
-                    let id = str_field(item, "id").unwrap_or_default().to_string();
-                    let mut call = base(Role::ToolCall, String::new());
-                    call.tool_call_id = Some(id.clone());
-                    let input =
-                        json!({"command": item.get("command").cloned().unwrap_or(Value::Null)});
-                    let (kind, key) = super::tools::classify("shell", &input);
-                    call.tool_kind = Some(kind);
-                    call.key_arg = Some(key);
-                    call.tool_name = Some("shell".into());
-                    call.tool_input = Some(input);
-                    let mut result = base(
-                        Role::ToolResult,
-                        str_field(item, "aggregated_output")
-                            .unwrap_or_default()
-                            .to_string(),
-                    );
-                    result.tool_call_id = Some(id);
-                    if let Some(code) = item.get("exit_code").and_then(crate::jsonl::as_whole) {
-                        result.is_error = code != 0;
-                        result = result.with_meta("exit_code", code);
-                    }
-                    let original = cut_length(item, "aggregated_output");
-                    out.push(call);
-                    out.push(output_message(result, state.cut, original));
-                }
-                _ => {}
-            }
+            completed_item(out, &at, item, state.cut);
         }
         _ => {}
     }
+}
+
+/// The files a patch event, or a completed `FileChange` item, says it changed.
+fn touch_changed_files(session: &mut Session, kind: &str, p: &Value) {
+    let changes = match kind {
+        "patch_apply_begin" | "patch_apply_end" => p.get("changes"),
+        "item_completed"
+            if str_field(p.get("item").unwrap_or(&Value::Null), "type") == Some("FileChange") =>
+        {
+            p.pointer("/item/changes")
+        }
+        _ => None,
+    };
+    if let Some(changes) = changes.and_then(Value::as_object) {
+        for path in changes.keys() {
+            let path = absolutize(session.cwd.as_deref(), path);
+            session.touch_file(&path);
+        }
+    }
+}
+
+/// An `item_completed` event's item as the events' messages: words, reasoning, or a command
+/// with its output.
+fn completed_item(out: &mut Vec<Message>, at: &At, item: &Value, cut: Option<OutputCut>) {
+    match str_field(item, "type") {
+        Some("UserMessage") => {
+            let text = text_parts(item.get("content"));
+            out.push(at.event_message(Role::User, text));
+        }
+        Some("AgentMessage") => {
+            out.push(at.event_message(Role::Assistant, text_parts(item.get("content"))))
+        }
+        Some("Reasoning") => {
+            let text = item
+                .get("summary_text")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .unwrap_or_default();
+            out.push(at.event_message(Role::Reasoning, text));
+        }
+        Some("CommandExecution") => command_execution(out, at, item, cut),
+        _ => {}
+    }
+}
+
+/// A `CommandExecution` item: a shell call and its output, paired by the item's id, the output
+/// cut as `State`'s `cut` says.
+fn command_execution(out: &mut Vec<Message>, at: &At, item: &Value, cut: Option<OutputCut>) {
+    let id = str_field(item, "id").unwrap_or_default().to_string();
+    let mut call = at.event_message(Role::ToolCall, String::new());
+    call.tool_call_id = Some(id.clone());
+    let input = json!({"command": item.get("command").cloned().unwrap_or(Value::Null)});
+    let (kind, key) = super::tools::classify("shell", &input);
+    call.tool_kind = Some(kind);
+    call.key_arg = Some(key);
+    call.tool_name = Some("shell".into());
+    call.tool_input = Some(input);
+    let mut result = at.event_message(
+        Role::ToolResult,
+        str_field(item, "aggregated_output")
+            .unwrap_or_default()
+            .to_string(),
+    );
+    result.tool_call_id = Some(id);
+    if let Some(code) = item.get("exit_code").and_then(crate::jsonl::as_whole) {
+        result.is_error = code != 0;
+        result = result.with_meta("exit_code", code);
+    }
+    let original = cut_length(item, "aggregated_output");
+    out.push(call);
+    out.push(output_message(result, cut, original));
 }

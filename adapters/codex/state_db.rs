@@ -76,16 +76,7 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
         .with_context(|| format!("cannot open {}", db.display()))?;
     conn.busy_timeout(std::time::Duration::from_secs(3))?;
 
-    // A database that cannot be read (full disk, damage, a lock held past the timeout) is an
-    // error, not a schema of another version: the relay is then not done.
-    let migration: Option<i64> = if has_table(&conn, "_sqlx_migrations")? {
-        conn.query_row("SELECT MAX(version) FROM _sqlx_migrations", [], |r| {
-            r.get(0)
-        })
-        .with_context(|| format!("cannot read {}", db.display()))?
-    } else {
-        None
-    };
+    let migration = migration(&conn, &db)?;
     if !migration.is_some_and(|m| KNOWN_MIGRATIONS.contains(&m)) {
         return Ok(Some(format!(
             "{} has a schema session-relay does not know (migration {}); not registered: {resume}",
@@ -93,6 +84,38 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
             migration.map_or("?".to_string(), |m| m.to_string())
         )));
     }
+    if let Some(col) = unknown_column(&conn)? {
+        return Ok(Some(format!(
+            "{}: the threads table differs from the known schema (column {col}); not registered: {resume}",
+            db.display()
+        )));
+    }
+    if has_thread(&conn, row.id)? {
+        return Ok(Some(format!("{} already lists {}", db.display(), row.id)));
+    }
+    insert(&conn, row)?;
+    Ok(Some(format!(
+        "registered in Codex's thread index {}",
+        db.display()
+    )))
+}
+
+/// The newest `_sqlx_migrations` version (`None`: no such table, or no row in it).
+fn migration(conn: &Connection, db: &Path) -> Result<Option<i64>> {
+    // A database that cannot be read (full disk, damage, a lock held past the timeout) is an
+    // error, not a schema of another version: the relay is then not done.
+    if !has_table(conn, "_sqlx_migrations")? {
+        return Ok(None);
+    }
+    conn.query_row("SELECT MAX(version) FROM _sqlx_migrations", [], |r| {
+        r.get(0)
+    })
+    .with_context(|| format!("cannot read {}", db.display()))
+}
+
+/// The first column of `threads` that keeps `insert` from writing a whole row: a required one
+/// it does not write, else one it writes that is not there.
+fn unknown_column(conn: &Connection) -> Result<Option<String>> {
     let mut stmt = conn.prepare("PRAGMA table_info(threads)")?;
     let columns: Vec<(String, bool, bool)> = stmt
         .query_map([], |r| {
@@ -108,21 +131,21 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
     let missing = WRITTEN
         .iter()
         .find(|w| !columns.iter().any(|(name, _, _)| name == *w));
-    if let Some(col) = unknown_required.map(|c| c.0.as_str()).or(missing.copied()) {
-        return Ok(Some(format!(
-            "{}: the threads table differs from the known schema (column {col}); not registered: {resume}",
-            db.display()
-        )));
-    }
-    let exists: bool = conn
-        .query_row("SELECT 1 FROM threads WHERE id = ?1", [row.id], |_| {
-            Ok(true)
-        })
+    Ok(unknown_required
+        .map(|c| c.0.clone())
+        .or(missing.map(|w| w.to_string())))
+}
+
+/// Whether `threads` has a row for `id` already.
+fn has_thread(conn: &Connection, id: &str) -> Result<bool> {
+    Ok(conn
+        .query_row("SELECT 1 FROM threads WHERE id = ?1", [id], |_| Ok(true))
         .optional()?
-        .unwrap_or(false);
-    if exists {
-        return Ok(Some(format!("{} already lists {}", db.display(), row.id)));
-    }
+        .unwrap_or(false))
+}
+
+/// Writes the thread's row: every `WRITTEN` column, in that order.
+fn insert(conn: &Connection, row: &ThreadRow) -> Result<()> {
     let preview: String = row.first_user_message.chars().take(1000).collect();
     conn.execute(
         &format!(
@@ -158,10 +181,7 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
             "session_relay",
         ],
     )?;
-    Ok(Some(format!(
-        "registered in Codex's thread index {}",
-        db.display()
-    )))
+    Ok(())
 }
 
 /// Removes a thread's row; only rows session-relay registered are ever asked for.

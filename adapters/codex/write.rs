@@ -4,33 +4,18 @@
 //! conversation goes on both channels: response items (what the model is sent on resume) and
 //! `user_message` / `agent_message` / `agent_reasoning` events (what the TUI draws).
 
-use std::path::Path;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use chrono::{DateTime, Local, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
 use crate::adapter::{NativeSession, WriteRequest};
-use crate::model::{Role, Session, Timestamp};
+use crate::model::{Message, Role, Session, Timestamp};
 
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
-    let local = req.now.with_timezone(&Local);
-    let file_name = format!(
-        "rollout-{}-{}.jsonl",
-        local.format("%Y-%m-%dT%H-%M-%S"),
-        req.id
-    );
-    let path = match &req.standalone {
-        Some(p) => p.clone(),
-        None => req
-            .home
-            .join("sessions")
-            .join(local.format("%Y").to_string())
-            .join(local.format("%m").to_string())
-            .join(local.format("%d").to_string())
-            .join(&file_name),
-    };
-
+    let path = rollout_path(req);
     let mut clock = Clock::new(req.now);
     let start = shaped
         .messages
@@ -39,6 +24,47 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         .and_then(Timestamp::time)
         .unwrap_or(req.now);
     let mut out: Vec<u8> = Vec::new();
+    let meta = session_meta(shaped, req, start);
+    line(&mut out, clock.at(Some(start)), "session_meta", meta);
+
+    let mut custom_calls = HashSet::new();
+    for m in &shaped.messages {
+        let t = clock.at(m.timestamp.as_ref().and_then(Timestamp::time));
+        message_lines(&mut out, t, m, &mut custom_calls);
+    }
+    Ok(NativeSession {
+        id: req.id.clone(),
+        path,
+        bytes: out,
+        mtime: None,
+        resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
+        notes: Vec::new(),
+    })
+}
+
+/// The standalone path asked for, else where Codex looks for a rollout of now:
+/// `sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`, in local time as Codex names its own.
+fn rollout_path(req: &WriteRequest) -> PathBuf {
+    if let Some(p) = &req.standalone {
+        return p.clone();
+    }
+    let local = req.now.with_timezone(&Local);
+    let file_name = format!(
+        "rollout-{}-{}.jsonl",
+        local.format("%Y-%m-%dT%H-%M-%S"),
+        req.id
+    );
+    req.home
+        .join("sessions")
+        .join(local.format("%Y").to_string())
+        .join(local.format("%m").to_string())
+        .join(local.format("%d").to_string())
+        .join(file_name)
+}
+
+/// The first line's payload: the thread's id, start, cwd and git state, and the relay's
+/// provenance.
+fn session_meta(shaped: &Session, req: &WriteRequest, start: DateTime<Utc>) -> Value {
     let mut meta = json!({
         "id": req.id,
         "timestamp": stamp(start),
@@ -61,111 +87,110 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         }
         meta["git"] = Value::Object(git);
     }
-    line(&mut out, clock.at(Some(start)), "session_meta", meta);
+    meta
+}
 
-    let mut custom_calls = std::collections::HashSet::new();
-    for m in &shaped.messages {
-        let t = clock.at(m.timestamp.as_ref().and_then(Timestamp::time));
-        match m.role {
-            Role::System => {
-                // Context for the model, not words of the user: a developer message.
-                line(
-                    &mut out,
-                    t,
-                    "response_item",
-                    json!({"type": "message", "role": "developer",
-                           "content": [{"type": "input_text", "text": m.content}]}),
-                );
-            }
-            Role::User => {
-                let words = super::escaped_user_text(&m.content);
-                line(
-                    &mut out,
-                    t,
-                    "response_item",
-                    json!({"type": "message", "role": "user",
-                           "content": [{"type": "input_text", "text": words}]}),
-                );
-                line(
-                    &mut out,
-                    t,
-                    "event_msg",
-                    json!({"type": "user_message", "message": words, "images": [],
-                           "local_images": [], "text_elements": []}),
-                );
-            }
-            Role::Assistant => {
-                line(
-                    &mut out,
-                    t,
-                    "response_item",
-                    json!({"type": "message", "role": "assistant",
-                           "content": [{"type": "output_text", "text": m.content}]}),
-                );
-                line(
-                    &mut out,
-                    t,
-                    "event_msg",
-                    json!({"type": "agent_message", "message": m.content}),
-                );
-            }
-            Role::Reasoning => {
-                // Shown in the TUI only: a reasoning item without Codex's own encrypted content
-                // must not be sent back to the model.
-                line(
-                    &mut out,
-                    t,
-                    "event_msg",
-                    json!({"type": "agent_reasoning", "text": m.content}),
-                );
-            }
-            Role::ToolCall => {
-                let id = m.tool_call_id.clone().unwrap_or_default();
-                let name = m.tool_name.clone().unwrap_or_default();
-                let input = m.tool_input.clone().unwrap_or(Value::Null);
-                let custom = m.metadata.get_bool("custom") == Some(true);
-                let item = if custom {
-                    custom_calls.insert(id.clone());
-                    let text = input
-                        .as_str()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| input.to_string());
-                    json!({"type": "custom_tool_call", "call_id": id, "name": name, "input": text})
-                } else {
-                    json!({"type": "function_call", "name": name,
-                           "arguments": input.to_string(), "call_id": id})
-                };
-                line(&mut out, t, "response_item", item);
-            }
-            Role::ToolResult => {
-                let id = m.tool_call_id.clone().unwrap_or_default();
-                let kind = if custom_calls.contains(&id) {
-                    "custom_tool_call_output"
-                } else {
-                    "function_call_output"
-                };
-                line(
-                    &mut out,
-                    t,
-                    "response_item",
-                    json!({"type": kind, "call_id": id, "output": tool_output(m)}),
-                );
-            }
+/// A message's lines at time `t`: its response item (what the model is sent on resume) and,
+/// for words, the event the TUI draws. `custom_calls` are the ids of the custom tool calls
+/// written so far, whose results are custom outputs.
+fn message_lines(
+    out: &mut Vec<u8>,
+    t: DateTime<Utc>,
+    m: &Message,
+    custom_calls: &mut HashSet<String>,
+) {
+    match m.role {
+        // Context for the model, not words of the user: a developer message.
+        Role::System => line(
+            out,
+            t,
+            "response_item",
+            words_item("developer", "input_text", &m.content),
+        ),
+        Role::User => {
+            let words = super::escaped_user_text(&m.content);
+            line(
+                out,
+                t,
+                "response_item",
+                words_item("user", "input_text", &words),
+            );
+            line(
+                out,
+                t,
+                "event_msg",
+                json!({"type": "user_message", "message": words, "images": [],
+                       "local_images": [], "text_elements": []}),
+            );
         }
+        Role::Assistant => {
+            line(
+                out,
+                t,
+                "response_item",
+                words_item("assistant", "output_text", &m.content),
+            );
+            line(
+                out,
+                t,
+                "event_msg",
+                json!({"type": "agent_message", "message": m.content}),
+            );
+        }
+        Role::Reasoning => {
+            // Shown in the TUI only: a reasoning item without Codex's own encrypted content
+            // must not be sent back to the model.
+            line(
+                out,
+                t,
+                "event_msg",
+                json!({"type": "agent_reasoning", "text": m.content}),
+            );
+        }
+        Role::ToolCall => line(out, t, "response_item", call_item(m, custom_calls)),
+        Role::ToolResult => line(out, t, "response_item", output_item(m, custom_calls)),
     }
-    Ok(NativeSession {
-        id: req.id.clone(),
-        path,
-        bytes: out,
-        mtime: None,
-        resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
-        notes: Vec::new(),
-    })
+}
+
+/// A `message` response item: `text` as one part of `part_type` (input or output text).
+fn words_item(role: &str, part_type: &str, text: &str) -> Value {
+    json!({"type": "message", "role": role, "content": [{"type": part_type, "text": text}]})
+}
+
+/// A tool call's response item: a custom tool call (its input a string) when the source's
+/// was one, else a function call (its arguments a JSON document in a string).
+fn call_item(m: &Message, custom_calls: &mut HashSet<String>) -> Value {
+    let id = m.tool_call_id.clone().unwrap_or_default();
+    let name = m.tool_name.clone().unwrap_or_default();
+    let input = m.tool_input.clone().unwrap_or(Value::Null);
+    let custom = m.metadata.get_bool("custom") == Some(true);
+    if custom {
+        custom_calls.insert(id.clone());
+        let text = input
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| input.to_string());
+        json!({"type": "custom_tool_call", "call_id": id, "name": name, "input": text})
+    } else {
+        json!({"type": "function_call", "name": name,
+               "arguments": input.to_string(), "call_id": id})
+    }
+}
+
+/// A tool result's response item, of the kind its call's was.
+fn output_item(m: &Message, custom_calls: &HashSet<String>) -> Value {
+    let id = m.tool_call_id.clone().unwrap_or_default();
+    let kind = if custom_calls.contains(&id) {
+        "custom_tool_call_output"
+    } else {
+        "function_call_output"
+    };
+    json!({"type": kind, "call_id": id, "output": tool_output(m)})
 }
 
 /// A failed call's output carries its exit code the way Codex itself recorded it in legacy
 /// rollouts (`{"output", "metadata": {"exit_code"}}`), so that the failure survives the relay.
-fn tool_output(m: &crate::model::Message) -> String {
+fn tool_output(m: &Message) -> String {
     let code = m.metadata.get_i64("exit_code");
     match (m.is_error, code) {
         (false, None | Some(0)) => m.content.clone(),

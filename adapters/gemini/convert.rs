@@ -43,6 +43,19 @@ pub struct Convert {
     synthetic: usize,
 }
 
+impl Convert {
+    /// An id for a call of gemini message `m` recorded without one: the message's id and a
+    /// count that runs through the session.
+    fn synthetic_id(&mut self, m: &Value) -> String {
+        self.synthetic += 1;
+        format!(
+            "{}#{}",
+            str_field(m, "id").unwrap_or("call"),
+            self.synthetic
+        )
+    }
+}
+
 pub fn convert(m: &Value, line: usize, session: &mut Session, st: &mut Convert) {
     let ts = m.get("timestamp").and_then(Timestamp::from_value);
     let id = str_field(m, "id").unwrap_or_default();
@@ -108,6 +121,8 @@ pub fn convert(m: &Value, line: usize, session: &mut Session, st: &mut Convert) 
     }
 }
 
+/// A `gemini` message: its thoughts, its text, its calls and the results recorded with them,
+/// and the context its request carried.
 fn gemini(
     m: &Value,
     ps: &[&Value],
@@ -121,8 +136,29 @@ fn gemini(
     if let Some(model) = str_field(m, "model") {
         st.model = Some(model.to_string());
     }
-    // Thoughts: the recorded ones, else the thought parts of rewritten content.
-    let thoughts: Vec<String> = match m.get("thoughts").and_then(Value::as_array) {
+    for t in thoughts(m, views)
+        .into_iter()
+        .filter(|t| !t.trim().is_empty())
+    {
+        session.messages.push(base(Role::Reasoning, t));
+    }
+    let text = gemini_text(views);
+    if !text.trim().is_empty() {
+        session.messages.push(base(Role::Assistant, text));
+    }
+    // Calls: the recorded toolCalls, then functionCall parts they do not cover (the history
+    // the CLI rewrites after a cancelled call has only those).
+    let (ids, results) = recorded_calls(m, base, session, st);
+    part_calls(m, ps, &ids, base, session, st);
+    session.messages.extend(results);
+    if let Some(tokens) = m.get("tokens").filter(|t| t.is_object()) {
+        usage(tokens, first, str_field(m, "model"), session);
+    }
+}
+
+/// A gemini message's thoughts: the recorded ones, else the thought parts of rewritten content.
+fn thoughts(m: &Value, views: &[PartView]) -> Vec<String> {
+    match m.get("thoughts").and_then(Value::as_array) {
         Some(t) if !t.is_empty() => t
             .iter()
             .map(|t| {
@@ -140,29 +176,31 @@ fn gemini(
             .filter(|p| p.thought)
             .filter_map(|p| p.text.map(str::to_string))
             .collect(),
-    };
-    for t in thoughts.into_iter().filter(|t| !t.trim().is_empty()) {
-        session.messages.push(base(Role::Reasoning, t));
     }
-    let text = gemini_text(views);
-    if !text.trim().is_empty() {
-        session.messages.push(base(Role::Assistant, text));
-    }
-    // Calls: the recorded toolCalls, then functionCall parts they do not cover (the history
-    // the CLI rewrites after a cancelled call has only those).
+}
+
+/// Pushes the calls of a gemini message's `toolCalls`. Returns their ids, and the results
+/// recorded with them, to follow every call of the message: in the order the calls finished
+/// (their timestamps), as recorded when a time is missing.
+fn recorded_calls(
+    m: &Value,
+    base: &dyn Fn(Role, String) -> Message,
+    session: &mut Session,
+    st: &mut Convert,
+) -> (Vec<String>, Vec<Message>) {
     let calls = m
         .get("toolCalls")
         .and_then(Value::as_array)
-        .cloned()
+        .map(Vec::as_slice)
         .unwrap_or_default();
     let mut ids = Vec::new();
     let mut results: Vec<(usize, Option<chrono::DateTime<chrono::Utc>>, Message)> = Vec::new();
     for (i, c) in calls.iter().enumerate() {
         let name = str_field(c, "name").unwrap_or("?").to_string();
-        let call_id = str_field(c, "id").map(str::to_string).unwrap_or_else(|| {
-            st.synthetic += 1;
-            format!("{}#{}", str_field(m, "id").unwrap_or("call"), st.synthetic)
-        });
+        let call_id = match str_field(c, "id") {
+            Some(id) => id.to_string(),
+            None => st.synthetic_id(m),
+        };
         let args = c.get("args").cloned().unwrap_or(Value::Null);
         let status = str_field(c, "status").unwrap_or_default();
         let mut call = tool_call(base, &call_id, &name, args, session, st, status);
@@ -190,33 +228,39 @@ fn gemini(
             None => st.open.push((call_id, name)),
         }
     }
+    if results.iter().all(|r| r.1.is_some()) {
+        results.sort_by_key(|r| (r.1, r.0));
+    }
+    (ids, results.into_iter().map(|(_, _, r)| r).collect())
+}
+
+/// Pushes the calls of a gemini message's `functionCall` parts that `toolCalls` does not
+/// record (`recorded`: the ids it does), each awaiting its result.
+fn part_calls(
+    m: &Value,
+    ps: &[&Value],
+    recorded: &[String],
+    base: &dyn Fn(Role, String) -> Message,
+    session: &mut Session,
+    st: &mut Convert,
+) {
     for p in ps {
         let Some(fc) = p.get("functionCall") else {
             continue;
         };
         let part_id = str_field(fc, "id");
-        if part_id.is_some_and(|i| ids.iter().any(|x| x == i)) {
+        if part_id.is_some_and(|i| recorded.iter().any(|x| x == i)) {
             continue;
         }
         let name = str_field(fc, "name").unwrap_or("?").to_string();
-        let call_id = part_id.map(str::to_string).unwrap_or_else(|| {
-            st.synthetic += 1;
-            format!("{}#{}", str_field(m, "id").unwrap_or("call"), st.synthetic)
-        });
+        let call_id = match part_id {
+            Some(id) => id.to_string(),
+            None => st.synthetic_id(m),
+        };
         let args = fc.get("args").cloned().unwrap_or(Value::Null);
         let call = tool_call(base, &call_id, &name, args, session, st, "");
         session.messages.push(call);
         st.open.push((call_id, name));
-    }
-    // Results in the order the calls finished (their timestamps), as recorded when unknown.
-    if results.iter().all(|r| r.1.is_some()) {
-        results.sort_by_key(|r| (r.1, r.0));
-    }
-    for (_, _, r) in results {
-        session.messages.push(r);
-    }
-    if let Some(tokens) = m.get("tokens").filter(|t| t.is_object()) {
-        usage(tokens, first, str_field(m, "model"), session);
     }
 }
 

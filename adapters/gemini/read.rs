@@ -24,22 +24,18 @@ fn is_document(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "json")
 }
 
+/// Metadata fields kept in the session's `extra`.
+const KEPT_META: [&str; 5] = [
+    "projectHash",
+    "kind",
+    "directories",
+    "summary",
+    "memoryScratchpad",
+];
+
 pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     let parent = super::subagent_parent(path);
-    let format = if parent.is_some() {
-        "gemini-subagent"
-    } else if is_document(path) {
-        "gemini-json"
-    } else {
-        "gemini-jsonl"
-    };
-    let stem = path
-        .file_stem()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    let mut session = Session::new(super::NAME, format, stem);
-    session.source_path = Some(path.display().to_string());
+    let mut session = empty_session(path, parent.is_some());
     let mut conv: Conversation<(Value, usize)> = Conversation::default();
     let max = opts.max_tool_output;
 
@@ -47,104 +43,18 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     if is_document(path) {
         read_lines = !read_document(path, &mut session, &mut conv, max)?;
     }
-    // The older single document is one record: nothing in it is final before its end.
-    let mut folding = match &opts.fold {
-        Some(fold) if read_lines && !is_document(path) => {
-            Some(super::fold::Folding::new(super::fold::places(path)?, fold))
-        }
-        _ => None,
-    };
     let mut converted = None;
     if read_lines {
-        let prepare = move |v: &mut Value| shrink_to(v, max);
-        let lines = jsonl::Pass {
-            stream_long: true,
-            ..Default::default()
-        };
-        let (mut long_malformed, mut long_lossy, mut long_halves) =
-            (Vec::new(), Vec::new(), Vec::new());
-        let mut cut_off = false;
-        let mut pass = jsonl::for_each_line_with(path, lines, prepare, |no, line| {
-            let r = match line {
-                Line::Json(v) => record(v, no, &mut session),
-                Line::Long {
-                    start,
-                    len,
-                    terminated,
-                } => {
-                    let at = (no, start, len);
-                    let read = read_long(path, at, max, &mut session, &mut folding);
-                    if let Ok((_, replaced)) = &read {
-                        if replaced.utf8 {
-                            long_lossy.push(no);
-                        }
-                        if replaced.surrogates {
-                            long_halves.push(no);
-                        }
-                    }
-                    match read.map(|r| r.0) {
-                        Ok(Some(r)) => r,
-                        Ok(None) => return Ok(()),
-                        Err(_) if !terminated => {
-                            cut_off = true;
-                            return Ok(());
-                        }
-                        Err(e) => {
-                            long_malformed.push((no, e));
-                            return Ok(());
-                        }
-                    }
-                }
-                Line::Malformed(_) => return Ok(()),
-            };
-            match folding.as_mut() {
-                Some(f) => f.apply(r, no, &mut session),
-                None => conv.apply(r),
-            }
-            Ok(())
-        })?;
-        converted = folding.map(|f| f.finish(&mut session));
-        pass.truncated_tail |= cut_off;
-        for (lines, long) in [
-            (&mut pass.invalid_utf8_lines, long_lossy),
-            (&mut pass.lone_surrogate_lines, long_halves),
-        ] {
-            if !long.is_empty() {
-                lines.extend(long);
-                lines.sort_unstable();
-            }
-        }
-        session.record_pass(&pass);
-        for (no, e) in long_malformed {
-            session.stats.malformed_lines += 1;
-            session.warn(Some(no), format!("malformed JSON line skipped: {e}"));
-        }
-        if let Some((meta, _, _)) = converted.as_mut() {
-            conv.meta = std::mem::take(meta);
-        }
-        if pass.lines > 0 && !conv.meta.contains_key("sessionId") {
-            session.warn(
-                None,
-                format!(
-                    "{} is not a Gemini CLI session: no record has a sessionId and a projectHash \
-                     (Gemini CLI skips it and its cleanup deletes it)",
-                    path.display()
-                ),
-            );
-        }
+        // The older single document is one record: nothing in it is final before its end.
+        let fold = opts.fold.as_ref().filter(|_| !is_document(path));
+        converted = read_records(path, fold, max, &mut session, &mut conv)?;
     }
 
     if let Some(id) = conv.meta_str("sessionId") {
         session.id = id.to_string();
     }
     session.parent_id = parent;
-    for key in [
-        "projectHash",
-        "kind",
-        "directories",
-        "summary",
-        "memoryScratchpad",
-    ] {
+    for key in KEPT_META {
         if let Some(v) = conv.meta.get(key).filter(|v| !v.is_null()) {
             session.extra.insert(key.to_string(), v.clone());
         }
@@ -160,23 +70,7 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
             );
             state
         }
-        None => {
-            let messages = conv.into_messages();
-            let first_ts = messages
-                .iter()
-                .find_map(|(m, _)| str_field(m, "timestamp").filter(|s| !s.is_empty()));
-            let last_ts = messages
-                .iter()
-                .rev()
-                .find_map(|(m, _)| str_field(m, "timestamp").filter(|s| !s.is_empty()));
-            (session.created, session.updated) =
-                times(&meta, first_ts, last_ts, is_relay(&session));
-            let mut state = Convert::default();
-            for (m, line) in &messages {
-                convert(m, *line, &mut session, &mut state);
-            }
-            state
-        }
+        None => convert_messages(conv, &meta, &mut session),
     };
     if let Some(t) = state.todos {
         session.todos = t;
@@ -189,6 +83,184 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
     if session.parent_id.is_none() {
         session.subagents = find_subagents(path, &session.id);
     }
+    warn_if_no_conversation(&mut session);
+    session.pair_tool_calls();
+    Ok(session)
+}
+
+/// The session of the file at `path` before anything is read: named for its format, with
+/// the file's name as its id until a record states one.
+fn empty_session(path: &Path, subagent: bool) -> Session {
+    let format = if subagent {
+        "gemini-subagent"
+    } else if is_document(path) {
+        "gemini-json"
+    } else {
+        "gemini-jsonl"
+    };
+    let stem = path
+        .file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let mut session = Session::new(super::NAME, format, stem);
+    session.source_path = Some(path.display().to_string());
+    session
+}
+
+/// Applies the records of a JSONL file to `conv`, or with `fold` to a fold of the older turns;
+/// then the fold's metadata is `conv`'s, and what the fold converted is returned.
+fn read_records(
+    path: &Path,
+    fold: Option<&crate::adapter::Fold>,
+    max: Option<usize>,
+    session: &mut Session,
+    conv: &mut Conversation<(Value, usize)>,
+) -> Result<Option<Folded>> {
+    let mut folding = match fold {
+        Some(fold) => Some(super::fold::Folding::new(super::fold::places(path)?, fold)),
+        None => None,
+    };
+    let prepare = move |v: &mut Value| shrink_to(v, max);
+    let lines = jsonl::Pass {
+        stream_long: true,
+        ..Default::default()
+    };
+    let mut long = LongLines::default();
+    let mut pass = jsonl::for_each_line_with(path, lines, prepare, |no, line| {
+        let r = match line {
+            Line::Json(v) => record(v, no, session),
+            Line::Long {
+                start,
+                len,
+                terminated,
+            } => {
+                let read = read_long(path, (no, start, len), max, session, &mut folding);
+                match long.take(no, terminated, read) {
+                    Some(r) => r,
+                    None => return Ok(()),
+                }
+            }
+            Line::Malformed(_) => return Ok(()),
+        };
+        match folding.as_mut() {
+            Some(f) => f.apply(r, no, session),
+            None => conv.apply(r),
+        }
+        Ok(())
+    })?;
+    let mut converted = folding.map(|f| f.finish(session));
+    long.record(&mut pass, session);
+    if let Some((meta, _, _)) = converted.as_mut() {
+        conv.meta = std::mem::take(meta);
+    }
+    if pass.lines > 0 && !conv.meta.contains_key("sessionId") {
+        session.warn(
+            None,
+            format!(
+                "{} is not a Gemini CLI session: no record has a sessionId and a projectHash \
+                 (Gemini CLI skips it and its cleanup deletes it)",
+                path.display()
+            ),
+        );
+    }
+    Ok(converted)
+}
+
+/// What a fold hands back once every line is read: the metadata, the conversion of the turns
+/// it kept, and the first and last message times.
+type Folded = (Map<String, Value>, Convert, super::fold::Times);
+
+/// What reading long lines found beyond their records, told with what the pass found.
+#[derive(Default)]
+struct LongLines {
+    /// Lines that are not JSON, and why.
+    malformed: Vec<(usize, String)>,
+    /// Lines with bytes that are not UTF-8, replaced.
+    lossy: Vec<usize>,
+    /// Lines whose lone surrogate escapes were replaced.
+    halves: Vec<usize>,
+    /// The last line is cut off: an agent still writing, not a malformed line.
+    cut_off: bool,
+}
+
+impl LongLines {
+    /// The record `read_long` read of line `no`, if there is one to apply, noting what the read
+    /// replaced or why it failed.
+    fn take(
+        &mut self,
+        no: usize,
+        terminated: bool,
+        read: Result<LongRead, String>,
+    ) -> Option<Record<(Value, usize)>> {
+        if let Ok((_, replaced)) = &read {
+            if replaced.utf8 {
+                self.lossy.push(no);
+            }
+            if replaced.surrogates {
+                self.halves.push(no);
+            }
+        }
+        match read.map(|r| r.0) {
+            Ok(r) => r,
+            Err(_) if !terminated => {
+                self.cut_off = true;
+                None
+            }
+            Err(e) => {
+                self.malformed.push((no, e));
+                None
+            }
+        }
+    }
+
+    /// Records the pass in the session's figures, with the long lines among its lines, then
+    /// warns of each malformed long line.
+    fn record(self, pass: &mut jsonl::PassStats, session: &mut Session) {
+        pass.truncated_tail |= self.cut_off;
+        for (lines, long) in [
+            (&mut pass.invalid_utf8_lines, self.lossy),
+            (&mut pass.lone_surrogate_lines, self.halves),
+        ] {
+            if !long.is_empty() {
+                lines.extend(long);
+                lines.sort_unstable();
+            }
+        }
+        session.record_pass(pass);
+        for (no, e) in self.malformed {
+            session.stats.malformed_lines += 1;
+            session.warn(Some(no), format!("malformed JSON line skipped: {e}"));
+        }
+    }
+}
+
+/// Converts the messages the conversation ends with, in order, after taking the session's
+/// times from them (the read without a fold).
+fn convert_messages(
+    conv: Conversation<(Value, usize)>,
+    meta: &Map<String, Value>,
+    session: &mut Session,
+) -> Convert {
+    let messages = conv.into_messages();
+    let first_ts = messages
+        .iter()
+        .find_map(|(m, _)| str_field(m, "timestamp").filter(|s| !s.is_empty()));
+    let last_ts = messages
+        .iter()
+        .rev()
+        .find_map(|(m, _)| str_field(m, "timestamp").filter(|s| !s.is_empty()));
+    (session.created, session.updated) = times(meta, first_ts, last_ts, is_relay(session));
+    let mut state = Convert::default();
+    for (m, line) in &messages {
+        convert(m, *line, session, &mut state);
+    }
+    state
+}
+
+/// Gemini CLI neither lists nor keeps a session without a conversation: said, unless the
+/// session has warnings of its own that explain it.
+fn warn_if_no_conversation(session: &mut Session) {
     let conversation = session.message_count() > 0
         || session.messages.iter().any(|m| m.role == Role::ToolCall)
         || session.folded.as_ref().is_some_and(|f| f.messages > 0);
@@ -198,8 +270,6 @@ pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
             "no conversation in this session (Gemini CLI does not list it, and deletes it at its next start)",
         );
     }
-    session.pair_tool_calls();
-    Ok(session)
 }
 
 /// What `read_long` read: a record to apply, and what reading it replaced.

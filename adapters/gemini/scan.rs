@@ -59,6 +59,46 @@ pub fn session_files(home: &Path) -> Vec<PathBuf> {
 pub fn summarize(path: &Path) -> Result<Summary> {
     let size = std::fs::metadata(path)?.len();
     let mut conv: Conversation<Light> = Conversation::default();
+    let relay_of = apply_lines(path, &mut conv)?;
+    let first_ts = conv.messages().find_map(|m| m.timestamp.as_deref());
+    let last_ts = conv
+        .messages()
+        .filter_map(|m| m.timestamp.as_deref())
+        .last();
+    let (created, updated) = records::times(&conv.meta, first_ts, last_ts, relay_of.is_some());
+    let counted = Counted::of(&conv);
+    let id = conv
+        .meta_str("sessionId")
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            path.file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        });
+    Ok(Summary {
+        id,
+        agent: super::NAME.to_string(),
+        path: path.to_path_buf(),
+        cwd: records::resolve_cwd(path, &conv.meta, counted.first_context.as_deref()),
+        title: records::title(&conv.meta, counted.first_prompt.as_deref()),
+        created,
+        updated,
+        messages: counted.messages,
+        size,
+        archived: false,
+        parent_id: super::subagent_parent(path),
+        subagents: 0,
+        relay_of,
+    })
+}
+
+/// Applies every line of the file to `conv` as a light record. Returns the relay the
+/// provenance record names, when a relay wrote the file.
+fn apply_lines(
+    path: &Path,
+    conv: &mut Conversation<Light>,
+) -> Result<Option<crate::model::RelaySource>> {
     let mut reader = crate::jsonl::open(path)?;
     let mut buf = Vec::new();
     let mut relay_of = None;
@@ -106,63 +146,52 @@ pub fn summarize(path: &Path) -> Result<Summary> {
             conv.apply(r);
         }
     }
-    let first_ts = conv.messages().find_map(|m| m.timestamp.as_deref());
-    let last_ts = conv
-        .messages()
-        .filter_map(|m| m.timestamp.as_deref())
-        .last();
-    let (created, updated) = records::times(&conv.meta, first_ts, last_ts, relay_of.is_some());
-    let mut messages = 0;
-    let mut first_prompt: Option<String> = None;
-    let mut first_context: Option<String> = None;
-    for m in conv.messages() {
-        let views = m.views();
-        match m.kind.as_str() {
-            "user" => {
-                let split = records::split_user(&views, m.relay.as_deref());
-                for (k, text) in split.context {
-                    if k == "context" && first_context.is_none() {
-                        first_context = Some(text);
+    Ok(relay_of)
+}
+
+/// What the listing takes from a conversation's messages: how many count as messages, the
+/// first prompt (for the title) and the first context (for the working directory).
+struct Counted {
+    messages: usize,
+    first_prompt: Option<String>,
+    first_context: Option<String>,
+}
+
+impl Counted {
+    fn of(conv: &Conversation<Light>) -> Counted {
+        let mut counted = Counted {
+            messages: 0,
+            first_prompt: None,
+            first_context: None,
+        };
+        for m in conv.messages() {
+            let views = m.views();
+            match m.kind.as_str() {
+                "user" => counted.user(records::split_user(&views, m.relay.as_deref())),
+                kind => {
+                    if records::counts_as_message(kind, &views, None) {
+                        counted.messages += 1;
                     }
-                }
-                if let Some(w) = split.words {
-                    messages += 1;
-                    if first_prompt.is_none() && !w.trim().is_empty() {
-                        first_prompt = Some(w);
-                    }
-                }
-            }
-            kind => {
-                if records::counts_as_message(kind, &views, None) {
-                    messages += 1;
                 }
             }
         }
+        counted
     }
-    let id = conv
-        .meta_str("sessionId")
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            path.file_stem()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned()
-        });
-    Ok(Summary {
-        id,
-        agent: super::NAME.to_string(),
-        path: path.to_path_buf(),
-        cwd: records::resolve_cwd(path, &conv.meta, first_context.as_deref()),
-        title: records::title(&conv.meta, first_prompt.as_deref()),
-        created,
-        updated,
-        messages,
-        size,
-        archived: false,
-        parent_id: super::subagent_parent(path),
-        subagents: 0,
-        relay_of,
-    })
+
+    /// A user message: its context parts, then its words, if any.
+    fn user(&mut self, split: records::UserSplit) {
+        for (k, text) in split.context {
+            if k == "context" && self.first_context.is_none() {
+                self.first_context = Some(text);
+            }
+        }
+        if let Some(w) = split.words {
+            self.messages += 1;
+            if self.first_prompt.is_none() && !w.trim().is_empty() {
+                self.first_prompt = Some(w);
+            }
+        }
+    }
 }
 
 /// A line as the listing reads it; `None`: not JSON.

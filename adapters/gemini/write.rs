@@ -179,61 +179,13 @@ impl Writer {
     fn message(&mut self, m: &Message) {
         let t = self.at(m);
         if m.role == Role::ToolResult {
-            let id = m.tool_call_id.clone().unwrap_or_default();
-            if self.current.calls.iter().any(|c| c.id == id && !c.answered) {
-                self.answer(&id, m, t);
-            } else {
-                self.flush_current();
-                self.flush_current();
-                if self.responses.is_empty() {
-                    self.responses_time = t;
-                }
-                let name = self
-                    .names
-                    .get(&id)
-                    .cloned()
-                    .unwrap_or_else(|| "tool".into());
-                self.responses.push(json!({
-                    "functionResponse": {"id": id, "name": name, "response": response(m)}
-                }));
-            }
+            self.result(m, t);
             return;
         }
         self.flush_responses();
         match m.role {
-            Role::User | Role::System => {
-                self.flush_all();
-                let relay = if m.role == Role::User {
-                    "user"
-                } else {
-                    "context"
-                };
-                let mut content = Vec::new();
-                if super::cli_ignores(&m.content) {
-                    content.push(json!({"text": super::ESCAPE_PART}));
-                }
-                content.push(json!({"text": m.content}));
-                let mut v = json!({
-                    "id": new_id(),
-                    "timestamp": stamp(t),
-                    "type": "user",
-                    "content": content,
-                });
-                v[super::RELAY_FIELD] = json!(relay);
-                self.line(&v);
-            }
-            Role::Reasoning => {
-                let thought = thought(&m.content, t);
-                if self.current.awaiting() {
-                    self.deferred.push(thought);
-                    return;
-                }
-                if self.current.text.is_some() || !self.current.calls.is_empty() {
-                    self.flush_current();
-                }
-                self.current.time.get_or_insert(t);
-                self.current.thoughts.push(thought);
-            }
+            Role::User | Role::System => self.words(m, t),
+            Role::Reasoning => self.thought(m, t),
             Role::Assistant => {
                 if self.current.text.is_some() || !self.current.calls.is_empty() {
                     self.flush_current();
@@ -241,42 +193,90 @@ impl Writer {
                 self.current.time.get_or_insert(t);
                 self.current.text = Some(m.content.clone());
             }
-            Role::ToolCall => {
-                if self.current.results > 0 {
-                    self.flush_current();
-                }
-                self.current.time.get_or_insert(t);
-                let id = m.tool_call_id.clone().unwrap_or_else(new_id);
-                let name = m.tool_name.clone().unwrap_or_else(|| "tool".into());
-                let key = crate::text::truncate_chars(
-                    &crate::text::one_line(m.key_arg.as_deref().unwrap_or_default()),
-                    300,
-                );
-                let mut value = Map::new();
-                value.insert("id".into(), json!(id));
-                value.insert("name".into(), json!(name));
-                value.insert(
-                    "args".into(),
-                    m.tool_input.clone().unwrap_or_else(|| json!({})),
-                );
-                value.insert("status".into(), json!("success"));
-                value.insert("timestamp".into(), json!(stamp(t)));
-                value.insert(
-                    "displayName".into(),
-                    json!(super::tools::display_name(&name)),
-                );
-                value.insert("description".into(), json!(key));
-                value.insert("renderOutputAsMarkdown".into(), json!(false));
-                self.names.insert(id.clone(), name.clone());
-                self.current.calls.push(Call {
-                    id,
-                    name,
-                    value,
-                    answered: false,
-                });
-            }
+            Role::ToolCall => self.call(m, t),
             Role::ToolResult => unreachable!("handled above"),
         }
+    }
+
+    /// A result: into its call while the message being assembled awaits it, else among the
+    /// results written apart (`flush_responses`), after that message and its deferred thoughts.
+    fn result(&mut self, m: &Message, t: DateTime<Utc>) {
+        let id = m.tool_call_id.clone().unwrap_or_default();
+        if self.current.calls.iter().any(|c| c.id == id && !c.answered) {
+            self.answer(&id, m, t);
+            return;
+        }
+        self.flush_current();
+        self.flush_current();
+        if self.responses.is_empty() {
+            self.responses_time = t;
+        }
+        let name = self
+            .names
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| "tool".into());
+        self.responses.push(json!({
+            "functionResponse": {"id": id, "name": name, "response": response(m)}
+        }));
+    }
+
+    /// User words or context: a `user` message of their own, marked for the reader, after
+    /// everything before them.
+    fn words(&mut self, m: &Message, t: DateTime<Utc>) {
+        self.flush_all();
+        let relay = if m.role == Role::User {
+            "user"
+        } else {
+            "context"
+        };
+        let mut content = Vec::new();
+        if super::cli_ignores(&m.content) {
+            content.push(json!({"text": super::ESCAPE_PART}));
+        }
+        content.push(json!({"text": m.content}));
+        let mut v = json!({
+            "id": new_id(),
+            "timestamp": stamp(t),
+            "type": "user",
+            "content": content,
+        });
+        v[super::RELAY_FIELD] = json!(relay);
+        self.line(&v);
+    }
+
+    /// A thought opens a message, or joins the thoughts opening the one being assembled; while
+    /// calls await their results it waits for the next message.
+    fn thought(&mut self, m: &Message, t: DateTime<Utc>) {
+        let thought = thought(&m.content, t);
+        if self.current.awaiting() {
+            self.deferred.push(thought);
+            return;
+        }
+        if self.current.text.is_some() || !self.current.calls.is_empty() {
+            self.flush_current();
+        }
+        self.current.time.get_or_insert(t);
+        self.current.thoughts.push(thought);
+    }
+
+    /// A call joins the calls of the message being assembled (made together), unless results
+    /// of them came already.
+    fn call(&mut self, m: &Message, t: DateTime<Utc>) {
+        if self.current.results > 0 {
+            self.flush_current();
+        }
+        self.current.time.get_or_insert(t);
+        let id = m.tool_call_id.clone().unwrap_or_else(new_id);
+        let name = m.tool_name.clone().unwrap_or_else(|| "tool".into());
+        let value = call_value(m, &id, &name, t);
+        self.names.insert(id.clone(), name.clone());
+        self.current.calls.push(Call {
+            id,
+            name,
+            value,
+            answered: false,
+        });
     }
 
     /// Puts a result into its call. Results of one message are read back in the order of their
@@ -356,6 +356,31 @@ impl Writer {
         });
         self.line(&v);
     }
+}
+
+/// A `toolCalls` entry for call `m`, as the CLI records a successful one (its result is added
+/// when it comes, see `Writer::answer`).
+fn call_value(m: &Message, id: &str, name: &str, t: DateTime<Utc>) -> Map<String, Value> {
+    let key = crate::text::truncate_chars(
+        &crate::text::one_line(m.key_arg.as_deref().unwrap_or_default()),
+        300,
+    );
+    let mut value = Map::new();
+    value.insert("id".into(), json!(id));
+    value.insert("name".into(), json!(name));
+    value.insert(
+        "args".into(),
+        m.tool_input.clone().unwrap_or_else(|| json!({})),
+    );
+    value.insert("status".into(), json!("success"));
+    value.insert("timestamp".into(), json!(stamp(t)));
+    value.insert(
+        "displayName".into(),
+        json!(super::tools::display_name(name)),
+    );
+    value.insert("description".into(), json!(key));
+    value.insert("renderOutputAsMarkdown".into(), json!(false));
+    value
 }
 
 /// A result as a `functionResponse.response`: the output, or for a failure the error (unless
