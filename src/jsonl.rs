@@ -525,11 +525,6 @@ pub fn strip_bom(line: &[u8]) -> &[u8] {
     line.strip_prefix(BOM).unwrap_or(line)
 }
 
-/// Calls `f(line_number, line)` for every non-blank line. Line numbers start at 1.
-pub fn for_each_line(path: &Path, f: impl FnMut(usize, Line) -> Result<()>) -> Result<PassStats> {
-    for_each_line_with(path, Pass::default(), |_| {}, f)
-}
-
 /// Bytes of lines parsed together: large enough to spread over the cores, small enough that
 /// memory does not grow with the file.
 const BLOCK: usize = 1 << 19;
@@ -572,28 +567,13 @@ impl Pass {
     }
 }
 
-/// `for_each_line`, parsing as `pass` says, with `prepare` applied to each parsed line in
-/// parallel (a reader uses it to drop or shorten what it will not keep, before the line is
-/// handed on in order).
-pub fn for_each_line_with(
-    path: &Path,
-    pass: Pass,
-    prepare: impl Fn(&mut Value) + Sync,
-    f: impl FnMut(usize, Line) -> Result<()>,
-) -> Result<PassStats> {
-    let map = |_, mut v| {
-        prepare(&mut v);
-        v
-    };
-    for_each_line_fast(path, pass, |_, _| None, map, f)
-}
-
-/// `for_each_line_with`, turning each line into what the caller keeps, in parallel: first by
-/// `fast(line_number, text)`, for a reader that can turn the usual lines into what it keeps
-/// without a `Value` tree (`None` to have the line parsed), else by `map(line_number, value)`.
-/// A reader's per-line work so runs on every core, and the value is dropped on the thread
-/// that built it.
-pub fn for_each_line_fast<T: Send>(
+/// Calls `f(line_number, line)` for every non-blank line of `path`, in order, parsed as `pass`
+/// says (line numbers start at 1). Each line is turned into what the caller keeps in
+/// parallel: first by `fast(line_number, text)`, for a reader that can turn the usual lines
+/// into what it keeps without a `Value` tree (`None` to have the line parsed), else by
+/// `map(line_number, value)`. A reader's per-line work so runs on every core, and the value is
+/// dropped on the thread that built it.
+pub fn for_each_line<T: Send>(
     path: &Path,
     pass: Pass,
     fast: impl Fn(usize, &str) -> Option<T> + Sync,
@@ -645,7 +625,7 @@ pub fn for_each_line_fast<T: Send>(
     Ok(stats)
 }
 
-/// The lines of a block, each parsed as `for_each_line_fast` says, on every core.
+/// The lines of a block, each parsed as `for_each_line` says, on every core.
 fn parse_block<T: Send>(
     block: &Block,
     pass: &Pass,
@@ -777,7 +757,7 @@ struct Block {
 
 type BlockLine = (usize, std::ops::Range<usize>, bool, Option<(u64, u64)>);
 
-/// The lines of a file as `for_each_line_fast` reads them, block by block.
+/// The lines of a file as `for_each_line` reads them, block by block.
 struct Lines {
     reader: Box<dyn BufRead + Send>,
     /// The start of a line read past `LONG_LINE` or `MAX_LINE`, and (`end`) its last bytes.
@@ -1175,7 +1155,7 @@ fn scan_line(
     f: &mut impl FnMut(usize, &str) -> bool,
 ) -> bool {
     let bytes = if no == 1 { strip_bom(bytes) } else { bytes };
-    // As `for_each_line_with`: a line over MAX_LINE is salvaged, or skipped whole.
+    // As `for_each_line`: a line over MAX_LINE is salvaged, or skipped whole.
     if len > MAX_LINE {
         return match salvage(bytes, end, len) {
             Some(line) => scan_line(no, &line, &[], line.len(), f),
@@ -1283,6 +1263,11 @@ mod tests {
 
     use super::*;
 
+    /// Every line of `path` parsed to a `Value`, as a reader without a fast path reads it.
+    fn each_line(path: &Path, f: impl FnMut(usize, Line) -> Result<()>) -> Result<PassStats> {
+        for_each_line(path, Pass::default(), |_, _| None, |_, v| v, f)
+    }
+
     /// Files of lines of any length (a few bytes to more than a block, so that lines run past
     /// the reader's buffer and blocks start inside them), any line ends, blank and broken
     /// lines, a byte order mark, a last line without its newline: every pass hands on what a
@@ -1354,7 +1339,7 @@ mod tests {
             std::fs::write(&packed, zstd::encode_all(&file[..], 1).unwrap()).unwrap();
             for path in [&plain, &packed] {
                 let mut seen = Vec::new();
-                let stats = for_each_line(path, |no, line| {
+                let stats = each_line(path, |no, line| {
                     seen.push((
                         no,
                         match line {
@@ -1453,7 +1438,7 @@ mod tests {
         let count = |pass: Pass| {
             let mut n = 0;
             let stats = crate::progress::scope(&handle, || {
-                for_each_line_fast(
+                for_each_line(
                     &path,
                     pass,
                     |_, _| Some(()),
@@ -1614,10 +1599,11 @@ mod tests {
         std::fs::write(&path, &file).unwrap();
         let pass = |p: Pass| {
             let mut seen = Vec::new();
-            let stats = for_each_line_with(
+            let stats = for_each_line(
                 &path,
                 p,
-                |_| {},
+                |_, _| None,
+                |_, v| v,
                 |no, line| {
                     seen.push((
                         no,
@@ -1796,7 +1782,7 @@ mod tests {
         std::fs::write(&path, &file).unwrap();
 
         let mut read = Vec::new();
-        for_each_line(&path, |no, line| {
+        each_line(&path, |no, line| {
             if let Line::Json(v) = line {
                 read.push((no, v));
             }

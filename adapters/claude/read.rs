@@ -220,7 +220,7 @@ impl Lines {
         };
         let full_max = max.unwrap_or(usize::MAX);
         let lean = opts.lean;
-        jsonl::for_each_line_fast(
+        jsonl::for_each_line(
             path,
             pass,
             |no, text| cut.and_then(|cut| fast::facts(no, text, cut, full_max, lean)),
@@ -1440,7 +1440,7 @@ fn read_tail_in_full(
         .map(|(i, e)| (e.line, tail_at + i))
         .collect();
     let mut again: foldhash::HashMap<usize, Entry> = foldhash::HashMap::default();
-    jsonl::for_each_line_fast(
+    jsonl::for_each_line(
         path,
         jsonl::Pass::from(from, first, Some(prune(max))),
         |no, text| fast::facts(no, text, whole, max, lean),

@@ -250,7 +250,7 @@ pub(super) fn branch_ahead(path: &Path, subagent: bool) -> Result<Ahead> {
     // Each chain line's fingerprint, and its line number.
     let (mut prints, mut numbers): (Vec<u64>, Vec<u32>) = (Vec::new(), Vec::new());
     // Skimmed on every core, from the same text of each line as the reader parses.
-    crate::jsonl::for_each_line_fast(
+    crate::jsonl::for_each_line(
         path,
         crate::jsonl::Pass {
             step: Some(BRANCH_STEP),
@@ -485,7 +485,7 @@ mod tests {
         );
         // A read names its step as before.
         let read = crate::progress::scope(&handle, || {
-            crate::jsonl::for_each_line_fast(
+            crate::jsonl::for_each_line(
                 &path,
                 crate::jsonl::Pass::default(),
                 |_, _| Some(()),

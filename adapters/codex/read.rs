@@ -256,7 +256,7 @@ fn read_lines(
     // Set once response items carrying the conversation are applied: from then on the fast
     // path can read conversation events without a tree (see `fast::line`).
     let conversation_seen = AtomicBool::new(false);
-    let pass = jsonl::for_each_line_fast(
+    let pass = jsonl::for_each_line(
         path,
         first_pass,
         |no, text| fast::line(no, text, cut, conversation_seen.load(Relaxed)),
@@ -410,10 +410,11 @@ fn read_tail_in_full(
         return Ok(());
     }
     let mut outputs: foldhash::HashMap<usize, (String, Option<usize>)> = Default::default();
-    jsonl::for_each_line_with(
+    jsonl::for_each_line(
         path,
         jsonl::Pass::from(from, first, Some(prune(max))),
-        |_| {},
+        |_, _| None,
+        |_, v| v,
         |no, line| {
             let Line::Json(v) = line else { return Ok(()) };
             if !wanted.contains(&no) {

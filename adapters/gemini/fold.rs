@@ -45,7 +45,7 @@ pub struct Places {
 pub fn places(path: &Path) -> Result<Places> {
     let mut conv: Conversation<Place> = Conversation::default();
     let mut lists = foldhash::HashMap::default();
-    crate::jsonl::for_each_line_fast(
+    crate::jsonl::for_each_line(
         path,
         crate::jsonl::Pass {
             step: Some(PLACES_STEP),

@@ -127,28 +127,38 @@ fn read_records(
         ..Default::default()
     };
     let mut long = LongLines::default();
-    let mut pass = jsonl::for_each_line_with(path, lines, prepare, |no, line| {
-        let r = match line {
-            Line::Json(v) => record(v, no, session),
-            Line::Long {
-                start,
-                len,
-                terminated,
-            } => {
-                let read = read_long(path, (no, start, len), max, session, &mut folding);
-                match long.take(no, terminated, read) {
-                    Some(r) => r,
-                    None => return Ok(()),
+    let prepared = |_, mut v| {
+        prepare(&mut v);
+        v
+    };
+    let mut pass = jsonl::for_each_line(
+        path,
+        lines,
+        |_, _| None,
+        prepared,
+        |no, line| {
+            let r = match line {
+                Line::Json(v) => record(v, no, session),
+                Line::Long {
+                    start,
+                    len,
+                    terminated,
+                } => {
+                    let read = read_long(path, (no, start, len), max, session, &mut folding);
+                    match long.take(no, terminated, read) {
+                        Some(r) => r,
+                        None => return Ok(()),
+                    }
                 }
+                Line::Malformed(_) => return Ok(()),
+            };
+            match folding.as_mut() {
+                Some(f) => f.apply(r, no, session),
+                None => conv.apply(r),
             }
-            Line::Malformed(_) => return Ok(()),
-        };
-        match folding.as_mut() {
-            Some(f) => f.apply(r, no, session),
-            None => conv.apply(r),
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     let mut converted = folding.map(|f| f.finish(session));
     long.record(&mut pass, session);
     if let Some((meta, _, _)) = converted.as_mut() {
