@@ -176,16 +176,11 @@ fn a_relay_killed_at_any_moment_is_registered_by_the_next() {
         let env = env_with_thread_index();
         let proj = env.project();
         let at = Duration::from_micros(rng.below(took.as_micros() as u64 * 5 / 4 + 1));
-        let mut child = env
-            .std_cmd(assert_cmd::cargo::cargo_bin("session-relay"))
-            .args(["relay", "771ce1df", "--to", "codex", "--cwd", &proj])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(at);
-        let _ = child.kill();
-        let _ = child.wait();
+        killed_after(
+            &env,
+            &["relay", "771ce1df", "--to", "codex", "--cwd", &proj],
+            at,
+        );
         let r = relay(&env);
         let id = r["target"]["id"].as_str().unwrap();
         assert!(
@@ -194,6 +189,20 @@ fn a_relay_killed_at_any_moment_is_registered_by_the_next() {
         );
         assert!(Path::new(r["target"]["path"].as_str().unwrap()).is_file());
     }
+}
+
+/// Runs session-relay with `args` and kills it after `at`, wherever it then is.
+fn killed_after(env: &TestEnv, args: &[&str], at: Duration) {
+    let mut child = env
+        .std_cmd(assert_cmd::cargo::cargo_bin("session-relay"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(at);
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// `clean` killed at any moment leaves its session either deleted or listed, or known to the
@@ -213,16 +222,7 @@ fn a_clean_killed_at_any_moment_leaves_no_session_silently_unregistered() {
         let id = first["target"]["id"].as_str().unwrap().to_string();
         let path = PathBuf::from(first["target"]["path"].as_str().unwrap());
         let at = Duration::from_micros(rng.below(took.as_micros() as u64 * 5 / 4 + 1));
-        let mut child = env
-            .std_cmd(assert_cmd::cargo::cargo_bin("session-relay"))
-            .args(["clean", "--older-than", "0d", "--yes"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(at);
-        let _ = child.kill();
-        let _ = child.wait();
+        killed_after(&env, &["clean", "--older-than", "0d", "--yes"], at);
         // A later clean names again what an interrupted one set aside, and deletes nothing.
         env.ok(&["clean", "--older-than", "999d", "--yes"]);
         if !path.is_file() {
