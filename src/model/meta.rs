@@ -202,6 +202,29 @@ impl Serialize for Meta {
     }
 }
 
+impl Meta {
+    /// Serialises the map with `more` entries among its own, in key order (`more` in key order
+    /// too, none of them a key of the map).
+    pub fn serialize_with<S: Serializer>(
+        &self,
+        more: &[(&'static str, Value)],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len() + more.len()))?;
+        let mut more = more.iter().peekable();
+        for (k, v) in &self.0 {
+            while let Some((mk, mv)) = more.next_if(|(mk, _)| *mk < k.as_ref()) {
+                map.serialize_entry(mk, mv)?;
+            }
+            map.serialize_entry(k.as_ref(), v)?;
+        }
+        for (mk, mv) in more {
+            map.serialize_entry(mk, mv)?;
+        }
+        map.end()
+    }
+}
+
 impl<'de> Deserialize<'de> for Meta {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Meta, D::Error> {
         struct MetaVisitor;
