@@ -342,7 +342,7 @@ mod tests {
                     m.state = state.clone().map(Box::new);
                     let mut want = serde_json::Map::new();
                     for (k, v) in &extra {
-                        m.metadata.insert(*k, v.clone());
+                        m.metadata.insert_any((*k).into(), v.clone());
                         want.insert(k.to_string(), v.clone());
                     }
                     let none = OutputState::default();

@@ -54,7 +54,7 @@ fn session(r: &mut Rng, case: usize) -> Session {
         s.messages.push(
             Message::new(Role::System, text(r, 20))
                 .with_time(t)
-                .with_meta("kind", "compact_summary"),
+                .with_kind(session_relay::model::MessageKind::CompactSummary),
         );
     }
     for _ in 0..turns {
