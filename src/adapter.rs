@@ -251,6 +251,23 @@ pub struct KeptOutput {
     pub masked: Option<BTreeMap<String, usize>>,
 }
 
+impl KeptOutput {
+    /// Puts the kept output in `m`, with what was done to it.
+    pub fn apply_to(self, m: &mut Message) {
+        m.content = self.content;
+        let state = m.state_mut();
+        state.original_chars = self.original_chars;
+        state.source_chars = self.reduced;
+        state.reduced = self.reduced.is_some();
+        state.masked = self.masked;
+        if m.state()
+            .is_some_and(|s| *s == crate::model::OutputState::default())
+        {
+            m.state = None;
+        }
+    }
+}
+
 impl OutputCut<'_> {
     /// What a reader keeps of a tool output `n` characters long, of which `text` holds at
     /// least the first and the last `max` characters (pieces cut earlier at the same `max`);

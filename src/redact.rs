@@ -1555,17 +1555,19 @@ impl Redactor {
     pub fn message(&self, m: &mut crate::model::Message, counts: &mut Counts) {
         // An output its reader masked before cutting it (see `adapter::OutputMask`):
         // masked again, what is left of it could only lose pieces next to the cut.
-        match m.metadata.remove("masked") {
-            Some(Value::Object(masked)) => {
-                for (kind, n) in masked {
-                    *counts.entry(kind).or_default() += n.as_u64().unwrap_or(0) as usize;
-                }
-            }
-            _ => {
+        match m.state.as_mut().and_then(|s| s.masked.take()) {
+            Some(masked) => add_counts(counts, masked),
+            None => {
                 if let Cow::Owned(r) = self.text(&m.content, counts) {
                     m.content = r;
                 }
             }
+        }
+        // A transcript's one-line form repeats its call.
+        if let Some(line) = m.state.as_mut().and_then(|s| s.oneline.as_mut())
+            && let Cow::Owned(r) = self.text(line, counts)
+        {
+            *line = r;
         }
         let mut seen = Vec::new();
         if let Some(input) = &mut m.tool_input {
@@ -2632,14 +2634,17 @@ mod tests {
         use crate::model::{Message, Role};
         let mut s = Session::new("claude", "claude-jsonl", "x");
         let text = "npm_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d\n[… 1234 chars cut …]\nafter";
-        s.messages.push(
-            Message::new(Role::ToolResult, text)
-                .with_meta("masked", serde_json::json!({"password": 2})),
-        );
+        s.messages
+            .push(
+                Message::new(Role::ToolResult, text).with_state(crate::model::OutputState {
+                    masked: Some([("password".to_string(), 2)].into()),
+                    ..Default::default()
+                }),
+            );
         s.messages.push(Message::new(Role::ToolResult, text));
         let counts = Redactor::new(&[], &[]).unwrap().session(&mut s);
         assert_eq!(s.messages[0].content, text);
-        assert!(!s.messages[0].metadata.contains_key("masked"));
+        assert!(s.messages[0].state().is_some_and(|s| s.masked.is_none()));
         assert_ne!(s.messages[1].content, text);
         assert_eq!(counts["password"], 2);
         assert!(counts.len() > 1, "{counts:?}");

@@ -13,7 +13,10 @@ mod fast;
 use crate::adapter::OutputCut;
 use crate::jsonl::pruned::ORIGINAL_CHARS;
 use crate::jsonl::{self, Line, str_field};
-use crate::model::{Message, Role, Session, SubagentLink, TimeSpan, Timestamp, Todo, TodoStatus};
+use crate::model::{
+    Message, MessageKind, OutputState, Role, Session, SubagentLink, TimeSpan, Timestamp, Todo,
+    TodoStatus,
+};
 
 /// Known line types that hold no conversation (UI state, request records, bookkeeping).
 const NON_CONVERSATION_TYPES: &[&str] = &[
@@ -753,7 +756,7 @@ impl Folding {
         let mut kept = entry.keep(&mut session.messages);
         let first = session.end() - kept.count;
         for (i, m) in session.messages[kept.first..].iter().enumerate() {
-            if m.metadata.get_str("kind") == Some("compaction") {
+            if m.is(MessageKind::Compaction) {
                 self.usages.compactions.push(first + i);
             }
         }
@@ -809,7 +812,7 @@ impl Usages {
             compactions: messages
                 .iter()
                 .enumerate()
-                .filter(|(_, m)| m.metadata.get_str("kind") == Some("compaction"))
+                .filter(|(_, m)| m.is(MessageKind::Compaction))
                 .map(|(i, _)| i)
                 .collect(),
             last: None,
@@ -1061,29 +1064,19 @@ fn user_texts(
     out.push(classify_user_text(m, meta, summary));
 }
 
-/// A tool result: its output (cut when `original` says how long it was), the call it answers.
+/// A tool result: its output (cut as `state` says), the call it answers.
 fn tool_result(
     base: &Base,
     output: String,
     tool_use_id: Option<&str>,
     is_error: bool,
-    original: Option<Value>,
-    reduced: Option<Value>,
-    masked: Option<Value>,
+    state: OutputState,
 ) -> Message {
     let mut m = base.message(Role::ToolResult, output);
     m.tool_call_id = tool_use_id.map(str::to_string);
     m.is_error = is_error;
-    if let Some(n) = original {
-        m = m.with_meta("original_chars", n);
-    }
-    if let Some(source_chars) = reduced {
-        m = m
-            .with_meta("reduced", true)
-            .with_meta("source_chars", source_chars);
-    }
-    if let Some(counts) = masked {
-        m = m.with_meta("masked", counts);
+    if state != OutputState::default() {
+        m.state = Some(Box::new(state));
     }
     m
 }
@@ -1152,7 +1145,7 @@ fn user_line(out: &mut Stage, base: &Base, v: &Value) {
                     Some(other) => {
                         out.push(
                             base.message(Role::System, format!("[{other} block]"))
-                                .with_meta("kind", "unsupported_block")
+                                .with_kind(MessageKind::UnsupportedBlock)
                                 .with_meta("block", b.clone()),
                         );
                     }
@@ -1176,13 +1169,26 @@ fn tool_result_block(base: &Base, b: &Value, v: &Value) -> Message {
         flatten_content(b.get("content")),
         str_field(b, "tool_use_id"),
         b.get("is_error").and_then(Value::as_bool) == Some(true),
-        b.get(ORIGINAL_CHARS).cloned(),
-        b.get(REDUCED).cloned(),
-        b.get(MASKED).cloned(),
+        kept_state(b),
     );
     match v.get("toolUseResult") {
         Some(Value::String(s)) if s.starts_with("User rejected") => m.with_meta("rejected", true),
         _ => m,
+    }
+}
+
+/// What `shrink` noted in tool result block `b` of how it cut and masked the output.
+fn kept_state(b: &Value) -> OutputState {
+    let count = |key: &str| b.get(key).and_then(Value::as_u64).map(|n| n as usize);
+    let source_chars = count(REDUCED);
+    OutputState {
+        original_chars: count(ORIGINAL_CHARS),
+        source_chars,
+        reduced: source_chars.is_some(),
+        masked: b
+            .get(MASKED)
+            .and_then(|v| serde_json::from_value(v.clone()).ok()),
+        ..OutputState::default()
     }
 }
 
@@ -1230,7 +1236,7 @@ fn assistant_line(out: &mut Stage, base: &Base, v: &Value, lean: bool) {
             Some(other) => {
                 out.push(
                     ids.on(base.message(Role::System, format!("[{other} block]")))
-                        .with_meta("kind", "unsupported_block")
+                        .with_kind(MessageKind::UnsupportedBlock)
                         .with_meta("block", b.clone()),
                 );
                 continue;
@@ -1265,7 +1271,7 @@ fn compaction(base: &Base, content: Option<&str>, metadata: Option<Value>) -> Me
             Role::System,
             content.unwrap_or("Conversation compacted").to_string(),
         )
-        .with_meta("kind", "compaction");
+        .with_kind(MessageKind::Compaction);
     if let Some(cm) = metadata {
         m = m.with_meta("compact_metadata", cm);
     }
@@ -1274,7 +1280,7 @@ fn compaction(base: &Base, content: Option<&str>, metadata: Option<Value>) -> Me
 
 fn informational(base: &Base, content: &str) -> Message {
     base.message(Role::System, content.to_string())
-        .with_meta("kind", "informational")
+        .with_kind(MessageKind::Informational)
 }
 
 /// How a relay's read prunes a line: `toolUseResult` (the UI's copy of a tool output) is
@@ -1491,7 +1497,7 @@ fn starts_turn(v: &Value) -> bool {
 fn classify_user_text(mut m: Message, meta: bool, compact_summary: bool) -> Message {
     if let Some(k) = injected_kind(&m.content, meta, compact_summary) {
         m.role = Role::System;
-        m = m.with_meta("kind", k);
+        m = m.with_kind(k);
     } else if let Some(rest) = unescaped(&m.content) {
         m.content = rest.to_string();
     }
@@ -1622,7 +1628,7 @@ mod tests {
                 let m = Message::new(Role::Assistant, "x");
                 messages.push(match next(6) {
                     0 => m,
-                    1 => m.with_meta("kind", "compaction"),
+                    1 => m.with_kind(MessageKind::Compaction),
                     // Few ids, so that runs of one id meet and an id comes back later.
                     n => m.with_meta("message_id", format!("msg_{}", n % 3)),
                 });

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 use crate::adapter::OutputCut;
 use crate::jsonl::{self, Line, str_field};
-use crate::model::{GitInfo, Message, Role, Session, TimeSpan, Timestamp, Todo, TodoStatus};
+use crate::model::{
+    GitInfo, Message, MessageKind, Role, Session, TimeSpan, Timestamp, Todo, TodoStatus,
+};
 
 mod fast;
 
@@ -46,18 +48,7 @@ fn output_message(mut m: Message, cut: Option<OutputCut>, original: Option<usize
     if let Some(cut) = cut {
         let n = original.unwrap_or_else(|| m.content.chars().count());
         if let Some(kept) = cut.keep(&m.content, n) {
-            m.content = kept.content;
-            if let Some(n) = kept.original_chars {
-                m = m.with_meta("original_chars", n);
-            }
-            if let Some(source_chars) = kept.reduced {
-                m = m
-                    .with_meta("reduced", true)
-                    .with_meta("source_chars", source_chars);
-            }
-            if let Some(counts) = kept.masked {
-                m = m.with_meta("masked", json!(counts));
-            }
+            kept.apply_to(&mut m);
         }
     }
     m
@@ -402,7 +393,7 @@ fn read_tail_in_full(
     let wanted: foldhash::HashSet<usize> = session
         .messages
         .iter()
-        .filter(|m| m.metadata.contains_key("reduced"))
+        .filter(|m| m.is_reduced())
         .filter_map(crate::model::source_line)
         .filter(|&l| l >= from)
         .collect();
@@ -442,13 +433,11 @@ fn read_tail_in_full(
         let Some(no) = crate::model::source_line(m) else {
             continue;
         };
-        if m.role != Role::ToolResult || !m.metadata.contains_key("reduced") {
+        if m.role != Role::ToolResult || !m.is_reduced() {
             continue;
         }
         if let Some((text, original)) = outputs.remove(&no) {
-            for key in ["reduced", "source_chars", "original_chars", "masked"] {
-                m.metadata.remove(key);
-            }
+            m.state = None;
             let mut fresh = Message::new(Role::ToolResult, text);
             fresh.metadata = std::mem::take(&mut m.metadata);
             let fresh = output_message(
@@ -461,6 +450,7 @@ fn read_tail_in_full(
                 original,
             );
             m.content = fresh.content;
+            m.state = fresh.state;
             m.metadata = fresh.metadata;
         }
     }
@@ -589,7 +579,7 @@ fn envelope_line(
                 Message::new(Role::System, text)
                     .with_time(ts)
                     .with_meta("line", no)
-                    .with_meta("kind", "compaction")
+                    .with_kind(MessageKind::Compaction)
                     .with_meta("replacement_items", kept),
             );
         }
@@ -673,7 +663,7 @@ fn session_meta(session: &mut Session, state: &mut State, p: &Value, ts: Option<
         session.messages.push(
             Message::new(Role::System, text)
                 .with_time(session.created.clone())
-                .with_meta("kind", "instructions"),
+                .with_kind(MessageKind::Instructions),
         );
     }
 }
@@ -816,7 +806,8 @@ fn message_item(out: &mut Vec<Op>, at: &At, text: String, role: &str, phase: Opt
         "user" if super::is_injected_user_text(&text) => {
             // Files older than session_meta's `cwd` state it only here.
             out.push(Op::CwdIfNone(tag_value(&text, "cwd")));
-            at.message(Role::System, text).with_meta("kind", "context")
+            at.message(Role::System, text)
+                .with_kind(MessageKind::Context)
         }
         "user" => {
             out.push(Op::Conversation);
@@ -832,7 +823,7 @@ fn message_item(out: &mut Vec<Op>, at: &At, text: String, role: &str, phase: Opt
         }
         other => at
             .message(Role::System, text)
-            .with_meta("kind", "context")
+            .with_kind(MessageKind::Context)
             .with_meta("source_role", other),
     };
     out.push(Op::Push(m));
@@ -1154,7 +1145,7 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
             if super::is_injected_user_text(&text) {
                 out.push(
                     at.event_message(Role::System, text)
-                        .with_meta("kind", "context"),
+                        .with_kind(MessageKind::Context),
                 );
             } else {
                 out.push(at.event_message(Role::User, super::unescaped_user_text(text)));

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::records::{PartView, gemini_text, split_user};
 use crate::jsonl::str_field;
-use crate::model::{Message, Role, Session, Timestamp, Todo};
+use crate::model::{Message, MessageKind, Role, Session, Timestamp, Todo};
 
 /// The parts of a message's content: a string is one text part (the CLI's `ensurePartArray`).
 fn parts(content: Option<&Value>) -> Vec<&Value> {
@@ -73,12 +73,10 @@ pub fn convert(m: &Value, line: usize, session: &mut Session, st: &mut Convert) 
             let relay = str_field(m, super::RELAY_FIELD);
             let split = split_user(&views, relay);
             for (k, text) in split.context {
-                if k == "context" && st.first_context.is_none() {
+                if k == MessageKind::Context && st.first_context.is_none() {
                     st.first_context = Some(text.clone());
                 }
-                session
-                    .messages
-                    .push(base(Role::System, text).with_meta("kind", k));
+                session.messages.push(base(Role::System, text).with_kind(k));
             }
             if let Some(words) = split.words {
                 let mut msg = base(Role::User, words);
@@ -105,7 +103,7 @@ pub fn convert(m: &Value, line: usize, session: &mut Session, st: &mut Convert) 
             };
             session
                 .messages
-                .push(base(Role::System, text).with_meta("kind", kind));
+                .push(base(Role::System, text).with_kind(gemini_line_kind(kind)));
         }
         other => {
             // The CLI cannot draw it (a resume crashes on it) and does not count it.
@@ -399,7 +397,7 @@ fn fill_result(res: &mut Message, result: &Value, call_id: &str, status: &str) {
         }
     }
     if let Some(n) = original {
-        res.metadata.insert("original_chars", json!(n));
+        res.state_mut().original_chars = Some(n as usize);
     }
     res.content = content;
     res.is_error = error;
@@ -507,6 +505,15 @@ fn shrink_parts(parts: &mut Value, max: Option<usize>) {
         if let (Some(n), Some(o)) = (cut, fr.as_object_mut()) {
             o.insert("_original_chars".into(), json!(n));
         }
+    }
+}
+
+/// The kind of one of the CLI's own lines (`info`, `warning`, `error`).
+fn gemini_line_kind(kind: &str) -> MessageKind {
+    match kind {
+        "warning" => MessageKind::Warning,
+        "error" => MessageKind::Error,
+        _ => MessageKind::Info,
     }
 }
 

@@ -22,7 +22,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::adapter::{Adapter, Agent, Cli, NativeSession, ReadOptions, Store, WriteRequest};
-use crate::model::{Message, Session, Summary};
+use crate::model::{Message, MessageKind, Session, Summary};
 
 pub struct Gemini;
 
@@ -187,11 +187,11 @@ pub(crate) fn cli_trim(s: &str) -> &str {
 /// What sort of user text the CLI neither lists nor sends to the model (its
 /// `isIgnoredUserContent`), for text already trimmed: `command` for `/` and `?`, `context` for
 /// its own injected context. Empty text is ignored too, as nothing.
-pub(crate) fn ignored_kind(trimmed: &str) -> Option<&'static str> {
+pub(crate) fn ignored_kind(trimmed: &str) -> Option<MessageKind> {
     if trimmed.starts_with('/') || trimmed.starts_with('?') {
-        Some("command")
+        Some(MessageKind::Command)
     } else if trimmed.starts_with("<session_context>") || trimmed.starts_with("<hook_context>") {
-        Some("context")
+        Some(MessageKind::Context)
     } else {
         None
     }
@@ -250,9 +250,12 @@ mod tests {
 
     #[test]
     fn ignored_user_text_is_what_the_cli_skips() {
-        assert_eq!(ignored_kind("/help"), Some("command"));
-        assert_eq!(ignored_kind("?"), Some("command"));
-        assert_eq!(ignored_kind("<session_context>\nx"), Some("context"));
+        assert_eq!(ignored_kind("/help"), Some(MessageKind::Command));
+        assert_eq!(ignored_kind("?"), Some(MessageKind::Command));
+        assert_eq!(
+            ignored_kind("<session_context>\nx"),
+            Some(MessageKind::Context)
+        );
         assert_eq!(ignored_kind("fix /etc/hosts"), None);
         assert!(cli_ignores("  /etc/hosts is wrong"));
         assert!(cli_ignores("\u{feff}?"));

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::model::{Session, Timestamp};
+use crate::model::{MessageKind, Session, Timestamp};
 
 // ------------------------------------------------------------------------- records, generic
 
@@ -158,7 +158,7 @@ pub struct PartView<'a> {
 /// What a user message is, by its text parts.
 pub struct UserSplit {
     /// Injected context and commands the CLI skips: (kind, text).
-    pub context: Vec<(&'static str, String)>,
+    pub context: Vec<(MessageKind, String)>,
     /// The person's words, when there are any.
     pub words: Option<String>,
 }
@@ -181,7 +181,7 @@ pub fn split_user(parts: &[PartView], relay: Option<&str>) -> UserSplit {
         let text = texts.concat();
         return if kind == "context" {
             UserSplit {
-                context: vec![("context", text)],
+                context: vec![(MessageKind::Context, text)],
                 words: None,
             }
         } else {
@@ -200,12 +200,14 @@ pub fn split_user(parts: &[PartView], relay: Option<&str>) -> UserSplit {
     match super::ignored_kind(trimmed) {
         None if trimmed.is_empty() => {}
         None => split.words = Some(joined),
-        Some("command") => split.context.push(("command", joined)),
+        Some(MessageKind::Command) => split.context.push((MessageKind::Command, joined)),
         Some(kind) => {
             // Leading context parts, then what follows them.
             let lead = texts
                 .iter()
-                .take_while(|t| super::ignored_kind(super::cli_trim(t)) == Some("context"))
+                .take_while(|t| {
+                    super::ignored_kind(super::cli_trim(t)) == Some(MessageKind::Context)
+                })
                 .count()
                 .max(1);
             split.context.push((kind, texts[..lead].concat()));
@@ -335,7 +337,7 @@ mod tests {
         let s = split_user(&[text("Fix the parser")], None);
         assert_eq!(s.words.as_deref(), Some("Fix the parser"));
         let s = split_user(&[text("/stats")], None);
-        assert_eq!(s.context[0].0, "command");
+        assert_eq!(s.context[0].0, MessageKind::Command);
         assert!(s.words.is_none());
         let s = split_user(
             &[
@@ -344,7 +346,7 @@ mod tests {
             ],
             None,
         );
-        assert_eq!(s.context[0].0, "context");
+        assert_eq!(s.context[0].0, MessageKind::Context);
         assert_eq!(s.words.as_deref(), Some("Set up"));
         let s = split_user(&[text(" ")], None);
         assert!(s.words.is_none() && s.context.is_empty());
@@ -355,7 +357,10 @@ mod tests {
         );
         assert_eq!(s.words.as_deref(), Some("/etc/hosts"));
         let s = split_user(&[text("# Handoff brief")], Some("context"));
-        assert_eq!(s.context[0], ("context", "# Handoff brief".to_string()));
+        assert_eq!(
+            s.context[0],
+            (MessageKind::Context, "# Handoff brief".to_string())
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::jsonl::fields::Skip as IgnoredAny;
 use serde_json::{Map, Value};
 
 use super::records::{self, Conversation, PartView, Record};
-use crate::model::Summary;
+use crate::model::{MessageKind, Summary};
 
 /// Session files: `tmp/<project>/chats/session-*.jsonl` and `session-*.json`, and subagent
 /// transcripts in `chats/<parent>/*.jsonl`, in every project folder (slugs and old hashes).
@@ -181,7 +181,7 @@ impl Counted {
     /// A user message: its context parts, then its words, if any.
     fn user(&mut self, split: records::UserSplit) {
         for (k, text) in split.context {
-            if k == "context" && self.first_context.is_none() {
+            if k == MessageKind::Context && self.first_context.is_none() {
                 self.first_context = Some(text);
             }
         }

@@ -79,7 +79,7 @@ pub fn plan_relay(
         || source
             .messages
             .iter()
-            .any(|m| m.metadata.contains_key("reduced"));
+            .any(crate::model::Message::is_reduced);
     let plan = match crate::plan::plan(cfg, source, target, folded) {
         Ok(plan) => plan,
         // The budget too small: what must always be kept may cost more read in full, and the

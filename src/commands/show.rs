@@ -170,10 +170,10 @@ fn context_tokenizer(agent: &str, model: Option<&str>) -> tokens::Tokenizer {
 /// its size in the source.
 fn context_cost(tok: tokens::Tokenizer, m: &crate::model::Message) -> usize {
     let n = crate::plan::fit::cost(tok, m);
-    match m.metadata.get_u64("original_chars") {
+    match m.original_chars() {
         Some(original) => {
             let kept = m.content.chars().count().max(1);
-            (n as u64 * original / kept as u64) as usize
+            (n as u64 * original as u64 / kept as u64) as usize
         }
         None => n,
     }
@@ -276,7 +276,7 @@ impl crate::adapter::TurnFold for Tally {
             }
             c.source_tokens += plan::fit::source_tokens(m);
             c.content_bytes += m.content.len();
-            c.cut |= m.metadata.contains_key("original_chars");
+            c.cut |= m.original_chars().is_some();
         }
     }
 }
@@ -287,10 +287,7 @@ impl Counted {
     /// messages only. Otherwise the session is read again, every turn kept.
     fn answers(&self, s: &Session, f: &crate::model::Folded) -> bool {
         let size = self.content_bytes + s.messages.iter().map(|m| m.content.len()).sum::<usize>();
-        let cut = self.cut
-            || s.messages
-                .iter()
-                .any(|m| m.metadata.contains_key("original_chars"));
+        let cut = self.cut || s.messages.iter().any(|m| m.original_chars().is_some());
         let estimated = size > EXACT_COUNT_MAX || cut;
         let check_kept = s.context_usage.as_ref().is_none_or(|u| {
             let mut needed = u.first_at_message.max(f.at)..u.at_message.min(f.at + f.messages);
@@ -355,10 +352,7 @@ fn session_report_with(s: &Session, counted: Option<&Counted>) -> SessionReport 
         .collect();
     // An exact count of a huge session costs seconds and says little more than an estimate.
     let size: usize = s.messages.iter().map(|m| m.content.len()).sum();
-    let cut = s
-        .messages
-        .iter()
-        .any(|m| m.metadata.contains_key("original_chars"));
+    let cut = s.messages.iter().any(|m| m.original_chars().is_some());
     let (estimated_tokens, tokenizer) = if counted.is_none() && size <= EXACT_COUNT_MAX && !cut {
         (tokens::session_tokens(s), "o200k_base")
     } else {

@@ -10,6 +10,17 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
+/// The metadata keys `Message`'s typed fields travel as in the neutral JSON (see `model::state`).
+pub const TYPED_KEYS: [&str; 7] = [
+    "failed",
+    "kind",
+    "masked",
+    "oneline",
+    "original_chars",
+    "reduced",
+    "source_chars",
+];
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Meta(Vec<(Cow<'static, str>, Slot)>);
 
@@ -139,9 +150,20 @@ impl Meta {
         self.find(key).is_ok()
     }
 
-    /// Sets `key`, returning the value it replaced.
+    /// Sets `key`, returning the value it replaced. Never a key a typed field of `Message`
+    /// travels as (`TYPED_KEYS`): those are set on the message.
     pub fn insert(&mut self, key: impl Into<Cow<'static, str>>, value: Value) -> Option<Value> {
         let key = key.into();
+        debug_assert!(
+            !TYPED_KEYS.contains(&key.as_ref()),
+            "`{key}` is a typed field of Message (see model::state), not a metadata key"
+        );
+        self.insert_any(key, value)
+    }
+
+    /// `insert` of any key: what the neutral JSON holds, before `state` takes out what a typed
+    /// field holds.
+    pub(super) fn insert_any(&mut self, key: Cow<'static, str>, value: Value) -> Option<Value> {
         let value = Slot::from(value);
         match self.find(&key) {
             Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value).into()),
@@ -202,6 +224,29 @@ impl Serialize for Meta {
     }
 }
 
+impl Meta {
+    /// Serialises the map with `more` entries among its own, in key order (`more` in key order
+    /// too, none of them a key of the map).
+    pub fn serialize_with<S: Serializer>(
+        &self,
+        more: &[(&'static str, Value)],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.0.len() + more.len()))?;
+        let mut more = more.iter().peekable();
+        for (k, v) in &self.0 {
+            while let Some((mk, mv)) = more.next_if(|(mk, _)| *mk < k.as_ref()) {
+                map.serialize_entry(mk, mv)?;
+            }
+            map.serialize_entry(k.as_ref(), v)?;
+        }
+        for (mk, mv) in more {
+            map.serialize_entry(mk, mv)?;
+        }
+        map.end()
+    }
+}
+
 impl<'de> Deserialize<'de> for Meta {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Meta, D::Error> {
         struct MetaVisitor;
@@ -213,7 +258,7 @@ impl<'de> Deserialize<'de> for Meta {
             fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Meta, A::Error> {
                 let mut meta = Meta::new();
                 while let Some((k, v)) = access.next_entry::<String, Value>()? {
-                    meta.insert(k, v);
+                    meta.insert_any(k.into(), v);
                 }
                 Ok(meta)
             }
@@ -278,7 +323,10 @@ mod tests {
                         Some(f) if !v.is_i64() => Value::from(f as i64),
                         _ => v.clone(),
                     };
-                    assert_eq!(meta.insert(key, v), reference.insert(key.into(), kept));
+                    assert_eq!(
+                        meta.insert_any(key.into(), v),
+                        reference.insert(key.into(), kept)
+                    );
                 }
                 let want = reference.get(key);
                 assert_eq!(meta.get(key).as_ref(), want);

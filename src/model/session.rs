@@ -10,7 +10,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{IdSet, Meta, ToolKind};
+use super::{IdSet, MessageKind, Meta, OutputState, ToolKind};
 
 /// Bumped whenever a field changes meaning or a required field is added.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -343,31 +343,30 @@ impl Role {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One message of a session. Serialised by hand (`state`): its typed state travels among the
+/// metadata keys.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "super::state::WireMessage")]
 pub struct Message {
     pub role: Role,
     /// Plain text. For a tool call it is empty unless the source carried free text (Codex
     /// custom tools carry their whole input here); the structured input is `tool_input`.
     pub content: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_input: Option<Value>,
     /// What sort of tool a call is, as its reader classified it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_kind: Option<ToolKind>,
     /// What a call did, in full: the command, the file, the query (see `ToolKind`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_arg: Option<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
-    /// Source-specific facts: `kind` (context, instructions, compaction, compact_summary, ...),
-    /// source line number, ids, image sources, signatures' presence.
-    #[serde(default, skip_serializing_if = "Meta::is_empty")]
+    /// What sort of message it is, when it is not plain conversation.
+    pub kind: Option<MessageKind>,
+    /// What was done to its tool output (cut, masked, made a transcript); `None`: nothing.
+    pub state: Option<Box<OutputState>>,
+    /// Source-specific facts carried through untouched: source line number, ids, image
+    /// sources, signatures' presence, exit codes.
     pub metadata: Meta,
 }
 
@@ -383,6 +382,8 @@ impl Message {
             tool_kind: None,
             key_arg: None,
             is_error: false,
+            kind: None,
+            state: None,
             metadata: Meta::new(),
         }
     }
@@ -397,23 +398,51 @@ impl Message {
         self
     }
 
-    /// The `kind` metadata (for system messages: what sort of context this is).
-    pub fn kind(&self) -> Option<&str> {
-        self.metadata.get_str("kind")
+    pub fn with_kind(mut self, kind: MessageKind) -> Message {
+        self.kind = Some(kind);
+        self
+    }
+
+    pub fn with_state(mut self, state: OutputState) -> Message {
+        self.state = Some(Box::new(state));
+        self
+    }
+
+    /// Whether it is of `kind`.
+    pub fn is(&self, kind: MessageKind) -> bool {
+        self.kind == Some(kind)
+    }
+
+    /// What was done to its output, to be filled in.
+    pub fn state_mut(&mut self) -> &mut OutputState {
+        self.state.get_or_insert_default()
+    }
+
+    /// What was done to its output (nothing when `None`).
+    pub fn state(&self) -> Option<&OutputState> {
+        self.state.as_deref()
+    }
+
+    /// The length its tool output had before it was cut (see `ReadOptions`), in characters.
+    pub fn original_chars(&self) -> Option<usize> {
+        self.state().and_then(|s| s.original_chars)
+    }
+
+    /// Whether it was read only in part (see `OutputState::reduced`).
+    pub fn is_reduced(&self) -> bool {
+        self.state().is_some_and(|s| s.reduced)
     }
 
     /// The length a tool output had before a reader cut it (see `ReadOptions`), in characters.
     pub fn output_chars(&self) -> usize {
-        self.metadata
-            .get_u64("original_chars")
-            .map_or_else(|| self.content.chars().count(), |n| n as usize)
+        self.original_chars()
+            .unwrap_or_else(|| self.content.chars().count())
     }
 
     /// The text cut to `max` characters as `text::trim_output` cuts it, counting in its marker
     /// what a reader cut before (see `text::recut`).
     pub fn cut_content(&self, max: usize) -> std::borrow::Cow<'_, str> {
-        let source_chars = self.metadata.get_u64("original_chars");
-        crate::text::recut(&self.content, max, source_chars.map(|n| n as usize))
+        crate::text::recut(&self.content, max, self.original_chars())
     }
 
     /// A user message typed by a person, as opposed to injected context.
@@ -696,7 +725,7 @@ impl Folded {
                     _ => {}
                 }
             }
-            if m.metadata.get_str("kind") == Some("compaction") {
+            if m.is(MessageKind::Compaction) {
                 self.last_compaction = Some(self.at + self.messages);
             }
             self.messages += 1;
@@ -923,7 +952,7 @@ impl Session {
             .get(from..to)
             .unwrap_or_default()
             .iter()
-            .any(|m| m.metadata.get_str("kind") == Some("compaction"))
+            .any(|m| m.is(MessageKind::Compaction))
     }
 
     /// Records the context a request at message `at` carried (`tokens`, as the agent recorded

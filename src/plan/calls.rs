@@ -32,8 +32,7 @@ pub fn transcript_of(call: &Message, result: Option<&Message>) -> (String, Optio
         (Some(r), Some(body)) => {
             let status = if r.is_error { "error" } else { "ok" };
             let _ = write!(text, "\n[result: {status}, {} chars]", r.output_chars());
-            let cut = matches!(body, std::borrow::Cow::Owned(_))
-                || r.metadata.contains_key("original_chars");
+            let cut = matches!(body, std::borrow::Cow::Owned(_)) || r.original_chars().is_some();
             if !body.trim().is_empty() {
                 text.push('\n');
                 text.push_str(&body);

@@ -107,7 +107,7 @@ pub fn constraints_in(m: &Message) -> impl Iterator<Item = &str> {
 /// The decisions an assistant message announces, in order.
 pub fn decisions_in(m: &Message) -> impl Iterator<Item = &str> {
     let answer =
-        m.role == Role::Assistant && m.kind().is_none() && DECISION_CUES.may_hold(&m.content);
+        m.role == Role::Assistant && m.kind.is_none() && DECISION_CUES.may_hold(&m.content);
     sentences(if answer { &m.content } else { "" }).filter(|s| is_decision(s))
 }
 

@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use super::calls::one_line;
 use super::summary::{self, Candidates, FoldedTurn, LeftOut};
-use crate::model::{Message, Role, Session};
+use crate::model::{Message, MessageKind, Role, Session};
 use crate::tokens::{MESSAGE_OVERHEAD, Tokenizer};
 
 /// Longest tool output kept whole, in characters, before head/tail trimming.
@@ -121,7 +121,7 @@ pub fn cost(tok: Tokenizer, m: &Message) -> usize {
 /// Whether a shaped message is one the source counts among its messages (`list`, `show`): the
 /// user's and the assistant's words, not a tool call the shaping turned into text.
 pub fn is_conversation(m: &Message) -> bool {
-    matches!(m.role, Role::User | Role::Assistant) && m.kind() != Some("tool_transcript")
+    matches!(m.role, Role::User | Role::Assistant) && !m.is(MessageKind::ToolTranscript)
 }
 
 /// How many of `msgs` are messages (`is_conversation`).
@@ -140,10 +140,10 @@ pub fn source_tokens(m: &Message) -> usize {
     // An output cut while reading counts at its length before the cut (`Message::output_chars`)
     // or its bytes, the larger; an output read whole at its bytes, never fewer than its
     // characters, which are not counted then: `show` would count every output of a session.
-    let content = match m.metadata.get_u64("source_chars") {
-        Some(n) => n as usize,
-        None => match m.metadata.get_u64("original_chars") {
-            Some(n) if m.role == Role::ToolResult => (n as usize).max(m.content.len()),
+    let content = match m.state().and_then(|s| s.source_chars) {
+        Some(n) => n,
+        None => match m.original_chars() {
+            Some(n) if m.role == Role::ToolResult => n.max(m.content.len()),
             _ => m.content.len(),
         },
     };
@@ -247,13 +247,13 @@ impl ToolStats {
 
 /// Whether a message is a tool call in either travelling form (structured, or as text).
 fn is_call(m: &Message) -> bool {
-    m.role == Role::ToolCall || m.kind() == Some("tool_transcript")
+    m.role == Role::ToolCall || m.is(MessageKind::ToolTranscript)
 }
 
 /// Whether a message is a tool output in either travelling form (a result, or a call and its
 /// result as text): what the Whole forms cut.
 fn is_output(m: &Message) -> bool {
-    m.role == Role::ToolResult || m.kind() == Some("tool_transcript")
+    m.role == Role::ToolResult || m.is(MessageKind::ToolTranscript)
 }
 
 /// A turn's messages in a form. Structured calls and their results change together, so no
@@ -381,7 +381,7 @@ fn result_line(m: &Message) -> Message {
         ),
     )
     .with_time(m.timestamp.clone())
-    .with_meta("kind", "tool_oneline")
+    .with_kind(MessageKind::ToolOneline)
 }
 
 /// `Form::Digest`: the request and the last answer cut to `text` characters, and between them
@@ -399,7 +399,7 @@ fn render_digest(msgs: &[Message], text: usize) -> (Vec<Rendered>, ToolStats) {
     }
     if let Some(a) = msgs
         .iter()
-        .rposition(|m| m.role == Role::Assistant && m.kind().is_none())
+        .rposition(|m| m.role == Role::Assistant && m.kind.is_none())
     {
         out.push(cut(msgs, a, text));
     }
@@ -413,7 +413,7 @@ fn calls_digest(msgs: &[Message], calls: usize) -> Message {
         .iter()
         .filter(|m| {
             (m.role == Role::ToolResult && m.is_error)
-                || (m.kind() == Some("tool_transcript") && m.metadata.contains_key("failed"))
+                || (m.is(MessageKind::ToolTranscript) && m.state().is_some_and(|s| s.failed))
         })
         .count();
     let mut names: Vec<(String, usize)> = Vec::new();
@@ -448,7 +448,7 @@ fn calls_digest(msgs: &[Message], calls: usize) -> Message {
         ),
     )
     .with_time(time)
-    .with_meta("kind", "tool_digest")
+    .with_kind(MessageKind::ToolDigest)
 }
 
 /// A call (structured or a text transcript) and its result as one line.
@@ -456,14 +456,13 @@ fn oneline_message(m: &Message, result: Option<&Message>) -> Message {
     let line = match m.role {
         Role::ToolCall => one_line(m, result),
         _ => m
-            .metadata
-            .get_str("oneline")
-            .map(str::to_string)
+            .state()
+            .and_then(|s| s.oneline.clone())
             .unwrap_or_else(|| m.cut_content(200).into_owned()),
     };
     Message::new(Role::Assistant, line)
         .with_time(m.timestamp.clone())
-        .with_meta("kind", "tool_oneline")
+        .with_kind(MessageKind::ToolOneline)
 }
 
 /// The middle turns' forms and what they cost, with a cache: the fit tries several forms of
@@ -581,9 +580,7 @@ fn is_whole(form: Option<usize>) -> bool {
 
 /// How many of these messages a reader read only in part (see `ReadOptions`).
 fn reduced_outputs(msgs: &[Message]) -> usize {
-    msgs.iter()
-        .filter(|m| m.metadata.contains_key("reduced"))
-        .count()
+    msgs.iter().filter(|m| m.is_reduced()).count()
 }
 
 fn has_reduced(msgs: &[Message]) -> bool {
@@ -654,7 +651,7 @@ pub fn fit_folded(
     let msgs: &[Message] = all.get(1..).unwrap_or_default();
     let brief_msg = Message::new(Role::System, brief_text)
         .with_time(preamble_time)
-        .with_meta("kind", "handoff_brief");
+        .with_kind(MessageKind::HandoffBrief);
     report.brief_tokens = cost(p.tokenizer, &brief_msg);
 
     // Layer 1: the always-kept messages, shortened when they alone exceed the budget.
@@ -1154,7 +1151,7 @@ fn summarize(
         let text = summary::summary_text(&left, &points, &chosen);
         let m = Message::new(Role::System, text)
             .with_time(time.clone())
-            .with_meta("kind", "relay_summary");
+            .with_kind(MessageKind::RelaySummary);
         let c = cost(tok, &m);
         if c <= cap {
             let turns = chosen.iter().map(|&i| points[i].turn()).collect();

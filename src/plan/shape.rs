@@ -9,7 +9,7 @@ use foldhash::{HashMap, HashMapExt};
 
 use super::calls;
 use crate::adapter::Adapter;
-use crate::model::{IdSet, Message, Meta, Role, Session};
+use crate::model::{IdSet, Message, MessageKind, Meta, OutputState, Role, Session};
 
 /// What `shape` did, for the report.
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -55,7 +55,7 @@ pub fn shape_after(
 
     let preamble = Message::new(Role::System, preamble)
         .with_time(source.created.clone())
-        .with_meta("kind", "relay_preamble");
+        .with_kind(MessageKind::RelayPreamble);
     shaped.messages = shaper.part(messages, Some(preamble));
     (shaped, shaper.stats)
 }
@@ -118,13 +118,13 @@ impl<'a> Shaper<'a> {
                         out.push(carry(m, Role::Reasoning));
                     }
                 }
-                Role::System => match m.kind() {
+                Role::System => match m.kind {
                     // The summary a compaction left is the only record of what came before it.
-                    Some("compact_summary") => {
-                        out.push(carry(m, Role::System).with_meta("kind", "carried_summary"))
+                    Some(MessageKind::CompactSummary) => {
+                        out.push(carry(m, Role::System).with_kind(MessageKind::CarriedSummary))
                     }
-                    Some("compaction") if m.content.len() > 40 => {
-                        out.push(carry(m, Role::System).with_meta("kind", "carried_summary"))
+                    Some(MessageKind::Compaction) if m.content.len() > 40 => {
+                        out.push(carry(m, Role::System).with_kind(MessageKind::CarriedSummary))
                     }
                     // Injected environment, instructions and UI lines describe the source
                     // agent's own setup; the target injects its own.
@@ -209,8 +209,11 @@ impl<'a> Shaper<'a> {
                     out.push(
                         Message::new(Role::Assistant, calls::transcript(&m, None))
                             .with_time(m.timestamp.clone())
-                            .with_meta("kind", "tool_transcript")
-                            .with_meta("oneline", calls::one_line(&m, None)),
+                            .with_kind(MessageKind::ToolTranscript)
+                            .with_state(OutputState {
+                                oneline: Some(calls::one_line(&m, None)),
+                                ..OutputState::default()
+                            }),
                     )
                 }
             }
@@ -225,16 +228,21 @@ impl<'a> Shaper<'a> {
             let mut kept = Meta::new();
             // The exit code travels; the output's full length, its size as the source held it
             // and whether the reader took it only in part stay for the fit.
-            for key in ["exit_code", "original_chars", "reduced", "source_chars"] {
-                if let Some(v) = m.metadata.get(key) {
-                    kept.insert(key, v);
-                }
+            if let Some(v) = m.metadata.get("exit_code") {
+                kept.insert("exit_code", v);
             }
+            let state = m.state.as_deref().map(|s| OutputState {
+                original_chars: s.original_chars,
+                source_chars: s.source_chars,
+                reduced: s.reduced,
+                ..OutputState::default()
+            });
             let is_error = m.is_error;
             let mut r = carry(m, Role::ToolResult);
             r.tool_call_id = self.id_map.get(&id).cloned();
             r.is_error = is_error;
             r.metadata = kept;
+            r.state = state.filter(|s| *s != OutputState::default()).map(Box::new);
             out.push(r);
         } else if let Some(call) = self.text_calls.remove(&id) {
             out.push(transcript(&call, &m));
@@ -248,23 +256,19 @@ impl<'a> Shaper<'a> {
 /// A call that travels as text and its result, as one transcript.
 fn transcript(call: &Message, result: &Message) -> Message {
     let (text, cut_from) = calls::transcript_of(call, Some(result));
-    let mut t = Message::new(Role::Assistant, text)
+    Message::new(Role::Assistant, text)
         .with_time(result.timestamp.clone())
-        .with_meta("kind", "tool_transcript")
-        .with_meta("oneline", calls::one_line(call, Some(result)))
-        // What the source held, for the report: the call's output in full.
-        .with_meta("source_chars", result.output_chars());
-    if let Some(v) = result.metadata.get("reduced") {
-        t.metadata.insert("reduced", v);
-    }
-    // Said here, not read back from the text: an output may hold the words.
-    if result.is_error {
-        t.metadata.insert("failed", true.into());
-    }
-    if let Some(n) = cut_from {
-        t.metadata.insert("original_chars", n.into());
-    }
-    t
+        .with_kind(MessageKind::ToolTranscript)
+        .with_state(OutputState {
+            oneline: Some(calls::one_line(call, Some(result))),
+            // What the source held, for the report: the call's output in full.
+            source_chars: Some(result.output_chars()),
+            reduced: result.is_reduced(),
+            // Said here, not read back from the text: an output may hold the words.
+            failed: result.is_error,
+            original_chars: cut_from,
+            masked: None,
+        })
 }
 
 /// A list whose messages are taken one by one, in order, and replaced by what they become:

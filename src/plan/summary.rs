@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use foldhash::{HashMap, HashSet, HashSetExt};
 
 use super::cues;
-use crate::model::{Message, Role, Timestamp};
+use crate::model::{Message, MessageKind, Role, Timestamp};
 use crate::text::one_line_cut;
 use crate::tokens::Tokenizer;
 
@@ -497,11 +497,11 @@ pub fn turn_points(t: &LeftOut) -> Vec<Point> {
                     );
                 }
             }
-            Role::System if m.kind() == Some("carried_summary") => push(
+            Role::System if m.is(MessageKind::CarriedSummary) => push(
                 Kind::EarlierSummary,
                 format!("Earlier summary: {}", one_line_cut(&m.content, 400)),
             ),
-            Role::Assistant if m.kind().is_none() => {
+            Role::Assistant if m.kind.is_none() => {
                 for d in cues::decisions_in(m) {
                     push(
                         Kind::Decision,
@@ -548,7 +548,7 @@ fn outcome(m: &Message) -> (bool, String) {
         return (m.is_error, label);
     }
     // A transcript, `[tool call: NAME] ARG` then `[result: error, N chars]`: marked by shape.
-    let error = m.kind() == Some("tool_transcript") && m.metadata.contains_key("failed");
+    let error = m.is(MessageKind::ToolTranscript) && m.state().is_some_and(|s| s.failed);
     let line: String = m
         .content
         .lines()
@@ -843,9 +843,9 @@ mod tests {
                 Role::Assistant,
                 crate::plan::calls::transcript(&call, Some(&result)),
             )
-            .with_meta("kind", "tool_transcript");
+            .with_kind(MessageKind::ToolTranscript);
             if failed {
-                m = m.with_meta("failed", true);
+                m.state_mut().failed = true;
             }
             m
         };

@@ -54,7 +54,7 @@ fn session(r: &mut Rng, case: usize) -> Session {
         s.messages.push(
             Message::new(Role::System, text(r, 20))
                 .with_time(t)
-                .with_meta("kind", "compact_summary"),
+                .with_kind(session_relay::model::MessageKind::CompactSummary),
         );
     }
     for _ in 0..turns {
@@ -273,7 +273,7 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
         );
         // What follows the last user message is all there (tools possibly shortened).
         let brief_msg = &out.messages[0];
-        assert_eq!(brief_msg.kind(), Some("handoff_brief"));
+        assert_eq!(brief_msg.kind.map(|k| k.as_str()), Some("handoff_brief"));
         for t in source
             .todos
             .iter()
@@ -450,7 +450,7 @@ fn long_sessions_keep_recent_turns_and_summarize_the_rest() {
     let summary = out
         .messages
         .iter()
-        .find(|m| m.kind() == Some("relay_summary"))
+        .find(|m| m.kind.map(|k| k.as_str()) == Some("relay_summary"))
         .unwrap();
     assert!(
         summary.content.contains("] User asked: Request number "),
@@ -548,7 +548,7 @@ fn a_rule_stated_halfway_through_a_long_session_survives_a_60k_relay() {
         .messages
         .iter()
         .filter(|m| m.content.contains(rule))
-        .filter_map(|m| m.kind())
+        .filter_map(|m| m.kind.map(|k| k.as_str()))
         .collect();
     assert!(
         carriers.contains(&"handoff_brief") || carriers.contains(&"relay_summary"),

@@ -16,7 +16,7 @@ use super::{
     classify_user_text, compaction, informational, injected_kind, tool_result, user_texts,
 };
 use crate::adapter::{KeptOutput, OutputCut};
-use crate::model::{Role, Timestamp};
+use crate::model::{OutputState, Role, Timestamp};
 
 type Str<'a> = Option<Cow<'a, str>>;
 
@@ -346,9 +346,13 @@ fn user(out: &mut Stage, base: &Base, line: &Line, cut: OutputCut) -> bool {
                             kept.content,
                             b.tool_use_id.as_deref(),
                             b.is_error == Some(true),
-                            kept.original_chars.map(Value::from),
-                            kept.reduced.map(Value::from),
-                            kept.masked.map(|c| serde_json::json!(c)),
+                            OutputState {
+                                original_chars: kept.original_chars,
+                                source_chars: kept.reduced,
+                                reduced: kept.reduced.is_some(),
+                                masked: kept.masked,
+                                ..OutputState::default()
+                            },
                         ));
                     }
                     _ => {}
