@@ -296,16 +296,13 @@ fn count(map: &mut std::collections::BTreeMap<String, usize>, key: &str) {
     *map.entry(key.to_string()).or_default() += 1;
 }
 
-/// A user message: the person's words, or context a relay wrote (see `RELAY_FIELD`).
+/// A user message: the person's words (empty ones too: the CLI sends them), or context a
+/// relay wrote (see `RELAY_FIELD`).
 fn user(data: &Value, at: Event, session: &mut Session) {
     let Some(text) = str_field(data, "content") else {
         session.warn(Some(at.no), "a user.message without content skipped");
         return;
     };
-    if text.trim().is_empty() {
-        count(&mut session.stats.skipped_types, "user.message (empty)");
-        return;
-    }
     if str_field(data, super::RELAY_FIELD) == Some("context") {
         let m = at.message(Role::System, text).with_meta("kind", "context");
         session.messages.push(m);
@@ -358,7 +355,10 @@ fn result(data: &Value, at: Event, session: &mut Session) {
 /// came before.
 fn compaction(data: &Value, at: Event, session: &mut Session) {
     if data.get("success").and_then(Value::as_bool) == Some(false) {
-        count(&mut session.stats.skipped_types, "session.compaction_complete (failed)");
+        count(
+            &mut session.stats.skipped_types,
+            "session.compaction_complete (failed)",
+        );
         return;
     }
     let summary = str_field(data, "summaryContent").unwrap_or("Conversation compacted");

@@ -96,7 +96,8 @@ impl Scan {
         }
         let empty = Data::default();
         let data = e.data.as_deref().and_then(Val::obj).unwrap_or(&empty);
-        let content = data.content.get().filter(|c| !c.trim().is_empty());
+        let content = data.content.get();
+        let words = content.filter(|c| !c.trim().is_empty());
         match e.kind.get().unwrap_or_default() {
             "session.start" if !self.started => {
                 self.started = true;
@@ -113,10 +114,10 @@ impl Scan {
             "user.message" if content.is_some() && !data.relay.is("context") => {
                 self.messages += 1;
                 if self.prompt.is_none() {
-                    self.prompt = content.map(crate::text::one_line);
+                    self.prompt = words.map(crate::text::one_line);
                 }
             }
-            "assistant.message" if content.is_some() => self.messages += 1,
+            "assistant.message" if words.is_some() => self.messages += 1,
             "session-relay" if self.relay_of.is_none() => {
                 self.relay_of = e.provenance.as_ref().and_then(RelaySource::from_provenance);
             }

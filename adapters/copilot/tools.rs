@@ -81,14 +81,54 @@ mod tests {
     #[test]
     fn every_tool_gets_a_kind_and_what_it_did() {
         let cases = [
-            ("bash", json!({"command": "ls", "description": "d"}), ToolKind::Shell, "ls"),
-            ("view", json!({"path": "/p/a.rs"}), ToolKind::Read, "/p/a.rs"),
-            ("create", json!({"path": "/p/b", "file_text": "x"}), ToolKind::Write, "/p/b"),
-            ("edit", json!({"path": "/p/c", "old_str": "a"}), ToolKind::Edit, "/p/c"),
-            ("grep", json!({"pattern": "fn main"}), ToolKind::Search, "fn main"),
-            ("glob", json!({"pattern": "**/*.md"}), ToolKind::Search, "**/*.md"),
-            ("task", json!({"prompt": "map it"}), ToolKind::Subagent, "map it"),
-            ("sql", json!({"query": "select 1"}), ToolKind::Other, "select 1"),
+            (
+                "bash",
+                json!({"command": "ls", "description": "d"}),
+                ToolKind::Shell,
+                "ls",
+            ),
+            (
+                "view",
+                json!({"path": "/p/a.rs"}),
+                ToolKind::Read,
+                "/p/a.rs",
+            ),
+            (
+                "create",
+                json!({"path": "/p/b", "file_text": "x"}),
+                ToolKind::Write,
+                "/p/b",
+            ),
+            (
+                "edit",
+                json!({"path": "/p/c", "old_str": "a"}),
+                ToolKind::Edit,
+                "/p/c",
+            ),
+            (
+                "grep",
+                json!({"pattern": "fn main"}),
+                ToolKind::Search,
+                "fn main",
+            ),
+            (
+                "glob",
+                json!({"pattern": "**/*.md"}),
+                ToolKind::Search,
+                "**/*.md",
+            ),
+            (
+                "task",
+                json!({"prompt": "map it"}),
+                ToolKind::Subagent,
+                "map it",
+            ),
+            (
+                "sql",
+                json!({"query": "select 1"}),
+                ToolKind::Other,
+                "select 1",
+            ),
         ];
         for (name, input, kind, key) in cases {
             assert_eq!(classify(name, &input), (kind, key.to_string()), "{name}");

@@ -225,7 +225,10 @@ fn result_data(m: &Message) -> Value {
 /// Escapes the raw U+2028 and U+2029 that serde_json leaves in strings (outside strings, JSON
 /// has none), from byte `from` on.
 fn escape_line_separators(out: &mut Vec<u8>, from: usize) {
-    let raw = |b: &[u8]| b.windows(3).any(|w| w[0] == 0xE2 && w[1] == 0x80 && w[2] & 0xFE == 0xA8);
+    let raw = |b: &[u8]| {
+        b.windows(3)
+            .any(|w| w[0] == 0xE2 && w[1] == 0x80 && w[2] & 0xFE == 0xA8)
+    };
     if !raw(&out[from..]) {
         return;
     }
@@ -336,7 +339,13 @@ mod tests {
         m.tool_call_id = Some("c1".into());
         m.is_error = true;
         let d = result_data(&m);
-        assert_eq!((d["success"].clone(), d["shellExecution"]["exitCode"].clone()), (json!(true), json!(1)));
+        assert_eq!(
+            (
+                d["success"].clone(),
+                d["shellExecution"]["exitCode"].clone()
+            ),
+            (json!(true), json!(1))
+        );
         m.metadata = Default::default();
         assert_eq!(result_data(&m)["error"]["message"], "no such file");
     }
