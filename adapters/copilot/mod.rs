@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::adapter::{Adapter, Agent, Cli, NativeSession, ReadOptions, Store, WriteRequest};
+use crate::adapter::{
+    Adapter, Agent, Cli, HookSetup, Hooks, NativeSession, ReadOptions, Store, WriteRequest,
+};
 use crate::model::{Message, Session, Summary};
 
 pub struct Copilot;
@@ -92,6 +94,23 @@ impl Store for SessionState {
     }
 }
 
+/// Copilot CLI 1.0.102 reads hooks from its `settings.json` in the schema Claude Code uses
+/// (PascalCase events, `matcher`/`hooks` groups, `command` and `timeout`), runs them without a
+/// trust step, and gives them Claude Code's input (`session_id`, `transcript_path`, `cwd`,
+/// `hook_event_name`, `trigger`): `PreCompact` before `/compact` or an automatic compaction,
+/// `SessionEnd` when a run ends.
+impl Hooks for Copilot {
+    fn setup(&self, home: &Path) -> HookSetup {
+        HookSetup {
+            file: home.join("settings.json"),
+            pre_compact: "PreCompact",
+            session_end: "SessionEnd",
+            timeout_secs: 60,
+            trust: None,
+        }
+    }
+}
+
 impl Adapter for Copilot {
     fn agent(&self) -> &'static Agent {
         &AGENT
@@ -99,6 +118,10 @@ impl Adapter for Copilot {
 
     fn store(&self) -> &dyn Store {
         &SessionState
+    }
+
+    fn hooks(&self) -> Option<&dyn Hooks> {
+        Some(self)
     }
 
     fn scan(&self, path: &Path) -> Result<Summary> {
