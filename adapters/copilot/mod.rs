@@ -18,9 +18,9 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::adapter::{
-    Adapter, Agent, Cli, HookSetup, Hooks, NativeSession, ReadOptions, Store, WriteRequest,
+    Adapter, Agent, Cli, HookSetup, Hooks, NativeSession, ReadOptions, Store, Usage, WriteRequest,
 };
-use crate::model::{Message, Session, Summary};
+use crate::model::{Message, RecordedUsage, Session, Summary};
 
 pub struct Copilot;
 
@@ -111,6 +111,33 @@ impl Hooks for Copilot {
     }
 }
 
+/// Copilot CLI records every model call's tokens in a `session.usage_record`: the newest one's
+/// input is what the context held at the newest request.
+impl Usage for Copilot {
+    fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
+        let newest = crate::jsonl::tail_rfind(path, 8 << 20, |line| {
+            if !crate::jsonl::may_hold(line, b"session.usage_record") {
+                return None;
+            }
+            let v: Value = serde_json::from_slice(line).ok()?;
+            let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+            if str_of(&v, "type").as_deref() != Some("session.usage_record")
+                || str_of(&v, "agentId").is_some()
+            {
+                return None;
+            }
+            let usage = v.get("data").map(|d| d.get("usage").unwrap_or(d))?;
+            let tokens = usage.get("inputTokens").and_then(crate::jsonl::as_count)?;
+            (tokens > 0).then(|| RecordedUsage {
+                tokens,
+                window: None,
+                model: str_of(usage, "model"),
+            })
+        });
+        newest.ok().flatten()
+    }
+}
+
 impl Adapter for Copilot {
     fn agent(&self) -> &'static Agent {
         &AGENT
@@ -121,6 +148,10 @@ impl Adapter for Copilot {
     }
 
     fn hooks(&self) -> Option<&dyn Hooks> {
+        Some(self)
+    }
+
+    fn usage(&self) -> Option<&dyn Usage> {
         Some(self)
     }
 
