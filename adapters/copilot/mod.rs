@@ -42,9 +42,10 @@ pub const AGENT: Agent = Agent {
     // `context_token_limit: 128000` in its tool telemetry: the prompt budget it serves its
     // models with, whatever their own window.
     context_window: 128_000,
-    // Copilot CLI 1.0.102's system prompt measured at 4,600 to 4,700 tokens (its compaction
-    // records `systemTokens`), its built-in tool definitions at about 9,000 more (the request
-    // the mock model received), plus room for instructions files and MCP tools.
+    // Copilot CLI 1.0.102's system prompt measured at 4,600 to 4,700 tokens (its compactions
+    // record `systemTokens`), its 17 built-in tool definitions at about 6,500 more (26 KB of
+    // JSON in the request a mock model received), plus room for instructions files, MCP tools
+    // and the answer.
     reserved_tokens: 20_000,
     // Copilot's default models are OpenAI's (o200k) and Anthropic's (not public): o200k_base is
     // the closest one we can count with.

@@ -278,16 +278,12 @@ pub fn register(written: &NativeSession, shaped: &Session, title: &str) -> Resul
     ] {
         text.push_str(&format!("{key}: {value}\n"));
     }
-    let mut bytes = Vec::new();
-    escape_line_separators_in(&text, &mut bytes);
+    // YAML takes JSON's strings as its double-quoted ones, and U+2028 as a line break.
+    let mut bytes = text.into_bytes();
+    escape_line_separators(&mut bytes, 0);
     crate::fsutil::write_new_file(&path, &bytes, None, |_| Ok(()))
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(vec![format!("named in {}", path.display())])
-}
-
-fn escape_line_separators_in(text: &str, out: &mut Vec<u8>) {
-    out.extend_from_slice(text.as_bytes());
-    escape_line_separators(out, 0);
 }
 
 /// Whether the `workspace.yaml` at `path` is one a relay wrote for session `id`.
