@@ -175,7 +175,10 @@ impl Adapter for Copilot {
     }
 
     fn resume_command(&self, id: &str, cwd: &str) -> String {
-        format!("cd {} && copilot --resume={id}", shell_quote(cwd))
+        format!(
+            "cd {} && copilot --resume={id}",
+            crate::text::shell_quote(cwd)
+        )
     }
 
     fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
@@ -240,17 +243,6 @@ pub(crate) fn workspace_str(ws: &serde_yaml_ng::Mapping, key: &str) -> Option<St
 /// The session's name in `workspace.yaml` (its title in the CLI's Sessions list).
 pub(crate) fn workspace_name(path: &Path) -> Option<String> {
     workspace_str(&workspace(path)?, "name").map(|n| crate::text::one_line(&n))
-}
-
-pub(crate) fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
 
 /// The field a relay sets on a user message that holds context rather than the person's words
