@@ -5,9 +5,15 @@ use crate::adapter::Adapter;
 
 pub mod claude;
 pub mod codex;
+pub mod copilot;
 pub mod gemini;
 
-static REGISTRY: &[&dyn Adapter] = &[&claude::ADAPTER, &codex::ADAPTER, &gemini::ADAPTER];
+static REGISTRY: &[&dyn Adapter] = &[
+    &claude::ADAPTER,
+    &codex::ADAPTER,
+    &gemini::ADAPTER,
+    &copilot::ADAPTER,
+];
 
 /// Every adapter, in a stable order.
 pub fn registry() -> &'static [&'static dyn Adapter] {

@@ -1,8 +1,9 @@
 //! The hooks `session-relay hooks install` registers, run by the REAL agents: Claude Code
 //! 2.1.332 compacting a session (`/compact` through `claude -p` and in its TUI) and Codex 0.171
 //! compacting one on its own (over its auto-compact limit, in `codex exec` and in its TUI),
-//! both offline against local mock models (`tests/realclients/run_compaction.py`). The session
-//! each relays must then open in the other real CLI (`check_codex.py`, `check_claude.py`).
+//! and GitHub Copilot CLI 1.0.102 compacting one (`/compact` in its TUI), all offline against
+//! local mock models (`tests/realclients/run_compaction.py`). The session each relays must then
+//! open in another real CLI (`check_codex.py`, `check_claude.py`).
 //!
 //! Like `realclients.rs`, these need the clients `tests/realclients/install.sh` installs and
 //! are ignored by a plain `cargo test`; run them with
@@ -27,7 +28,8 @@ fn clients() -> PathBuf {
         });
     assert!(
         cache.join("node_modules/.bin/codex").exists()
-            && cache.join("node_modules/.bin/claude").exists(),
+            && cache.join("node_modules/.bin/claude").exists()
+            && cache.join("node_modules/.bin/copilot").exists(),
         "the real CLIs are not installed in {}: run `bash tests/realclients/install.sh`",
         cache.display()
     );
@@ -47,6 +49,7 @@ fn python(name: &str, args: &[&str]) -> Result<String, String> {
         .args(args)
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
+        .env_remove("COPILOT_HOME")
         .output()
         .unwrap_or_else(|e| panic!("cannot run python3 {name}: {e}"));
     if out.status.success() {
@@ -213,4 +216,28 @@ fn codexs_compaction_runs_the_trusted_hook_and_relays_into_claude_code() {
     let u = env.json(&["hooks", "uninstall", "--agent", "codex", "--json"]);
     assert_eq!(u["restored"], true);
     assert!(!env.codex_home().join("hooks.json").exists());
+}
+
+#[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
+fn copilots_compaction_runs_the_hook_and_relays_into_claude_code() {
+    clients();
+    let env = TestEnv::empty();
+    let proj = env.project();
+    let installed = env.json(&[
+        "hooks", "install", "--agent", "copilot", "--to", "claude", "--json",
+    ]);
+    assert_eq!(installed["hooks"][0]["trust"], "not_needed", "{installed}");
+
+    // `/compact` typed into `copilot --resume=SID`: Copilot CLI runs the PreCompact hook with
+    // Claude Code's input, the session's log as `transcript_path`.
+    let session = compact(&env, "copilot", &proj, true);
+    assert_eq!(session["compacted"], true, "{session}");
+    let id = relayed(&env, &session, "manual");
+    check_claude(&env, &proj, &id);
+
+    // Uninstalling gives settings.json back as it was (here: no file).
+    let u = env.json(&["hooks", "uninstall", "--agent", "copilot", "--json"]);
+    assert_eq!(u["restored"], true, "{u}");
+    assert!(!env.home("copilot").join("settings.json").exists());
 }

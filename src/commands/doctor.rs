@@ -418,10 +418,11 @@ fn cli_version(program: &Path) -> Result<String, String> {
 }
 
 /// The first `N.N.N` in a CLI's `--version` output (`codex-cli 0.171.0`, `2.1.332 (Claude
-/// Code)`), with any pre-release tail (`0.172.0-alpha.1`).
+/// Code)`, `GitHub Copilot CLI 1.0.102.`, a sentence), with any pre-release tail
+/// (`0.172.0-alpha.1`).
 pub fn version_in(text: &str) -> Option<String> {
     text.split(|c: char| c.is_whitespace() || c == '(' || c == ')' || c == ',')
-        .map(|w| w.trim_start_matches('v'))
+        .map(|w| w.trim_start_matches('v').trim_end_matches('.'))
         .find(|w| {
             let core = w.split(['-', '+']).next().unwrap_or("");
             let parts: Vec<&str> = core.split('.').collect();
@@ -720,6 +721,11 @@ mod tests {
             Some("2.1.332")
         );
         assert_eq!(version_in("v0.61.0").as_deref(), Some("0.61.0"));
+        assert_eq!(
+            version_in("GitHub Copilot CLI 1.0.102.\nRun 'copilot update' to check for updates.")
+                .as_deref(),
+            Some("1.0.102")
+        );
         assert_eq!(
             version_in("codex-cli 0.172.0-alpha.1").as_deref(),
             Some("0.172.0-alpha.1")

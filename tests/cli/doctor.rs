@@ -64,9 +64,11 @@ fn doctor_compares_each_installed_cli_with_the_verified_versions() {
             ("codex", "codex-cli 0.171.0"),
             ("claude", "2.1.200 (Claude Code)"),
             ("gemini", "0.61.0"),
+            ("copilot", "GitHub Copilot CLI 1.0.102."),
         ],
     );
     let v = doctor(&env, &bin, &[]);
+    assert_eq!(agent(&v, "copilot")["cli"]["status"], "verified");
     let codex = agent(&v, "codex");
     assert_eq!(codex["home_exists"], true);
     assert_eq!(codex["home_from"], "env");
@@ -170,8 +172,11 @@ fn doctor_says_how_to_install_a_missing_cli_and_find_a_missing_home() {
     );
 
     // No home at all is an error.
-    std::fs::remove_dir_all(env.claude_home()).unwrap();
-    std::fs::remove_dir_all(env.home("gemini")).unwrap();
+    for a in session_relay::adapters::names() {
+        if a != "codex" {
+            std::fs::remove_dir_all(env.home(a)).unwrap();
+        }
+    }
     let v = doctor(&env, &nothing, &[]);
     assert!(
         v["problems"]

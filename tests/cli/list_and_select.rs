@@ -193,6 +193,49 @@ const EXPECTED: &[(&str, &str, Option<&str>, &str)] = &[
         "gemini",
         None,
         "Add a RELEASING.md with the release checklist",
+    ), // GitHub Copilot CLI: titled by the workspace.yaml beside the log (the CLI named the
+    // handmade c001 after the prompt its resume was given), else by the first prompt.
+    (
+        "759874fd-b261-4852-bc16-4b935a5c7299",
+        "copilot",
+        Some("/home/dev/proj-copilot"),
+        "Hello copilot, first chat turn.",
+    ),
+    (
+        "8115de0d-43fd-46f8-8b65-0cfbedf277ab",
+        "copilot",
+        Some("/home/dev/proj-copilot-tools"),
+        "THINK then DO_ALL: create hello.py, run it, edit it, run it again.",
+    ),
+    (
+        "9cb14419-eba0-491d-ad14-96dfe45884d7",
+        "copilot",
+        Some("/home/dev/proj-copilot-hand"),
+        "relay from claude fix the greeting",
+    ),
+    (
+        "a2602d90-e16c-4048-8d01-588962576d83",
+        "copilot",
+        Some("/home/dev/proj-copilot-hand"),
+        "relay from claude fix the greeting",
+    ),
+    (
+        "5e1a0f00-0000-4000-8000-00000000c001",
+        "copilot",
+        Some("/home/dev/proj-copilot-hand"),
+        "follow-up on handmade",
+    ),
+    (
+        "5e1a0f00-0000-4000-8000-00000000c005",
+        "copilot",
+        Some("/home/dev/proj-copilot-hand"),
+        "probe prompt c005",
+    ),
+    (
+        "5e1a0f00-0000-4000-8000-00000000c0dd",
+        "copilot",
+        Some("/home/dev/proj-copilot-odd"),
+        "Odd session: check the separator and the failures",
     ),
 ];
 

@@ -7,6 +7,7 @@ mod common;
 
 mod budget;
 mod clean;
+mod copilot;
 mod doctor;
 mod export;
 mod first_hour;

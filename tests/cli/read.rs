@@ -10,23 +10,31 @@ fn snapshot_name(path: &std::path::Path) -> String {
         .trim_end_matches(".jsonl")
         .trim_end_matches(".json")
         .replace(['.', ' '], "_");
-    // Files of one name in two folders (Gemini CLI keeps an older copy of a session in its
-    // legacy project folder) are told apart by the folder above theirs.
-    let same_name = fixture_sessions()
-        .iter()
-        .filter(|(_, p)| p.file_name() == path.file_name())
-        .count();
-    if same_name > 1 {
-        let folder = path
-            .parent()
-            .and_then(|p| p.parent())
-            .and_then(|p| p.file_name())
-            .unwrap()
-            .to_string_lossy();
-        format!("{}_{stem}", folder.chars().take(12).collect::<String>())
-    } else {
-        stem
+    // Files of one name in several folders are told apart by a folder above theirs: Gemini CLI
+    // keeps an older copy of a session in its legacy project folder (the folder above
+    // `chats/`), Copilot CLI names every log `events.jsonl` in a folder named for its session.
+    let same: Vec<std::path::PathBuf> = fixture_sessions()
+        .into_iter()
+        .map(|(_, p)| p)
+        .filter(|p| p.file_name() == path.file_name())
+        .collect();
+    if same.len() < 2 {
+        return stem;
     }
+    let label = |p: &std::path::Path, up: usize, chars: usize| -> String {
+        let folder = p.ancestors().nth(up).and_then(|a| a.file_name()).unwrap();
+        folder.to_string_lossy().chars().take(chars).collect()
+    };
+    let distinct = |up: usize, chars: usize| {
+        let labels: std::collections::HashSet<String> =
+            same.iter().map(|p| label(p, up, chars)).collect();
+        labels.len() == same.len()
+    };
+    let (up, chars) = [(1, 12), (2, 12)]
+        .into_iter()
+        .find(|&(up, chars)| distinct(up, chars))
+        .unwrap_or((1, usize::MAX));
+    format!("{}_{stem}", label(path, up, chars))
 }
 
 #[test]

@@ -791,6 +791,7 @@ fn every_planted_secret_is_masked_in_both_directions() {
     let ids = vec![
         claude_session(&env, &texts, &structured_secrets(), "01"),
         codex_session(&env, &texts, &structured_secrets(), "02"),
+        copilot_session(&env, &texts, &structured_secrets(), "03"),
     ];
     let before = env.snapshot_stores();
     let title = format!("deploy {}", all.replace('\n', " "));
@@ -1148,6 +1149,79 @@ fn list_show_and_the_listing_cache_mask_secrets_unless_told_not_to() {
             .contains(secret)
     );
     assert!(env.ok(&["show", &id, "--no-redact"]).contains(secret));
+}
+
+/// `texts` as a GitHub Copilot CLI session: in a compaction's summary, a prompt (and its
+/// title in `workspace.yaml`), reasoning, a shell command and its output, a file created, a
+/// tool call's arguments (`structured`), an answer.
+fn copilot_session(env: &TestEnv, texts: &[String], structured: &Value, name: &str) -> String {
+    let id = format!("5e1a0f00-0000-4000-8000-0000000000{name}");
+    let dir = env.home("copilot").join("session-state").join(&id);
+    std::fs::create_dir_all(&dir).unwrap();
+    let all = texts.join("\n");
+    let mut nested = structured.clone();
+    nested["body"] = json!({"release": {"notes": all}});
+    let mut lines: Vec<String> = Vec::new();
+    let mut parent = Value::Null;
+    let mut event = |kind: &str, data: Value| {
+        let n = lines.len();
+        let eid = format!("f4000000-0000-4000-8000-{n:012}");
+        let at = format!("2026-11-29T10:00:{n:02}.000Z");
+        let e = json!({"type": kind, "data": data, "id": eid, "timestamp": at, "parentId": parent});
+        lines.push(e.to_string());
+        parent = json!(eid);
+    };
+    event(
+        "session.start",
+        json!({"sessionId": id, "version": 1, "producer": "copilot-agent", "copilotVersion": "1.0.102",
+               "startTime": "2026-11-29T10:00:00.000Z", "context": {"cwd": "/home/dev/projects/redact"}}),
+    );
+    event(
+        "session.compaction_complete",
+        json!({"success": true, "summaryContent": format!("Summary of the earlier work:\n{all}")}),
+    );
+    event(
+        "user.message",
+        json!({"content": format!("Set up the deploy. {all}")}),
+    );
+    let call = |id: &str, name: &str, arguments: Value| json!({"toolCallId": id, "name": name, "arguments": arguments, "type": "function"});
+    event(
+        "assistant.message",
+        json!({"messageId": "m1", "content": "", "reasoningText": format!("The user pasted: {all}"),
+        "toolRequests": [
+            call("c1", "bash", json!({"command": format!("cat > .env <<EOF\n{all}\nEOF"), "description": "env"})),
+            call("c2", "create", json!({"path": "/home/dev/projects/redact/config.env", "file_text": all})),
+            call("c3", "http_request", nested),
+        ]}),
+    );
+    for (c, output) in [
+        ("c1", all.as_str()),
+        ("c2", "Created file"),
+        ("c3", "HTTP 200"),
+    ] {
+        event(
+            "tool.execution_complete",
+            json!({"toolCallId": c, "success": true, "result": {"content": output}}),
+        );
+    }
+    event(
+        "assistant.message",
+        json!({"messageId": "m2", "content": format!("Saved: {all}")}),
+    );
+    event("user.message", json!({"content": "Thanks, now deploy."}));
+    event(
+        "assistant.message",
+        json!({"messageId": "m3", "content": "Deployed."}),
+    );
+    std::fs::write(dir.join("events.jsonl"), lines.join("\n") + "\n").unwrap();
+    let title =
+        serde_json::to_string(&format!("Set up the deploy. {}", all.replace('\n', " "))).unwrap();
+    std::fs::write(
+        dir.join("workspace.yaml"),
+        format!("id: {id}\ncwd: /home/dev/projects/redact\nname: {title}\nuser_named: false\n"),
+    )
+    .unwrap();
+    id
 }
 
 /// A Codex rollout whose `session_meta.git` names `remote`, with one exchange.

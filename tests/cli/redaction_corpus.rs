@@ -794,6 +794,12 @@ fn the_corpora_are_masked_in_every_output() {
             &json!({}),
             &format!("{:02}", 40 + n),
         ));
+        ids.push(super::copilot_session(
+            &env,
+            &texts,
+            &json!({}),
+            &format!("{:02}", 60 + n),
+        ));
     }
     let (mut written, _) = super::relay_everything(&env, &ids, &proj, "corpus");
     for id in &ids {

@@ -51,6 +51,13 @@ fn recorded(agent: &str, path: &Path) -> Option<(u64, Option<u64>)> {
                     info["model_context_window"].as_u64(),
                 ))
             }),
+        // The newest model call of the session itself (a subagent's are its own).
+        "copilot" => lines
+            .filter(|v| v["type"] == "session.usage_record" && !v["agentId"].is_string())
+            .fold(None, |_, v| Some(v))
+            .and_then(|v| v["data"]["usage"]["inputTokens"].as_u64())
+            .filter(|t| *t > 0)
+            .map(|t| (t, None)),
         _ => None,
     }
 }
@@ -100,7 +107,8 @@ fn status_reports_the_usage_every_fixture_records() {
             Some((tokens, window)) => {
                 let c = &s["context"];
                 assert_eq!(c["tokens"], tokens, "{name}");
-                let default = if agent == "codex" { 258_400 } else { 200_000 };
+                let adapter = session_relay::adapters::by_name(agent).unwrap();
+                let default = adapter.default_context_window();
                 assert_eq!(c["window"], window.unwrap_or(default), "{name}");
                 assert_eq!(
                     c["window_from"],
@@ -122,9 +130,10 @@ fn status_reports_the_usage_every_fixture_records() {
         compared += 1;
     }
     assert!(compared >= 20, "only {compared} sessions compared");
-    // The genuine sessions record usage: the real Claude API ones, Claude Code 2.1.332's and
-    // Codex 0.171's.
+    // The genuine sessions record usage: the real Claude API ones, Claude Code 2.1.332's,
+    // Codex 0.171's and Copilot CLI 1.0.102's.
     for must in [
+        "session-state/8115de0d-43fd-46f8-8b65-0cfbedf277ab/events.jsonl",
         "-Users-pete-git-moredip-session-share/4b2030ed",
         "-Users-pete-tmp-claude-code-sessions/0ccf1a04",
         "-home-dev-projects-compact/b62416f1",

@@ -3,6 +3,7 @@
 
 usage: run_compaction.py [--tui] [--env K=V]... [--timeout S] [-v] claude CONFIG_DIR CWD
        run_compaction.py [--tui] [--env K=V]... [--timeout S] [-v] codex CODEX_HOME CWD
+       run_compaction.py --tui [--env K=V]... [--timeout S] [-v] copilot COPILOT_HOME CWD
 
 Unlike the checks, this works in the home it is given: that is where the hooks under test are.
 The agent runs offline against a local mock model, with `--env` added to its environment (for
@@ -18,6 +19,10 @@ codex   writes the mock provider into CODEX_HOME/config.toml (kept otherwise as 
         finds the context over the limit and Codex compacts mid-turn (trigger "auto"). With
         --tui the same prompt is given to the TUI (`codex --no-daemon PROMPT`) in a private
         tmux, and the screen after the compaction is kept (Codex draws "Hook · <line>").
+copilot `copilot -p PROMPT` starts a session (offline, BYOK env against mock_chat_copilot.py,
+        CWD added to the home's trusted folders); then `copilot --resume=SID` in a private
+        tmux, /compact typed (trigger "manual"), and the screen once Copilot says the
+        compaction completed. Copilot CLI has no headless /compact, so this is always --tui.
 
 Exit status: 0 = the agent compacted the session, 1 = it did not (the output says what it did),
 2 = usage or environment error.
@@ -39,6 +44,7 @@ from harness import (  # noqa: E402
     find_cli, visible_text,
 )
 from check_claude import Claude, write_claude_json  # noqa: E402
+from mock_chat_copilot import MockChat  # noqa: E402
 
 
 def log(args, msg):
@@ -145,9 +151,55 @@ def run_codex(args, extra_env):
         return result
 
 
+def run_copilot(args, extra_env):
+    home, cwd = Path(args.home), os.path.realpath(args.cwd)
+    binary = find_cli("copilot", "COPILOT_BIN")
+    with Scratch("run_compaction") as scratch:
+        mock = MockChat()
+        scratch.on_exit(mock.close)
+        config = home / "config.json"
+        kept = {}
+        if config.exists():
+            # Copilot's config.json opens with `//` comment lines.
+            body = "\n".join(l for l in config.read_text().splitlines() if not l.lstrip().startswith("//"))
+            kept = json.loads(body or "{}")
+        kept["trustedFolders"] = sorted(set(kept.get("trustedFolders", [])) | {cwd})
+        config.write_text(json.dumps(kept, indent=2))
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(scratch.path)),
+               "COPILOT_HOME": str(home), "COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false",
+               "COPILOT_PROVIDER_BASE_URL": mock.base_url, "COPILOT_PROVIDER_API_KEY": "mock-key",
+               "COPILOT_MODEL": "mock-model", "LANG": "C.UTF-8"}
+        if os.environ.get("XDG_CACHE_HOME"):
+            env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
+        env.update(extra_env)
+        before = set(home.glob("session-state/*/events.jsonl"))
+        out = subprocess.run([binary, "-p", "Remember the word PINEAPPLE, then say ok.", "--allow-all-tools"],
+                             cwd=cwd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        log(args, f"copilot -p: {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        new = sorted(set(home.glob("session-state/*/events.jsonl")) - before)
+        if not new:
+            raise UsageError(f"copilot -p wrote no session: {out.stdout[-500:]} {out.stderr[-500:]}")
+        transcript = new[-1]
+        sid = transcript.parent.name
+        tmux = Tmux(scratch.path)
+        scratch.on_exit(tmux.close)
+        tmux.start("tui", [binary, f"--resume={sid}"], cwd, dict(env, TERM="xterm-256color"))
+        tmux.wait_for("tui", lambda s: MockChat.ANSWER in s, args.timeout)
+        time.sleep(2)
+        tmux.type_slowly("tui", "/compact")
+        time.sleep(1)
+        tmux.send_keys("tui", "Enter")
+        screen = tmux.wait_for("tui", lambda s: "Compaction completed" in visible_text(s)
+                               or "ompaction failed" in visible_text(s), args.timeout, settle=20)
+        log(args, screen)
+        tmux.close()
+        return {"session_id": sid, "transcript": str(transcript), "screen": screen,
+                "compacted": '"type":"session.compaction_complete"' in transcript.read_text(errors="replace")}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("agent", choices=["claude", "codex"])
+    ap.add_argument("agent", choices=["claude", "codex", "copilot"])
     ap.add_argument("home")
     ap.add_argument("cwd")
     ap.add_argument("--tui", action="store_true", help="compact in the TUI and keep the screen")
@@ -158,7 +210,8 @@ def main():
     if not Path(args.home).is_dir() or not Path(args.cwd).is_dir():
         raise UsageError(f"{args.home} and {args.cwd} must be folders")
     extra = dict(kv.split("=", 1) for kv in args.env)
-    result = (run_claude if args.agent == "claude" else run_codex)(args, extra)
+    run = {"claude": run_claude, "codex": run_codex, "copilot": run_copilot}[args.agent]
+    result = run(args, extra)
     print(json.dumps(result))
     return EXIT_OK if result["compacted"] else EXIT_FAIL
 
