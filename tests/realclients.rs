@@ -128,7 +128,11 @@ fn relay_and_check(
         // Listed for the directory, and sent to the model with a new prompt.
         "qwen" => check(
             &scripts.join("check_qwen.py"),
-            &[&expect[..], &[env.home("qwen").to_str().unwrap(), proj, &id]].concat(),
+            &[
+                &expect[..],
+                &[env.home("qwen").to_str().unwrap(), proj, &id],
+            ]
+            .concat(),
         ),
         _ => check(
             &scripts.join("check_claude.py"),

@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::adapter::{Adapter, Agent, Cli, NativeSession, ReadOptions, Store, WriteRequest};
+use crate::adapter::{
+    Adapter, Agent, Cli, HookSetup, HookTrust, Hooks, NativeSession, ReadOptions, Store,
+    WriteRequest,
+};
 use crate::model::{Message, Session, Summary};
 
 pub struct Qwen;
@@ -73,9 +76,55 @@ impl Store for Projects {
     }
 }
 
+impl Hooks for Qwen {
+    fn setup(&self, home: &Path) -> HookSetup {
+        // Qwen Code 0.24.4 reads the user's hooks from `settings.json` in its home, in Claude
+        // Code's schema, and gives a command hook the same input (`session_id`,
+        // `transcript_path`, `cwd`, `trigger`); timeouts are in seconds (60 by default).
+        // `PreCompact` runs before `/compress` and before an automatic compression, headless
+        // too; `SessionEnd` when an interactive session ends.
+        HookSetup {
+            file: std::path::absolute(home)
+                .unwrap_or_else(|_| home.to_path_buf())
+                .join("settings.json"),
+            pre_compact: "PreCompact",
+            session_end: "SessionEnd",
+            timeout_secs: 60,
+            trust: None,
+        }
+    }
+
+    fn reply(&self, line: &str) -> String {
+        // A hook's JSON output: `systemMessage` is shown to the user, `additionalContext` of a
+        // PreCompact hook is added to the summarizer's instructions; plain text is neither.
+        serde_json::json!({
+            "systemMessage": line,
+            "hookSpecificOutput": {"additionalContext": line},
+        })
+        .to_string()
+    }
+
+    fn trust(&self, home: &Path, _event: &str, _group: usize, _handler: usize) -> HookTrust {
+        // `"disableAllHooks": true` in the same settings turns every hook off.
+        let disabled = std::fs::read(self.setup(home).file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .is_some_and(|v| v.get("disableAllHooks") == Some(&Value::Bool(true)));
+        if disabled {
+            HookTrust::Disabled
+        } else {
+            HookTrust::NotNeeded
+        }
+    }
+}
+
 impl Adapter for Qwen {
     fn agent(&self) -> &'static Agent {
         &AGENT
+    }
+
+    fn hooks(&self) -> Option<&dyn Hooks> {
+        Some(self)
     }
 
     fn store(&self) -> &dyn Store {

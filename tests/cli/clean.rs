@@ -291,9 +291,13 @@ fn clean_is_cron_safe() {
     std::fs::remove_dir_all(env.claude_home().join("projects")).unwrap();
     let out = env.ok(&["clean", "--yes"]);
     assert!(out.contains("Claude Code store not found"), "{out}");
-    std::fs::remove_dir_all(env.codex_home().join("sessions")).unwrap();
-    std::fs::remove_dir_all(env.codex_home().join("archived_sessions")).unwrap();
-    std::fs::remove_dir_all(env.home("gemini").join(".gemini/tmp")).unwrap();
+    for a in session_relay::adapters::registry() {
+        for store in a.store_dirs(&env.home(a.name())) {
+            if store.exists() {
+                std::fs::remove_dir_all(store).unwrap();
+            }
+        }
+    }
     let (code, err) = env.fails(&["clean", "--yes"]);
     assert_eq!(code, 4, "{err}");
     let (code, err) = env.fails(&["clean", "--older-than", "soon"]);
