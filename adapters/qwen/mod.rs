@@ -17,10 +17,10 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::adapter::{
-    Adapter, Agent, Cli, HookSetup, HookTrust, Hooks, NativeSession, ReadOptions, Store,
+    Adapter, Agent, Cli, HookSetup, HookTrust, Hooks, NativeSession, ReadOptions, Store, Usage,
     WriteRequest,
 };
-use crate::model::{Message, Session, Summary};
+use crate::model::{Message, RecordedUsage, Session, Summary};
 
 pub struct Qwen;
 
@@ -118,12 +118,43 @@ impl Hooks for Qwen {
     }
 }
 
+impl Usage for Qwen {
+    /// The newest answer's `usageMetadata.promptTokenCount`: what the prompt held (Qwen Code
+    /// records no window).
+    fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
+        crate::jsonl::tail_rfind(path, 8 << 20, |line| {
+            if !crate::jsonl::may_hold(line, b"promptTokenCount") {
+                return None;
+            }
+            let v: Value = serde_json::from_str(&crate::jsonl::reader_text(line).0).ok()?;
+            if crate::jsonl::str_field(&v, "type") != Some("assistant") {
+                return None;
+            }
+            let tokens = v
+                .pointer("/usageMetadata/promptTokenCount")
+                .and_then(crate::jsonl::as_count)
+                .filter(|n| *n > 0)?;
+            Some(RecordedUsage {
+                tokens,
+                window: None,
+                model: crate::jsonl::str_field(&v, "model").map(str::to_string),
+            })
+        })
+        .ok()
+        .flatten()
+    }
+}
+
 impl Adapter for Qwen {
     fn agent(&self) -> &'static Agent {
         &AGENT
     }
 
     fn hooks(&self) -> Option<&dyn Hooks> {
+        Some(self)
+    }
+
+    fn usage(&self) -> Option<&dyn Usage> {
         Some(self)
     }
 
