@@ -3,6 +3,7 @@
 
 usage: run_compaction.py [--tui] [--env K=V]... [--timeout S] [-v] claude CONFIG_DIR CWD
        run_compaction.py [--tui] [--env K=V]... [--timeout S] [-v] codex CODEX_HOME CWD
+       run_compaction.py [--env K=V]... [--timeout S] [-v] qwen QWEN_HOME CWD
 
 Unlike the checks, this works in the home it is given: that is where the hooks under test are.
 The agent runs offline against a local mock model, with `--env` added to its environment (for
@@ -18,6 +19,10 @@ codex   writes the mock provider into CODEX_HOME/config.toml (kept otherwise as 
         finds the context over the limit and Codex compacts mid-turn (trigger "auto"). With
         --tui the same prompt is given to the TUI (`codex --no-daemon PROMPT`) in a private
         tmux, and the screen after the compaction is kept (Codex draws "Hook · <line>").
+qwen    `qwen PROMPT` headless against a local Chat Completions mock starts a session; then
+        `qwen --resume SID /compress` compresses it (trigger "manual"); the request that asked
+        the mock for the summary is kept (`summary_request`: a PreCompact hook's
+        additionalContext is in it). No --tui.
 
 Exit status: 0 = the agent compacted the session, 1 = it did not (the output says what it did),
 2 = usage or environment error.
@@ -39,6 +44,7 @@ from harness import (  # noqa: E402
     find_cli, visible_text,
 )
 from check_claude import Claude, write_claude_json  # noqa: E402
+from mock_chat_qwen import MockChat  # noqa: E402
 
 
 def log(args, msg):
@@ -145,9 +151,43 @@ def run_codex(args, extra_env):
         return result
 
 
+def run_qwen(args, extra_env):
+    home, cwd = Path(args.home), os.path.realpath(args.cwd)
+    binary = find_cli("qwen", "QWEN_BIN")
+    if args.tui:
+        raise UsageError("qwen compresses headless here: no --tui")
+    with Scratch("run_compaction") as scratch:
+        mock = MockChat()
+        scratch.on_exit(mock.close)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(scratch.path),
+               "QWEN_HOME": str(home), "NO_COLOR": "1", "TERM": "dumb"}
+        env.update(extra_env)
+        argv = [binary, "--auth-type", "openai", "--openai-api-key", "mock-key", "--openai-base-url", mock.url,
+                "-m", mock.MODEL]
+        chats = home / "projects" / re.sub(r"[^A-Za-z0-9]", "-", cwd) / "chats"
+        before = set(chats.glob("*.jsonl"))
+        out = subprocess.run(argv + ["Remember the word PINEAPPLE, then say ok."], cwd=cwd, env=env,
+                             capture_output=True, text=True, timeout=args.timeout, stdin=subprocess.DEVNULL)
+        log(args, f"qwen: {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        new = sorted(set(chats.glob("*.jsonl")) - before)
+        if not new:
+            raise UsageError(f"qwen wrote no session in {chats}: {out.stdout[-500:]} {out.stderr[-500:]}")
+        transcript = new[-1]
+        sid = transcript.stem
+        asked = len(mock.chat_requests())
+        out = subprocess.run(argv + ["--resume", sid, "/compress"], cwd=cwd, env=env, capture_output=True,
+                             text=True, timeout=args.timeout, stdin=subprocess.DEVNULL)
+        log(args, f"qwen /compress: {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        summary = [b for b in mock.chat_requests()[asked:] if not b.get("tools")]
+        text = transcript.read_text(errors="replace")
+        return {"session_id": sid, "transcript": str(transcript),
+                "compacted": '"subtype":"chat_compression"' in text,
+                "summary_request": json.dumps(summary[0]) if summary else None}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("agent", choices=["claude", "codex"])
+    ap.add_argument("agent", choices=["claude", "codex", "qwen"])
     ap.add_argument("home")
     ap.add_argument("cwd")
     ap.add_argument("--tui", action="store_true", help="compact in the TUI and keep the screen")
@@ -158,7 +198,7 @@ def main():
     if not Path(args.home).is_dir() or not Path(args.cwd).is_dir():
         raise UsageError(f"{args.home} and {args.cwd} must be folders")
     extra = dict(kv.split("=", 1) for kv in args.env)
-    result = (run_claude if args.agent == "claude" else run_codex)(args, extra)
+    result = {"claude": run_claude, "codex": run_codex, "qwen": run_qwen}[args.agent](args, extra)
     print(json.dumps(result))
     return EXIT_OK if result["compacted"] else EXIT_FAIL
 
