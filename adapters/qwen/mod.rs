@@ -38,12 +38,13 @@ pub const AGENT: Agent = Agent {
         npm_package: "@qwen-code/qwen-code",
         verified_versions: &["0.24.4"],
     }),
-    // Qwen Code's default models (Qwen3-Coder-Plus, Qwen3.5/3.6-Plus through Qwen OAuth or
-    // DashScope) are documented with a 1M-token window; the conservative figure of the
-    // Qwen3-Coder open models (262,144 native) keeps a relay within any of them.
-    context_window: 262_144,
-    // Qwen Code 0.24.4's system prompt and tool declarations measured at about 13,000 o200k
-    // tokens in the requests it sent to a mock model, plus room for QWEN.md and MCP tools.
+    // Qwen Code 0.24.4's `tokenLimit()` for its default model (`coder-model`, Qwen OAuth) and
+    // for Qwen3-Coder-Plus/Flash and Qwen3.x; its open Qwen3-Coder models have 262,144 (set
+    // `context_window` for those).
+    context_window: 1_000_000,
+    // Qwen Code 0.24.4's system prompt and tool declarations measured at 10,800 o200k tokens in
+    // a headless request (which offers the read-only tools), plus room for more tools, QWEN.md
+    // and MCP.
     reserved_tokens: 25_000,
     // Qwen's own tokenizer is not bundled; o200k_base is the closest one we can count with.
     tokenizer: crate::tokens::Tokenizer::O200k,

@@ -160,9 +160,15 @@ def lint(path, sid, project, report):
     return session
 
 
+# The window of Qwen Code's default model (`coder-model`), which session-relay's budget assumes;
+# a model it does not know, as the mock's, would get 200,000.
+SETTINGS = {"model": {"generationConfig": {"contextWindowSize": 1_000_000}}}
+
+
 class Qwen:
     def __init__(self, binary, scratch, home, project):
         self.binary, self.home, self.project = binary, home, project
+        (home / "settings.json").write_text(json.dumps(SETTINGS))
         self.env = {
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(scratch / "user-home"),

@@ -3,7 +3,10 @@
 Qwen Code 0.24.4 takes it as a custom provider (`--auth-type openai --openai-base-url URL/v1
 --openai-api-key KEY -m mock-model`). Every request is recorded (path and parsed body): the
 `model` check of check_qwen.py reads what the CLI sent, the only direct proof that it loaded
-the session. Every request gets a short text (streamed when asked), so each turn ends normally.
+the session. Every request gets a short text (streamed when asked), so each turn ends normally;
+a request for a summary (`/compress`: no tools, asking for a `<state_snapshot>`) gets one. Each
+reports 5,000 prompt tokens: a compression must make the context smaller than that, or Qwen Code
+keeps the history as it was.
 """
 
 import json
@@ -15,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class MockChat:
     ANSWER = "MOCK_OK"
+    SUMMARY = "<state_snapshot><overall_goal>Mock summary of the conversation.</overall_goal></state_snapshot>"
     MODEL = "mock-model"
 
     def __init__(self):
@@ -56,13 +60,15 @@ class MockChat:
                 self._answer(body)
 
             def _answer(self, body):
+                summary = not body.get("tools") and "<state_snapshot>" in json.dumps(body.get("messages"))
+                text = mock.SUMMARY if summary else mock.ANSWER
                 cid = "chatcmpl-" + uuid.uuid4().hex[:20]
                 created = int(time.time())
-                usage = {"prompt_tokens": 100, "completion_tokens": 2, "total_tokens": 102}
+                usage = {"prompt_tokens": 5000, "completion_tokens": 2, "total_tokens": 5002}
                 head = {"id": cid, "created": created, "model": body.get("model", mock.MODEL)}
                 if not body.get("stream"):
                     return self._json(200, dict(head, object="chat.completion", usage=usage, choices=[
-                        {"index": 0, "message": {"role": "assistant", "content": mock.ANSWER},
+                        {"index": 0, "message": {"role": "assistant", "content": text},
                          "finish_reason": "stop"}]))
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
@@ -76,7 +82,7 @@ class MockChat:
                     self.wfile.write(("data: " + json.dumps(o) + "\n\n").encode())
 
                 chunk({"role": "assistant", "content": ""})
-                chunk({"content": mock.ANSWER})
+                chunk({"content": text})
                 chunk({}, "stop")
                 if (body.get("stream_options") or {}).get("include_usage"):
                     o = dict(head, object="chat.completion.chunk", choices=[], usage=usage)
