@@ -114,11 +114,11 @@ fn status_reads_the_usage_qwen_recorded() {
         .join("projects/-home-dev-proj-qwen-odd/chats/5e1a0f00-0000-4000-8000-00000000b0dd.jsonl");
     let shown = env.json(&["show", path.to_str().unwrap(), "--json"]);
     assert_eq!(
-        shown["session"]["context_usage"]["tokens"], 15600,
+        shown["session"]["context_usage"]["tokens"], 15300,
         "{shown}"
     );
     let adapter = session_relay::adapters::by_name("qwen").unwrap();
     let usage = adapter.recorded_usage(&path).unwrap();
-    assert_eq!(usage.tokens, 15600);
+    assert_eq!(usage.tokens, 15300);
     assert_eq!(usage.model.as_deref(), Some("qwen3-coder-plus"));
 }

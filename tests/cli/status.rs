@@ -51,6 +51,12 @@ fn recorded(agent: &str, path: &Path) -> Option<(u64, Option<u64>)> {
                     info["model_context_window"].as_u64(),
                 ))
             }),
+        "qwen" => lines
+            .filter(|v| v["type"] == "assistant")
+            .filter_map(|v| v["usageMetadata"]["promptTokenCount"].as_u64())
+            .filter(|n| *n > 0)
+            .last()
+            .map(|t| (t, None)),
         _ => None,
     }
 }
@@ -100,7 +106,9 @@ fn status_reports_the_usage_every_fixture_records() {
             Some((tokens, window)) => {
                 let c = &s["context"];
                 assert_eq!(c["tokens"], tokens, "{name}");
-                let default = if agent == "codex" { 258_400 } else { 200_000 };
+                let default = session_relay::adapters::by_name(agent)
+                    .unwrap()
+                    .default_context_window();
                 assert_eq!(c["window"], window.unwrap_or(default), "{name}");
                 assert_eq!(
                     c["window_from"],
