@@ -55,7 +55,8 @@ fn recorded(agent: &str, path: &Path) -> Option<(u64, Option<u64>)> {
             .filter(|v| v["type"] == "assistant")
             .filter_map(|v| v["usageMetadata"]["promptTokenCount"].as_u64())
             .filter(|n| *n > 0)
-            .last()
+            // Forward to the end, on purpose: the whole file, where status reads the tail.
+            .fold(None, |_, n| Some(n))
             .map(|t| (t, None)),
         _ => None,
     }
