@@ -7,12 +7,14 @@ pub mod claude;
 pub mod codex;
 pub mod copilot;
 pub mod gemini;
+pub mod qwen;
 
 static REGISTRY: &[&dyn Adapter] = &[
     &claude::ADAPTER,
     &codex::ADAPTER,
     &gemini::ADAPTER,
     &copilot::ADAPTER,
+    &qwen::ADAPTER,
 ];
 
 /// Every adapter, in a stable order.

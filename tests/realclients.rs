@@ -1,7 +1,7 @@
 //! Every fixture relayed into every agent (other agents' sessions, and same-agent forks) in
-//! temporary homes, then judged by the REAL Codex, Claude Code, Gemini and GitHub Copilot CLIs
-//! through the checks in `tests/realclients/` (`check_codex.py`, `check_claude.py`,
-//! `check_gemini.py`, `check_copilot.py`).
+//! temporary homes, then judged by the REAL Codex, Claude Code, Gemini, GitHub Copilot and Qwen
+//! Code CLIs through the checks in `tests/realclients/` (`check_codex.py`, `check_claude.py`,
+//! `check_gemini.py`, `check_copilot.py`, `check_qwen.py`).
 //!
 //! These tests need the clients that `tests/realclients/install.sh` installs (`.ci/run` runs
 //! it), so they are ignored by a plain `cargo test`; run them with
@@ -25,6 +25,7 @@ fn realclients() -> PathBuf {
         "check_claude.py",
         "check_gemini.py",
         "check_copilot.py",
+        "check_qwen.py",
     ] {
         assert!(
             dir.join(check).exists(),
@@ -39,7 +40,7 @@ fn realclients() -> PathBuf {
                 .unwrap()
                 .join(".cache/session-relay-realclients")
         });
-    for cli in ["codex", "claude", "gemini", "copilot"] {
+    for cli in ["codex", "claude", "gemini", "copilot", "qwen"] {
         assert!(
             cache.join("node_modules/.bin").join(cli).exists(),
             "the real CLIs are not installed in {}: run `bash {}/install.sh` (needs the npm registry)",
@@ -59,6 +60,7 @@ fn check(script: &Path, args: &[&str]) -> Result<(), String> {
         .env_remove("CODEX_HOME")
         .env_remove("GEMINI_CLI_HOME")
         .env_remove("COPILOT_HOME")
+        .env_remove("QWEN_HOME")
         .output()
         .unwrap_or_else(|e| panic!("cannot run python3 {}: {e}", script.display()));
     if out.status.success() {
@@ -130,6 +132,15 @@ fn relay_and_check(
         "copilot" => check(
             &scripts.join("check_copilot.py"),
             &[&expect[..], &[env.home("copilot").to_str().unwrap(), &id]].concat(),
+        ),
+        // Listed for the directory, and sent to the model with a new prompt.
+        "qwen" => check(
+            &scripts.join("check_qwen.py"),
+            &[
+                &expect[..],
+                &[env.home("qwen").to_str().unwrap(), proj, &id],
+            ]
+            .concat(),
         ),
         _ => check(
             &scripts.join("check_claude.py"),
@@ -212,46 +223,10 @@ fn every_fixture_relayed_to_copilot_opens_in_real_copilot() {
     every_fixture_to("copilot");
 }
 
-/// The sessions the real Copilot CLI wrote (and the hand-made ones) relayed out of it, each
-/// opened by the real Claude Code, Codex and Gemini CLIs: the directions out of Copilot alone,
-/// which `every_fixture_to` runs among every other fixture.
 #[test]
 #[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
-fn copilot_sessions_relayed_out_open_in_real_claude_codex_and_gemini() {
-    let scripts = realclients();
-    let env = TestEnv::with_fixtures();
-    let proj = env.project();
-    let mut failures = Vec::new();
-    let mut checked = 0;
-    for (agent, path) in fixture_sessions() {
-        if agent != "copilot" {
-            continue;
-        }
-        let rel = path.strip_prefix(common::fixtures().join(agent)).unwrap();
-        let source = env.home(agent).join(rel);
-        for to in ["claude", "codex", "gemini"] {
-            let r = relay_and_check(
-                &env,
-                &scripts,
-                source.to_str().unwrap(),
-                to,
-                &proj,
-                &[],
-                &[],
-            );
-            if let Err(e) = r {
-                failures.push(e);
-            }
-            checked += 1;
-        }
-    }
-    assert!(checked >= 21, "only {checked} relays");
-    assert!(
-        failures.is_empty(),
-        "{} of {checked} failed:\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+fn every_fixture_relayed_to_qwen_opens_in_real_qwen_code() {
+    every_fixture_to("qwen");
 }
 
 /// A Codex session of more than 20 MB (tool outputs dominate, as in real long sessions).
@@ -337,7 +312,7 @@ fn a_generated_20_mb_session_relays_to_every_agent() {
     // Fitted to the default budget, the transcript loads without Claude Code compacting it
     // (relayed whole, its first request would be a compaction and the probe would follow a
     // summary: the load check catches that).
-    for to in ["claude", "codex", "gemini", "copilot"] {
+    for to in ["claude", "codex", "gemini", "copilot", "qwen"] {
         // Gemini CLI's 1M window takes all 520 turns; a terminal's scrollback cannot hold them
         // drawn, so the TUI check looks for the last answer (the request check still sees all).
         let expect: &[&str] = if to == "gemini" {
@@ -362,9 +337,9 @@ fn small_budget_relays_still_open_in_every_cli() {
     // Long fixtures of every agent, with compaction, parallel calls, todos and failures.
     for id in [
         "771ce1df", "b62416f1", "5d0c3a1e", "01a22a5d", "01a22a5c", "0199b111", "609f289a",
-        "2b3405f7", "7e1c0dd0", "8115de0d",
+        "2b3405f7", "7e1c0dd0", "8115de0d", "c73c50cb",
     ] {
-        for to in ["claude", "codex", "gemini", "copilot"] {
+        for to in ["claude", "codex", "gemini", "copilot", "qwen"] {
             let r = relay_and_check(&env, &scripts, id, to, &proj, &["--budget", "1200"], &[]);
             if let Err(e) = r {
                 failures.push(e);

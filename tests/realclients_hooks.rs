@@ -1,9 +1,10 @@
 //! The hooks `session-relay hooks install` registers, run by the REAL agents: Claude Code
 //! 2.1.332 compacting a session (`/compact` through `claude -p` and in its TUI) and Codex 0.171
 //! compacting one on its own (over its auto-compact limit, in `codex exec` and in its TUI),
-//! and GitHub Copilot CLI 1.0.102 compacting one (`/compact` in its TUI), all offline against
-//! local mock models (`tests/realclients/run_compaction.py`). The session each relays must then
-//! open in another real CLI (`check_codex.py`, `check_claude.py`).
+//! GitHub Copilot CLI 1.0.102 compacting one (`/compact` in its TUI) and Qwen Code 0.24.4
+//! compressing one (`/compress`, headless), all offline against local mock models
+//! (`tests/realclients/run_compaction.py`). The session each relays must then open in another
+//! real CLI (`check_codex.py`, `check_claude.py`).
 //!
 //! Like `realclients.rs`, these need the clients `tests/realclients/install.sh` installs and
 //! are ignored by a plain `cargo test`; run them with
@@ -50,6 +51,7 @@ fn python(name: &str, args: &[&str]) -> Result<String, String> {
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
         .env_remove("COPILOT_HOME")
+        .env_remove("QWEN_HOME")
         .output()
         .unwrap_or_else(|e| panic!("cannot run python3 {name}: {e}"));
     if out.status.success() {
@@ -240,4 +242,38 @@ fn copilots_compaction_runs_the_hook_and_relays_into_claude_code() {
     let u = env.json(&["hooks", "uninstall", "--agent", "copilot", "--json"]);
     assert_eq!(u["restored"], true, "{u}");
     assert!(!env.home("copilot").join("settings.json").exists());
+}
+
+#[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
+fn qwens_compression_relays_the_session_into_claude_code() {
+    let bin = clients();
+    assert!(
+        bin.join("qwen").exists(),
+        "qwen is not installed: run `bash tests/realclients/install.sh`"
+    );
+    let env = TestEnv::empty();
+    let proj = env.project();
+    let installed = env.json(&[
+        "hooks", "install", "--agent", "qwen", "--to", "claude", "--json",
+    ]);
+    assert_eq!(installed["hooks"][0]["trust"], "not_needed", "{installed}");
+
+    // `qwen --resume SID /compress`: the hook relays the session, and its line is handed to
+    // the summarizer as Qwen Code's additional instructions.
+    let session = compact(&env, "qwen", &proj, false);
+    let id = relayed(&env, &session, "manual");
+    let summary = session["summary_request"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("Relayed to Claude Code: cd ") && summary.contains(&id),
+        "the summary request lacks the hook's line: {summary}"
+    );
+    check_claude(&env, &proj, &id);
+
+    // Qwen Code wrote its own `$version` into settings.json when it started: uninstalling
+    // takes the hook out and leaves the file it made.
+    let u = env.json(&["hooks", "uninstall", "--agent", "qwen", "--json"]);
+    assert_eq!(u["removed"], 1, "{u}");
+    let settings = std::fs::read_to_string(env.home("qwen").join("settings.json")).unwrap();
+    assert!(!settings.contains("session-relay"), "{settings}");
 }

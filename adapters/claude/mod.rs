@@ -171,7 +171,10 @@ impl Adapter for Claude {
         // Claude lines carry `sessionId` and `uuid`/`parentUuid`; Codex lines never do.
         let looks =
             head.has_key("sessionId") && (head.has_key("parentUuid") || head.has_key("leafUuid"));
-        ext_ok && (looks || (under_projects && !head.has_key("payload")))
+        // Another agent chains its records by `parentUuid` too, with Gemini-style messages
+        // (`"role": "model"`) and system payloads Claude Code never writes.
+        let other = head.has("role", "model") || head.has_key("systemPayload");
+        ext_ok && !other && (looks || (under_projects && !head.has_key("payload")))
     }
 }
 

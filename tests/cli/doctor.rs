@@ -65,6 +65,7 @@ fn doctor_compares_each_installed_cli_with_the_verified_versions() {
             ("claude", "2.1.200 (Claude Code)"),
             ("gemini", "0.61.0"),
             ("copilot", "GitHub Copilot CLI 1.0.102."),
+            ("qwen", "0.24.4"),
         ],
     );
     let v = doctor(&env, &bin, &[]);
@@ -172,9 +173,10 @@ fn doctor_says_how_to_install_a_missing_cli_and_find_a_missing_home() {
     );
 
     // No home at all is an error.
-    for a in session_relay::adapters::names() {
-        if a != "codex" {
-            std::fs::remove_dir_all(env.home(a)).unwrap();
+    for a in session_relay::adapters::registry() {
+        let home = env.home(a.name());
+        if home.exists() {
+            std::fs::remove_dir_all(home).unwrap();
         }
     }
     let v = doctor(&env, &nothing, &[]);

@@ -237,6 +237,36 @@ const EXPECTED: &[(&str, &str, Option<&str>, &str)] = &[
         Some("/home/dev/proj-copilot-odd"),
         "Odd session: check the separator and the failures",
     ),
+    (
+        "67a11450-ffa9-4452-9780-2decc9462a72",
+        "qwen",
+        Some("/home/dev/proj-qwen"),
+        "Hello qwen, first chat turn.",
+    ),
+    (
+        "c73c50cb-8968-40d5-aeb0-61c3933a377d",
+        "qwen",
+        Some("/home/dev/proj-qwen-tools"),
+        "THINK then DO_ALL: create hello.py, run it, edit it, run it again.",
+    ),
+    (
+        "5e1a0f00-0000-4000-8000-00000000b001",
+        "qwen",
+        Some("/home/dev/proj-qwen-hand"),
+        "handmade first prompt",
+    ),
+    (
+        "5e1a0f00-0000-4000-8000-00000000b002",
+        "qwen",
+        Some("/home/dev/proj-qwen-hand"),
+        "[relay from claude] fix the greeting",
+    ),
+    (
+        "5e1a0f00-0000-4000-8000-00000000b0dd",
+        "qwen",
+        Some("/home/dev/proj-qwen-odd"),
+        "Start the odd session: plan the work ✓",
+    ),
 ];
 
 #[test]

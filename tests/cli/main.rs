@@ -20,6 +20,7 @@ mod lazy;
 mod list_and_select;
 mod out_folder;
 mod picker;
+mod qwen;
 mod read;
 mod readme;
 mod redaction;

@@ -58,6 +58,13 @@ fn recorded(agent: &str, path: &Path) -> Option<(u64, Option<u64>)> {
             .and_then(|v| v["data"]["usage"]["inputTokens"].as_u64())
             .filter(|t| *t > 0)
             .map(|t| (t, None)),
+        "qwen" => lines
+            .filter(|v| v["type"] == "assistant")
+            .filter_map(|v| v["usageMetadata"]["promptTokenCount"].as_u64())
+            .filter(|n| *n > 0)
+            // Forward to the end, on purpose: the whole file, where status reads the tail.
+            .fold(None, |_, n| Some(n))
+            .map(|t| (t, None)),
         _ => None,
     }
 }

@@ -4,6 +4,7 @@
 usage: run_compaction.py [--tui] [--env K=V]... [--timeout S] [-v] claude CONFIG_DIR CWD
        run_compaction.py [--tui] [--env K=V]... [--timeout S] [-v] codex CODEX_HOME CWD
        run_compaction.py --tui [--env K=V]... [--timeout S] [-v] copilot COPILOT_HOME CWD
+       run_compaction.py [--env K=V]... [--timeout S] [-v] qwen QWEN_HOME CWD
 
 Unlike the checks, this works in the home it is given: that is where the hooks under test are.
 The agent runs offline against a local mock model, with `--env` added to its environment (for
@@ -23,6 +24,10 @@ copilot `copilot -p PROMPT` starts a session (offline, BYOK env against mock_cha
         CWD added to the home's trusted folders); then `copilot --resume=SID` in a private
         tmux, /compact typed (trigger "manual"), and the screen once Copilot says the
         compaction completed. Copilot CLI has no headless /compact, so this is always --tui.
+qwen    `qwen PROMPT` headless against a local Chat Completions mock starts a session; then
+        `qwen --resume SID /compress` compresses it (trigger "manual"); the request that asked
+        the mock for the summary is kept (`summary_request`: a PreCompact hook's
+        additionalContext is in it). No --tui.
 
 Exit status: 0 = the agent compacted the session, 1 = it did not (the output says what it did),
 2 = usage or environment error.
@@ -44,7 +49,8 @@ from harness import (  # noqa: E402
     find_cli, visible_text,
 )
 from check_claude import Claude, write_claude_json  # noqa: E402
-from mock_chat_copilot import MockChat  # noqa: E402
+from mock_chat_copilot import MockChat as CopilotMock  # noqa: E402
+from mock_chat_qwen import MockChat as QwenMock  # noqa: E402
 
 
 def log(args, msg):
@@ -155,7 +161,7 @@ def run_copilot(args, extra_env):
     home, cwd = Path(args.home), os.path.realpath(args.cwd)
     binary = find_cli("copilot", "COPILOT_BIN")
     with Scratch("run_compaction") as scratch:
-        mock = MockChat()
+        mock = CopilotMock()
         scratch.on_exit(mock.close)
         config = home / "config.json"
         kept = {}
@@ -184,7 +190,7 @@ def run_copilot(args, extra_env):
         tmux = Tmux(scratch.path)
         scratch.on_exit(tmux.close)
         tmux.start("tui", [binary, f"--resume={sid}"], cwd, dict(env, TERM="xterm-256color"))
-        tmux.wait_for("tui", lambda s: MockChat.ANSWER in s, args.timeout)
+        tmux.wait_for("tui", lambda s: CopilotMock.ANSWER in s, args.timeout)
         time.sleep(2)
         tmux.type_slowly("tui", "/compact")
         time.sleep(1)
@@ -197,9 +203,43 @@ def run_copilot(args, extra_env):
                 "compacted": '"type":"session.compaction_complete"' in transcript.read_text(errors="replace")}
 
 
+def run_qwen(args, extra_env):
+    home, cwd = Path(args.home), os.path.realpath(args.cwd)
+    binary = find_cli("qwen", "QWEN_BIN")
+    if args.tui:
+        raise UsageError("qwen compresses headless here: no --tui")
+    with Scratch("run_compaction") as scratch:
+        mock = QwenMock()
+        scratch.on_exit(mock.close)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(scratch.path),
+               "QWEN_HOME": str(home), "NO_COLOR": "1", "TERM": "dumb"}
+        env.update(extra_env)
+        argv = [binary, "--auth-type", "openai", "--openai-api-key", "mock-key", "--openai-base-url", mock.url,
+                "-m", mock.MODEL]
+        chats = home / "projects" / re.sub(r"[^A-Za-z0-9]", "-", cwd) / "chats"
+        before = set(chats.glob("*.jsonl"))
+        out = subprocess.run(argv + ["Remember the word PINEAPPLE, then say ok."], cwd=cwd, env=env,
+                             capture_output=True, text=True, timeout=args.timeout, stdin=subprocess.DEVNULL)
+        log(args, f"qwen: {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        new = sorted(set(chats.glob("*.jsonl")) - before)
+        if not new:
+            raise UsageError(f"qwen wrote no session in {chats}: {out.stdout[-500:]} {out.stderr[-500:]}")
+        transcript = new[-1]
+        sid = transcript.stem
+        asked = len(mock.chat_requests())
+        out = subprocess.run(argv + ["--resume", sid, "/compress"], cwd=cwd, env=env, capture_output=True,
+                             text=True, timeout=args.timeout, stdin=subprocess.DEVNULL)
+        log(args, f"qwen /compress: {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        summary = [b for b in mock.chat_requests()[asked:] if not b.get("tools")]
+        text = transcript.read_text(errors="replace")
+        return {"session_id": sid, "transcript": str(transcript),
+                "compacted": '"subtype":"chat_compression"' in text,
+                "summary_request": json.dumps(summary[0]) if summary else None}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("agent", choices=["claude", "codex", "copilot"])
+    ap.add_argument("agent", choices=["claude", "codex", "copilot", "qwen"])
     ap.add_argument("home")
     ap.add_argument("cwd")
     ap.add_argument("--tui", action="store_true", help="compact in the TUI and keep the screen")
@@ -210,7 +250,7 @@ def main():
     if not Path(args.home).is_dir() or not Path(args.cwd).is_dir():
         raise UsageError(f"{args.home} and {args.cwd} must be folders")
     extra = dict(kv.split("=", 1) for kv in args.env)
-    run = {"claude": run_claude, "codex": run_codex, "copilot": run_copilot}[args.agent]
+    run = {"claude": run_claude, "codex": run_codex, "copilot": run_copilot, "qwen": run_qwen}[args.agent]
     result = run(args, extra)
     print(json.dumps(result))
     return EXIT_OK if result["compacted"] else EXIT_FAIL

@@ -1,0 +1,186 @@
+//! Qwen Code's tools as neutral tool kinds, with the argument that says what each call did,
+//! and the neutral calls a relay writes back as Qwen's own tools.
+
+use serde_json::{Value, json};
+
+use crate::model::{Message, Todo, TodoStatus, ToolKind, generic_key_arg};
+
+/// Tools whose `file_path` argument names a file they change.
+pub const WRITE_TOOLS: &[&str] = &["write_file", "edit", "notebook_edit"];
+
+/// The tool that sets the todo list.
+pub const TODO_TOOL: &str = "todo_write";
+
+/// The kind of one of Qwen Code's tools (0.24.4 names) and its key argument, in full.
+pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
+    let field = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| input.get(*k).and_then(Value::as_str))
+            .map(str::to_string)
+    };
+    let (kind, key) = match name {
+        "run_shell_command" | "exec" | "monitor" => (ToolKind::Shell, field(&["command"])),
+        "read_file" | "zoom_image" => (ToolKind::Read, field(&["file_path", "absolute_path"])),
+        "write_file" => (ToolKind::Write, field(&["file_path"])),
+        "edit" | "notebook_edit" => (ToolKind::Edit, field(&["file_path", "notebook_path"])),
+        "glob" | "grep_search" | "tool_search" => (ToolKind::Search, field(&["pattern", "query"])),
+        "list_directory" => (ToolKind::Search, field(&["path", "dir_path"])),
+        TODO_TOOL => (ToolKind::Plan, todo_line(input)),
+        "web_fetch" => (ToolKind::Web, field(&["url", "prompt"])),
+        "web_search" => (ToolKind::Web, field(&["query"])),
+        "agent" | "task_create" => (
+            ToolKind::Subagent,
+            field(&["description", "prompt", "subagent_type"]),
+        ),
+        _ => (ToolKind::Other, None),
+    };
+    (kind, key.unwrap_or_else(|| generic_key_arg(input, "")))
+}
+
+/// `todo_write`'s list in one line: each item with its status.
+fn todo_line(input: &Value) -> Option<String> {
+    let items = input.get("todos")?.as_array()?;
+    Some(
+        items
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} ({})",
+                    i.get("content").and_then(Value::as_str).unwrap_or("?"),
+                    i.get("status").and_then(Value::as_str).unwrap_or("?")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
+
+/// The todo list a `todo_write` call sets.
+pub fn todos(input: &Value) -> Option<Vec<Todo>> {
+    let items = input.get("todos")?.as_array()?;
+    Some(
+        items
+            .iter()
+            .map(|i| Todo {
+                text: i
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                status: TodoStatus::parse(
+                    i.get("status").and_then(Value::as_str).unwrap_or("pending"),
+                ),
+            })
+            .collect(),
+    )
+}
+
+/// Qwen Code's tool for a neutral call from another agent, when its arguments can be told: a
+/// shell command and a file read need only the key argument; a whole-file write and an edit
+/// need the text the source agent's own input holds under the names most agents give it
+/// (`content`; `old_string` and `new_string`), else they travel as text, as everything else
+/// does.
+pub fn native(call: &Message) -> Option<(String, Value)> {
+    let key = call.key_arg.as_deref()?;
+    let input = call.tool_input.as_ref();
+    let text = |k: &str| input.and_then(|i| i.get(k)).and_then(Value::as_str);
+    let path_ok = key.starts_with('/') && !key.contains('\n');
+    match call.tool_kind? {
+        ToolKind::Shell if !key.trim().is_empty() => {
+            Some(("run_shell_command".into(), json!({ "command": key })))
+        }
+        ToolKind::Read if path_ok => Some(("read_file".into(), json!({ "file_path": key }))),
+        ToolKind::Write if path_ok => {
+            let content = text("content")?;
+            Some((
+                "write_file".into(),
+                json!({ "file_path": key, "content": content }),
+            ))
+        }
+        ToolKind::Edit if path_ok => {
+            let (old, new) = (text("old_string")?, text("new_string")?);
+            Some((
+                "edit".into(),
+                json!({ "file_path": key, "old_string": old, "new_string": new }),
+            ))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Role;
+
+    #[test]
+    fn every_tool_gets_a_kind_and_what_it_did() {
+        let cases = [
+            (
+                "run_shell_command",
+                json!({"command": "python3 hello.py", "description": "run"}),
+                ToolKind::Shell,
+                "python3 hello.py",
+            ),
+            (
+                "write_file",
+                json!({"file_path": "/p/hello.py", "content": "x"}),
+                ToolKind::Write,
+                "/p/hello.py",
+            ),
+            (
+                "edit",
+                json!({"file_path": "/p/hello.py", "old_string": "a", "new_string": "b"}),
+                ToolKind::Edit,
+                "/p/hello.py",
+            ),
+            (
+                "todo_write",
+                json!({"todos": [{"id": "1", "content": "a", "status": "in_progress"}]}),
+                ToolKind::Plan,
+                "a (in_progress)",
+            ),
+            (
+                "grep_search",
+                json!({"pattern": "fn"}),
+                ToolKind::Search,
+                "fn",
+            ),
+            ("mcp_x", json!({"query": "q"}), ToolKind::Other, "q"),
+        ];
+        for (name, input, kind, key) in cases {
+            assert_eq!(classify(name, &input), (kind, key.to_string()), "{name}");
+        }
+    }
+
+    #[test]
+    fn writes_and_edits_become_qwen_tools_only_with_their_texts() {
+        let call = |kind, key: &str, input: Value| {
+            let mut m = Message::new(Role::ToolCall, "");
+            m.tool_kind = Some(kind);
+            m.key_arg = Some(key.into());
+            m.tool_input = Some(input);
+            m
+        };
+        let w = call(
+            ToolKind::Write,
+            "/p/a.py",
+            json!({"file_path": "/p/a.py", "content": "x"}),
+        );
+        assert_eq!(
+            native(&w),
+            Some((
+                "write_file".into(),
+                json!({"file_path": "/p/a.py", "content": "x"})
+            ))
+        );
+        let patch = call(ToolKind::Edit, "/p/a.py", json!({"patch": "*** Begin"}));
+        assert_eq!(native(&patch), None);
+        let sh = call(ToolKind::Shell, "ls", json!({"cmd": ["ls"]}));
+        assert_eq!(
+            native(&sh),
+            Some(("run_shell_command".into(), json!({"command": "ls"})))
+        );
+        assert_eq!(native(&call(ToolKind::Read, "rel.txt", json!({}))), None);
+    }
+}
