@@ -6,8 +6,14 @@ use crate::adapter::Adapter;
 pub mod claude;
 pub mod codex;
 pub mod gemini;
+pub mod pi;
 
-static REGISTRY: &[&dyn Adapter] = &[&claude::ADAPTER, &codex::ADAPTER, &gemini::ADAPTER];
+static REGISTRY: &[&dyn Adapter] = &[
+    &claude::ADAPTER,
+    &codex::ADAPTER,
+    &gemini::ADAPTER,
+    &pi::ADAPTER,
+];
 
 /// Every adapter, in a stable order.
 pub fn registry() -> &'static [&'static dyn Adapter] {

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the real-client tests (tests/realclients.rs) need: the real Codex CLI, Claude Code
-# CLI and Gemini CLI from the npm registry, pinned to the versions the checks were written
+# CLI, Gemini CLI and pi from the npm registry, pinned to the versions the checks were written
 # against, plus tmux and python3.
 #
 #   REALCLIENTS_HOME      where the CLIs go (default ~/.cache/session-relay-realclients); the
 #                         checks look there
-#   CODEX_VERSION, CLAUDE_CODE_VERSION, GEMINI_CLI_VERSION
+#   CODEX_VERSION, CLAUDE_CODE_VERSION, GEMINI_CLI_VERSION, PI_VERSION
 #                         override a pin, e.g. CODEX_VERSION=latest to look for drift
 #
 # Idempotent: when the stamp file says these versions are installed and the binaries are there,
@@ -17,7 +17,9 @@ home=${REALCLIENTS_HOME:-$HOME/.cache/session-relay-realclients}
 codex_v=${CODEX_VERSION:-0.171.0}
 claude_v=${CLAUDE_CODE_VERSION:-2.1.332}
 gemini_v=${GEMINI_CLI_VERSION:-0.61.0}
-packages=("@openai/codex@$codex_v" "@anthropic-ai/claude-code@$claude_v" "@google/gemini-cli@$gemini_v")
+pi_v=${PI_VERSION:-0.73.1}
+packages=("@openai/codex@$codex_v" "@anthropic-ai/claude-code@$claude_v" "@google/gemini-cli@$gemini_v"
+  "@mariozechner/pi-coding-agent@$pi_v")
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
@@ -50,30 +52,36 @@ cd "$home"
 stamp=$home/.installed
 want="${packages[*]}"
 bin=$home/node_modules/.bin
-if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && [ -x "$bin/codex" ] && [ -x "$bin/claude" ] && [ -x "$bin/gemini" ]; then
+if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ] && [ -x "$bin/codex" ] && [ -x "$bin/claude" ] && [ -x "$bin/gemini" ] && [ -x "$bin/pi" ]; then
   echo "already installed in $home: $want"
 else
   echo "installing $want into $home"
   # Drop the stamp first so that an interrupted install is never taken for a finished one.
   rm -f "$stamp"
   npm install --no-audit --no-fund --loglevel=error "${packages[@]}" || die "npm install failed"
-  for b in codex claude gemini; do
+  for b in codex claude gemini pi; do
     [ -x "$bin/$b" ] || die "npm installed no $bin/$b"
   done
   echo "$want" > "$stamp"
 fi
 
-# ---- what is there now. `gemini --version` starts far enough to write into its home, so it
-# gets a throw-away one.
+# ---- what is there now. `gemini --version` and `pi --version` start far enough to write into
+# their homes (pi makes a sessions folder for the directory it starts in), so they get
+# throw-away ones.
 gemini_home=$(mktemp -d)
-trap 'rm -rf "$gemini_home"' EXIT
+pi_home=$(mktemp -d)
+trap 'rm -rf "$gemini_home" "$pi_home"' EXIT
 version() { "$@" --version 2>/dev/null | awk 'NF { line = $0 } END { print line }'; }
 codex_version=$(version "$bin/codex") || true
 claude_version=$(version "$bin/claude") || true
 gemini_version=$(GEMINI_CLI_HOME=$gemini_home version "$bin/gemini") || true
+# pi says its version on standard error.
+pi_version=$(cd "$pi_home" && PI_CODING_AGENT_DIR=$pi_home/agent PI_OFFLINE=1 "$bin/pi" --version 2>&1 \
+  | awk 'NF { line = $0 } END { print line }') || true
 echo "codex:   $bin/codex ($codex_version)"
 echo "claude:  $bin/claude ($claude_version)"
 echo "gemini:  $bin/gemini ($gemini_version)"
+echo "pi:      $bin/pi ($pi_version)"
 echo "tmux:    $(command -v tmux) ($(tmux -V))"
 echo "python3: $(command -v python3) ($(python3 --version 2>&1))"
 # A pinned version must be the one that runs (a stale cache or a broken npm install is not).
@@ -86,3 +94,4 @@ check_version() { # name pin output
 check_version codex "$codex_v" "$codex_version"
 check_version claude "$claude_v" "$claude_version"
 check_version gemini "$gemini_v" "$gemini_version"
+check_version pi "$pi_v" "$pi_version"
