@@ -1,6 +1,7 @@
 //! Every fixture relayed into every agent (other agents' sessions, and same-agent forks) in
-//! temporary homes, then judged by the REAL Codex, Claude Code and Gemini CLIs through the
-//! checks in `tests/realclients/` (`check_codex.py`, `check_claude.py`, `check_gemini.py`).
+//! temporary homes, then judged by the REAL Codex, Claude Code, Gemini CLI and pi through the
+//! checks in `tests/realclients/` (`check_codex.py`, `check_claude.py`, `check_gemini.py`,
+//! `check_pi.py`).
 //!
 //! These tests need the clients that `tests/realclients/install.sh` installs (`.ci/run` runs
 //! it), so they are ignored by a plain `cargo test`; run them with
@@ -19,7 +20,12 @@ use serde_json::{Value, json};
 /// The folder of the check scripts, after making sure the real CLIs they drive are installed.
 fn realclients() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/realclients");
-    for check in ["check_codex.py", "check_claude.py", "check_gemini.py"] {
+    for check in [
+        "check_codex.py",
+        "check_claude.py",
+        "check_gemini.py",
+        "check_pi.py",
+    ] {
         assert!(
             dir.join(check).exists(),
             "the real-client check {check} is missing from {}",
@@ -33,7 +39,7 @@ fn realclients() -> PathBuf {
                 .unwrap()
                 .join(".cache/session-relay-realclients")
         });
-    for cli in ["codex", "claude", "gemini"] {
+    for cli in ["codex", "claude", "gemini", "pi"] {
         assert!(
             cache.join("node_modules/.bin").join(cli).exists(),
             "the real CLIs are not installed in {}: run `bash {}/install.sh` (needs the npm registry)",
@@ -52,6 +58,7 @@ fn check(script: &Path, args: &[&str]) -> Result<(), String> {
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
         .env_remove("GEMINI_CLI_HOME")
+        .env_remove("PI_CODING_AGENT_DIR")
         .output()
         .unwrap_or_else(|e| panic!("cannot run python3 {}: {e}", script.display()));
     if out.status.success() {
@@ -115,6 +122,16 @@ fn relay_and_check(
                 &["--checks", "lint,list,render,model"][..],
                 &expect,
                 &[env.home("gemini").to_str().unwrap(), proj, &id],
+            ]
+            .concat(),
+        ),
+        // Listed in its picker for the directory, and sent to a mock model with a new prompt.
+        "pi" => check(
+            &scripts.join("check_pi.py"),
+            &[
+                &["--checks", "lint,list,model"][..],
+                &expect,
+                &[env.home("pi").to_str().unwrap(), proj, &id],
             ]
             .concat(),
         ),
@@ -191,6 +208,54 @@ fn every_fixture_relayed_to_claude_opens_in_real_claude_code() {
 #[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
 fn every_fixture_relayed_to_gemini_opens_in_real_gemini() {
     every_fixture_to("gemini");
+}
+
+#[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
+fn every_fixture_relayed_to_pi_opens_in_real_pi() {
+    every_fixture_to("pi");
+}
+
+/// The sessions the real pi wrote (and the hand-made ones it resumed) relayed out of pi open in
+/// the other real CLIs: the part of `every_fixture_relayed_to_*` that concerns pi's reader, on
+/// its own.
+#[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
+fn pi_sessions_relayed_out_open_in_every_real_cli() {
+    let scripts = realclients();
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (agent, path) in fixture_sessions() {
+        if agent != "pi" {
+            continue;
+        }
+        let rel = path.strip_prefix(common::fixtures().join(agent)).unwrap();
+        let source = env.home(agent).join(rel);
+        for to in ["claude", "codex", "gemini"] {
+            let r = relay_and_check(
+                &env,
+                &scripts,
+                source.to_str().unwrap(),
+                to,
+                &proj,
+                &[],
+                &[],
+            );
+            if let Err(e) = r {
+                failures.push(e);
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "only {checked} relays");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} failed:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 /// A Codex session of more than 20 MB (tool outputs dominate, as in real long sessions).
@@ -276,7 +341,7 @@ fn a_generated_20_mb_session_relays_to_every_agent() {
     // Fitted to the default budget, the transcript loads without Claude Code compacting it
     // (relayed whole, its first request would be a compaction and the probe would follow a
     // summary: the load check catches that).
-    for to in ["claude", "codex", "gemini"] {
+    for to in ["claude", "codex", "gemini", "pi"] {
         // Gemini CLI's 1M window takes all 520 turns; a terminal's scrollback cannot hold them
         // drawn, so the TUI check looks for the last answer (the request check still sees all).
         let expect: &[&str] = if to == "gemini" {
@@ -300,10 +365,19 @@ fn small_budget_relays_still_open_in_every_cli() {
     let mut failures = Vec::new();
     // Long fixtures of every agent, with compaction, parallel calls, todos and failures.
     for id in [
-        "771ce1df", "b62416f1", "5d0c3a1e", "01a22a5d", "01a22a5c", "0199b111", "609f289a",
-        "2b3405f7", "7e1c0dd0",
+        "771ce1df",
+        "b62416f1",
+        "5d0c3a1e",
+        "01a22a5d",
+        "01a22a5c",
+        "0199b111",
+        "609f289a",
+        "2b3405f7",
+        "7e1c0dd0",
+        "01a2495e-dc76",
+        "0199a0dd",
     ] {
-        for to in ["claude", "codex", "gemini"] {
+        for to in ["claude", "codex", "gemini", "pi"] {
             let r = relay_and_check(&env, &scripts, id, to, &proj, &["--budget", "1200"], &[]);
             if let Err(e) = r {
                 failures.push(e);

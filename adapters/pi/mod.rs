@@ -33,13 +33,13 @@ pub const AGENT: Agent = Agent {
         npm_package: "@mariozechner/pi-coding-agent",
         verified_versions: &["0.73.1"],
     }),
-    // pi 0.73.1 starts with the provider's default model of its catalog (Claude Opus 4.x for
-    // Anthropic, GPT-5.x for OpenAI, Gemini 2.5/3 Pro for Google); the smallest window among
-    // them, Claude's 200k, is the one every default fits.
+    // pi 0.73.1 starts on its provider's default model, whose catalog windows run from GLM 5.1's
+    // 204,800 tokens through Kimi K2.6's 262,144 and GPT-5.4's 272,000 to Claude Opus 4.7's and
+    // Gemini 3.1 Pro's 1M: 200k fits every one of them.
     context_window: 200_000,
-    // pi 0.73.1's system prompt and its four default tools measured at about 1,500 o200k tokens
-    // in the request the real CLI sent; the rest is room for AGENTS.md files, skills and the
-    // answer (pi compacts at `contextWindow - reserveTokens`, 16,384 by default).
+    // pi 0.73.1's system prompt and its four default tools measured at 5.5 KB (about 1,400
+    // tokens) in the request the real CLI sent; pi itself keeps 16,384 tokens free for the answer
+    // (its compaction `reserveTokens`); the rest is room for AGENTS.md files and skills.
     reserved_tokens: 20_000,
     // pi runs on any provider's models; o200k_base is the closest tokenizer we can count with
     // for most of its defaults.

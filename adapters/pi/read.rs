@@ -365,7 +365,7 @@ fn assistant(
     let n = |k: &str| {
         usage
             .and_then(|u| u.get(k))
-            .and_then(Value::as_u64)
+            .and_then(jsonl::as_count)
             .unwrap_or(0)
     };
     let prompt = n("input") + n("cacheRead") + n("cacheWrite");
@@ -406,7 +406,7 @@ fn bash_execution(m: &Value, base: &dyn Fn(Role, String) -> Message, session: &m
     );
     r.tool_call_id = Some(id);
     r.tool_name = Some("bash".into());
-    let code = m.get("exitCode").and_then(Value::as_i64);
+    let code = m.get("exitCode").and_then(Value::as_f64).map(|c| c as i64);
     r.is_error = code.is_some_and(|c| c != 0) || m.get("cancelled") == Some(&json!(true));
     if let Some(code) = code {
         r.metadata.insert("exit_code", json!(code));

@@ -294,6 +294,7 @@ fn clean_is_cron_safe() {
     std::fs::remove_dir_all(env.codex_home().join("sessions")).unwrap();
     std::fs::remove_dir_all(env.codex_home().join("archived_sessions")).unwrap();
     std::fs::remove_dir_all(env.home("gemini").join(".gemini/tmp")).unwrap();
+    std::fs::remove_dir_all(env.home("pi").join("sessions")).unwrap();
     let (code, err) = env.fails(&["clean", "--yes"]);
     assert_eq!(code, 4, "{err}");
     let (code, err) = env.fails(&["clean", "--older-than", "soon"]);

@@ -64,6 +64,7 @@ fn doctor_compares_each_installed_cli_with_the_verified_versions() {
             ("codex", "codex-cli 0.171.0"),
             ("claude", "2.1.200 (Claude Code)"),
             ("gemini", "0.61.0"),
+            ("pi", "0.73.1"),
         ],
     );
     let v = doctor(&env, &bin, &[]);
@@ -172,6 +173,7 @@ fn doctor_says_how_to_install_a_missing_cli_and_find_a_missing_home() {
     // No home at all is an error.
     std::fs::remove_dir_all(env.claude_home()).unwrap();
     std::fs::remove_dir_all(env.home("gemini")).unwrap();
+    std::fs::remove_dir_all(env.home("pi")).unwrap();
     let v = doctor(&env, &nothing, &[]);
     assert!(
         v["problems"]

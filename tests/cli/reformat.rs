@@ -482,7 +482,7 @@ fn listing_and_show_do_not_depend_on_json_layout() {
     let original = answers(&TestEnv::with_fixtures());
     assert!(original.list.len() >= 20, "{}", original.list.len());
     // Outside a store, each agent's sessions are told by their content alone.
-    for agent in ["claude", "codex", "gemini"] {
+    for agent in ["claude", "codex", "gemini", "pi"] {
         let told = original
             .loose
             .iter()
