@@ -7,6 +7,7 @@
 
 mod read;
 mod tools;
+mod usage;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -14,8 +15,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde_json::Value;
 
-use crate::adapter::{Adapter, Agent, Cli, NativeSession, ReadOptions, Store, WriteRequest};
-use crate::model::{Message, RelaySource, Session, Summary};
+use crate::adapter::{Adapter, Agent, Cli, NativeSession, ReadOptions, Store, Usage, WriteRequest};
+use crate::model::{Message, RecordedUsage, RelaySource, Session, Summary};
 
 pub struct Pi;
 
@@ -80,6 +81,12 @@ impl Store for Sessions {
     }
 }
 
+impl Usage for Pi {
+    fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
+        usage::recorded_usage(path)
+    }
+}
+
 impl Adapter for Pi {
     fn agent(&self) -> &'static Agent {
         &AGENT
@@ -87,6 +94,10 @@ impl Adapter for Pi {
 
     fn store(&self) -> &dyn Store {
         &Sessions
+    }
+
+    fn usage(&self) -> Option<&dyn Usage> {
+        Some(self)
     }
 
     fn scan(&self, path: &Path) -> Result<Summary> {

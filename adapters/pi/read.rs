@@ -38,7 +38,8 @@ struct Entry {
 
 /// The id in the session header of the file at `path` (its first line), if it has one.
 pub fn header_id(path: &Path) -> Option<String> {
-    let head = jsonl::head(path, 64 * 1024).ok()?;
+    // A header is one short line; a longer first line is left to the scan.
+    let head = jsonl::head(path, 4096).ok()?;
     let first = jsonl::strip_bom(&head).split(|&b| b == b'\n').next()?;
     let v: Value = serde_json::from_slice(first).ok()?;
     is_header(&v).then(|| str_field(&v, "id").map(str::to_string))?

@@ -85,9 +85,16 @@ class Session:
         self.lines = 0
 
 
+def file_lines(path):
+    """The lines as pi splits them: at `\n` only (`splitlines` would also split at U+2028,
+    which JSON writers leave unescaped in strings)."""
+    text = Path(path).read_text(errors="replace")
+    return text[:-1].split("\n") if text.endswith("\n") else text.split("\n") if text else []
+
+
 def read_entries(path, report):
     entries = []
-    for no, line in enumerate(Path(path).read_text(errors="replace").splitlines(), 1):
+    for no, line in enumerate(file_lines(path), 1):
         if not line.strip():
             continue
         try:
@@ -149,7 +156,7 @@ def lint(path, sid, project, report):
     if not m or m.group(1) != sid:
         report.fail("lint", f"file name {path.name} is not <time>_{sid}.jsonl")
     entries = read_entries(path, report)
-    session.lines = len(entries)
+    session.lines = len(file_lines(path))
     if not entries:
         report.fail("lint", "empty file")
         return session
@@ -240,7 +247,7 @@ def sent_text(body):
 def check_model(pi, mock, copied, session, expects, timeout, report):
     report.section(f"model: pi --session {copied.stem[-36:]} -p <probe> (local Chat Completions mock)")
     probe = f"SESSION_RELAY_PROBE_{uuid.uuid4().hex[:12]}"
-    sid = json.loads(copied.read_text().splitlines()[0])["id"]
+    sid = json.loads(file_lines(copied)[0])["id"]
     code, out = pi.run("--session", sid, "-p", probe, timeout=timeout)
     report.detail(out)
     bodies = [b for b in mock.completion_requests() if probe in json.dumps(b)]
@@ -264,7 +271,7 @@ def check_model(pi, mock, copied, session, expects, timeout, report):
         report.passed("model", "the history is sent with the next prompt")
     if MockChatCompletions.ANSWER not in out:
         report.fail("model", f"pi did not print the mock's answer (exit {code}): {squash(out)[:300]}")
-    appended = [json.loads(l) for l in copied.read_text().splitlines()[session.lines:] if l.strip()]
+    appended = [json.loads(l) for l in file_lines(copied)[session.lines:] if l.strip()]
     if not appended or appended[0].get("parentId") != session.leaf:
         report.fail("model", f"the new turn was not appended to the session's leaf {session.leaf}")
     else:
