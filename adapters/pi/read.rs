@@ -479,3 +479,97 @@ fn finish(session: &mut Session, entries: &[Entry], mut state: State) {
     session.fill_times_from_messages();
     session.pair_tool_calls();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_lines(lines: &[&str], opts: crate::adapter::ReadOptions) -> Session {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        read(&path, opts).unwrap()
+    }
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"0199-x","timestamp":"2026-11-28T09:00:00.000Z","cwd":"/p"}"#;
+
+    fn user(id: &str, parent: &str, text: &str) -> String {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-11-28T09:00:01.000Z","message":{{"role":"user","content":"{text}"}}}}"#
+        )
+    }
+
+    /// The conversation is the path from the last entry up its parents: a later branch that
+    /// starts from an earlier entry leaves the first one out, as pi's context does.
+    #[test]
+    fn the_last_entry_is_the_leaf_and_other_branches_are_left_out() {
+        let lines = [
+            HEADER.to_string(),
+            user("a0000001", "null", "first"),
+            user("a0000002", r#""a0000001""#, "abandoned"),
+            user("a0000003", r#""a0000001""#, "kept"),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let s = read_lines(&lines, Default::default());
+        let texts: Vec<&str> = s.messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(texts, ["first", "kept"]);
+        assert_eq!(s.stats.abandoned_branch_lines, 1);
+        assert_eq!((s.id.as_str(), s.cwd.as_deref()), ("0199-x", Some("/p")));
+    }
+
+    /// Every line the reader cannot place is said, with its number: never dropped silently.
+    #[test]
+    fn bad_lines_are_warned_of_with_their_line() {
+        let lines = [
+            "{\"type\":\"message\",\"id\":\"cut".to_string(),
+            user("a0000001", "null", "first"),
+            r#"{"type":"label","label":"no id"}"#.to_string(),
+            user("a0000002", r#""gone0000""#, "orphan"),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let s = read_lines(&lines, Default::default());
+        let warned: Vec<Option<usize>> = s.warnings.iter().map(|w| w.line).collect();
+        assert_eq!(
+            warned,
+            [Some(1), Some(1), Some(3), Some(4)],
+            "{:?}",
+            s.warnings
+        );
+        assert!(s.warnings[1].message.contains("not a pi session"));
+        assert_eq!(s.messages.len(), 1, "the orphan starts the context");
+        // A loop of parents ends the walk, said.
+        let looped = [
+            HEADER.to_string(),
+            user("a0000001", r#""a0000002""#, "one"),
+            user("a0000002", r#""a0000001""#, "two"),
+        ];
+        let looped: Vec<&str> = looped.iter().map(String::as_str).collect();
+        let s = read_lines(&looped, Default::default());
+        assert!(
+            s.warnings.iter().any(|w| w.message.contains("loop")),
+            "{:?}",
+            s.warnings
+        );
+    }
+
+    /// A long tool output is cut while parsing, and says how long it was.
+    #[test]
+    fn long_outputs_are_cut_as_the_options_ask() {
+        let output = "x".repeat(5000);
+        let result = format!(
+            r#"{{"type":"message","id":"a0000002","parentId":"a0000001","timestamp":"2026-11-28T09:00:02.000Z","message":{{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{{"type":"text","text":"{output}"}}],"details":{{"diff":"d"}},"isError":false}}}}"#
+        );
+        let call = r#"{"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-11-28T09:00:01.000Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"yes"}}],"usage":{"input":10,"cacheRead":5,"totalTokens":15}}}"#;
+        let opts = crate::adapter::ReadOptions {
+            max_tool_output: Some(1000),
+            ..Default::default()
+        };
+        let s = read_lines(&[HEADER, call, &result], opts);
+        let r = &s.messages[1];
+        assert!(r.content.chars().count() < 1200, "{}", r.content.len());
+        assert_eq!(r.metadata.get_u64("original_chars"), Some(5000));
+        assert_eq!(s.context_usage.as_ref().map(|u| u.tokens), Some(15));
+        let whole = read_lines(&[HEADER, call, &result], Default::default());
+        assert_eq!(whole.messages[1].content, output);
+    }
+}
