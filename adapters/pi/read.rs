@@ -166,10 +166,11 @@ fn branch(entries: &[Entry], session: &mut Session) -> Vec<usize> {
     path
 }
 
+/// What the path's entries say of the whole session.
 #[derive(Default)]
 struct State {
+    /// The model of the newest answer or `model_change` on the path.
     model: Option<String>,
-    title: Option<String>,
 }
 
 /// One entry on the path.
@@ -188,16 +189,12 @@ fn entry(e: &Entry, session: &mut Session, state: &mut State) {
                 .with_time(ts)
                 .with_meta("line", e.line)
                 .with_meta("kind", "compaction");
-            for key in ["firstKeptEntryId", "tokensBefore"] {
+            for (key, name) in [
+                ("firstKeptEntryId", "first_kept"),
+                ("tokensBefore", "tokens_before"),
+            ] {
                 if let Some(x) = v.get(key) {
-                    m.metadata.insert(
-                        if key == "tokensBefore" {
-                            "tokens_before"
-                        } else {
-                            "first_kept"
-                        },
-                        x.clone(),
-                    );
+                    m.metadata.insert(name, x.clone());
                 }
             }
             session.messages.push(m);
@@ -462,17 +459,15 @@ fn cut_result(v: &mut Value, max: usize) -> Option<usize> {
 
 /// What the whole file says beyond the path: the title (the newest `session_info`, wherever it
 /// is), the model, the times.
-fn finish(session: &mut Session, entries: &[Entry], mut state: State) {
-    state.title = entries
+fn finish(session: &mut Session, entries: &[Entry], state: State) {
+    let named = entries
         .iter()
         .rev()
         .filter(|e| str_field(&e.value, "type") == Some("session_info"))
         .find_map(|e| str_field(&e.value, "name"))
         .filter(|n| !n.trim().is_empty())
         .map(crate::text::one_line);
-    session.title = state
-        .title
-        .or_else(|| session.first_user_prompt().map(crate::text::one_line));
+    session.title = named.or_else(|| session.first_user_prompt().map(crate::text::one_line));
     if let Some(model) = state.model {
         session.extra.insert("model".into(), json!(model));
     }
