@@ -54,9 +54,11 @@ fn uuid_v7() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 
-/// The `provenance` a relay records, in a `custom` entry of this type (pi keeps an extension's
-/// `custom` entries in the file and never sends them to the model).
-pub(crate) const RELAY_CUSTOM_TYPE: &str = "session-relay";
+/// The type of the entry in which a relay records its `provenance` (with the `sessionId`), as
+/// every writer does and `clean` looks for it. It is a tree entry (id, parent) like any other:
+/// pi makes the last entry the leaf whatever its type, and skips the types it does not know
+/// when it builds the model's context.
+pub(crate) const RELAY_ENTRY: &str = "session-relay";
 
 /// The field a relay sets on a user message that holds context rather than the person's words
 /// (the handoff brief, summaries): `"context"`. pi keeps unknown fields of an entry and ignores

@@ -7,9 +7,8 @@
 //!   the TUI, `custom`, `branchSummary`, `compactionSummary`);
 //! - `compaction`: the summary pi sends in place of what came before `firstKeptEntryId`;
 //! - `branch_summary` and `custom_message`: what pi sends as context;
-//! - `session_info {name}`: the title (the newest one); `model_change`: the model; `custom`
-//!   entries of type `session-relay`: a relay's provenance. Other known types carry no
-//!   conversation.
+//! - `session_info {name}`: the title (the newest one); `model_change`: the model; a relay's
+//!   `session-relay` entry: its provenance. Other known types carry no conversation.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -211,8 +210,8 @@ fn entry(e: &Entry, session: &mut Session, state: &mut State) {
                 .with_meta("line", e.line)
                 .with_meta("kind", "context"),
         ),
-        "custom" if str_field(v, "customType") == Some(super::RELAY_CUSTOM_TYPE) => {
-            if let Some(p) = v.get("data") {
+        super::RELAY_ENTRY => {
+            if let Some(p) = v.get("provenance") {
                 session.extra.insert("provenance".into(), p.clone());
             }
             skipped(session, kind);
@@ -460,11 +459,12 @@ fn cut_result(v: &mut Value, max: usize) -> Option<usize> {
 /// What the whole file says beyond the path: the title (the newest `session_info`, wherever it
 /// is), the model, the times.
 fn finish(session: &mut Session, entries: &[Entry], state: State) {
+    // pi's title is the newest `session_info`'s name; an empty one clears it.
     let named = entries
         .iter()
         .rev()
-        .filter(|e| str_field(&e.value, "type") == Some("session_info"))
-        .find_map(|e| str_field(&e.value, "name"))
+        .find(|e| str_field(&e.value, "type") == Some("session_info"))
+        .and_then(|e| str_field(&e.value, "name"))
         .filter(|n| !n.trim().is_empty())
         .map(crate::text::one_line);
     session.title = named.or_else(|| session.first_user_prompt().map(crate::text::one_line));

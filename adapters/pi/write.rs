@@ -2,7 +2,8 @@
 //! session's directory: `sessions/--<cwd>--/<time>_<id>.jsonl`.
 //!
 //! - A version 3 `session` header with the directory, then the title as `session_info` (what
-//!   pi's picker and footer show) and the provenance in a `custom` entry (kept, never sent).
+//!   pi's picker and footer show) and the provenance in a `session-relay` entry (an entry type
+//!   pi does not know: kept, never sent).
 //! - Entries chained by fresh 8-hex ids, each the parent of the next: the last line is the
 //!   leaf pi continues from.
 //! - One assistant message per answer: thinking, text and the calls made together, with a
@@ -57,9 +58,9 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     let now = w.clock;
     w.entry("session_info", now, json!({"name": req.title}));
     w.entry(
-        "custom",
+        super::RELAY_ENTRY,
         now,
-        json!({"customType": super::RELAY_CUSTOM_TYPE, "data": req.provenance}),
+        json!({"provenance": req.provenance, "sessionId": req.id}),
     );
     for m in &shaped.messages {
         w.message(m);
