@@ -18,6 +18,7 @@ mod layout;
 mod lazy;
 mod list_and_select;
 mod out_folder;
+mod pi;
 mod picker;
 mod read;
 mod readme;

@@ -65,9 +65,8 @@ else
   echo "$want" > "$stamp"
 fi
 
-# ---- what is there now. `gemini --version` and `pi --version` start far enough to write into
-# their homes (pi makes a sessions folder for the directory it starts in), so they get
-# throw-away ones.
+# ---- what is there now. `gemini --version` starts far enough to write into its home, so it
+# gets a throw-away one; so does `pi --version` (pi makes folders in its agent dir at a start).
 gemini_home=$(mktemp -d)
 pi_home=$(mktemp -d)
 trap 'rm -rf "$gemini_home" "$pi_home"' EXIT
