@@ -40,6 +40,8 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         names: HashMap::new(),
         pending: Vec::new(),
         pending_time: req.now,
+        awaiting: HashSet::new(),
+        deferred: Vec::new(),
     };
     w.line(json!({
         "type": "session",
@@ -66,6 +68,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         w.message(m);
     }
     w.flush();
+    w.flush_deferred();
     Ok(NativeSession {
         id: req.id.clone(),
         resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
@@ -97,6 +100,11 @@ struct Writer {
     /// The blocks of the assistant message being assembled, and its time.
     pending: Vec<Value>,
     pending_time: DateTime<Utc>,
+    /// Calls written whose results are not yet.
+    awaiting: HashSet<String>,
+    /// Thinking that came while calls awaited their results: it opens the next answer, as a
+    /// model's request must give each call its result before anything else.
+    deferred: Vec<Value>,
 }
 
 impl Writer {
@@ -153,6 +161,7 @@ impl Writer {
         match m.role {
             Role::User | Role::System => {
                 self.flush();
+                self.flush_deferred();
                 let extra = if m.role == Role::System {
                     json!({super::RELAY_FIELD: "context"})
                 } else {
@@ -185,6 +194,7 @@ impl Writer {
             Role::ToolResult => {
                 self.flush();
                 let id = m.tool_call_id.clone().unwrap_or_default();
+                self.awaiting.remove(&id);
                 let name = self
                     .names
                     .get(&id)
@@ -205,16 +215,32 @@ impl Writer {
 
     /// A block of the assistant message being assembled. Text or thinking after a call starts
     /// a new message: pi's message keeps its blocks in order, and the calls of one message
-    /// are those made together, last.
+    /// are those made together, last. Thinking while calls await their results waits for the
+    /// next message (`deferred`); text cannot, its place among the results being part of what
+    /// is relayed.
     fn block(&mut self, t: DateTime<Utc>, block: Value) {
         let calls_made = self.pending.iter().any(|b| b["type"] == "toolCall");
+        if block["type"] == "thinking" && (calls_made || !self.awaiting.is_empty()) {
+            self.deferred.push(block);
+            return;
+        }
         if calls_made && block["type"] != "toolCall" {
             self.flush();
         }
         if self.pending.is_empty() {
             self.pending_time = t;
+            self.pending.append(&mut self.deferred);
         }
         self.pending.push(block);
+    }
+
+    /// Thinking still deferred when words or the end come: an answer of its own.
+    fn flush_deferred(&mut self) {
+        if !self.deferred.is_empty() {
+            self.pending = std::mem::take(&mut self.deferred);
+            self.pending_time = self.clock;
+            self.flush();
+        }
     }
 
     /// Writes the assistant message being assembled.
@@ -224,6 +250,10 @@ impl Writer {
         }
         let blocks = std::mem::take(&mut self.pending);
         let calls = blocks.iter().any(|b| b["type"] == "toolCall");
+        for b in blocks.iter().filter(|b| b["type"] == "toolCall") {
+            self.awaiting
+                .insert(b["id"].as_str().unwrap_or_default().to_string());
+        }
         let zero = json!({"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0});
         let mut usage = zero.clone();
         usage["totalTokens"] = json!(0);
@@ -286,8 +316,12 @@ mod tests {
             result("b", false),
             result("a", true),
             call("c"),
+            Message::new(Role::Reasoning, "c takes its time"),
             Message::new(Role::Assistant, "c is slow"),
             result("c", false),
+            call("d"),
+            Message::new(Role::Reasoning, "d is next"),
+            result("d", false),
             Message::new(Role::Assistant, "Done."),
         ];
         let dir = tempfile::tempdir().unwrap();
@@ -323,7 +357,14 @@ mod tests {
             .iter()
             .filter(|l| l["message"]["role"] == "assistant")
             .collect();
-        assert_eq!(assistants.len(), 4);
+        // [thinking, text, a, b], [c], [c is slow], [d], [d is next, Done.]: the thinking
+        // that came while d awaited its result opens the next answer.
+        assert_eq!(assistants.len(), 5);
+        let last = &assistants[4]["message"]["content"];
+        assert_eq!(
+            (&last[0]["type"], &last[1]["text"]),
+            (&json!("thinking"), &json!("Done."))
+        );
         assert!(
             assistants
                 .iter()
