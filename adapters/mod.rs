@@ -7,6 +7,7 @@ pub mod claude;
 pub mod codex;
 pub mod copilot;
 pub mod gemini;
+pub mod pi;
 pub mod qwen;
 
 static REGISTRY: &[&dyn Adapter] = &[
@@ -15,6 +16,7 @@ static REGISTRY: &[&dyn Adapter] = &[
     &gemini::ADAPTER,
     &copilot::ADAPTER,
     &qwen::ADAPTER,
+    &pi::ADAPTER,
 ];
 
 /// Every adapter, in a stable order.

@@ -1,7 +1,7 @@
 //! Every fixture relayed into every agent (other agents' sessions, and same-agent forks) in
-//! temporary homes, then judged by the REAL Codex, Claude Code, Gemini, GitHub Copilot and Qwen
-//! Code CLIs through the checks in `tests/realclients/` (`check_codex.py`, `check_claude.py`,
-//! `check_gemini.py`, `check_copilot.py`, `check_qwen.py`).
+//! temporary homes, then judged by the REAL Codex, Claude Code, Gemini, GitHub Copilot, Qwen
+//! Code and pi CLIs through the checks in `tests/realclients/` (`check_codex.py`,
+//! `check_claude.py`, `check_gemini.py`, `check_copilot.py`, `check_qwen.py`, `check_pi.py`).
 //!
 //! These tests need the clients that `tests/realclients/install.sh` installs (`.ci/run` runs
 //! it), so they are ignored by a plain `cargo test`; run them with
@@ -26,6 +26,7 @@ fn realclients() -> PathBuf {
         "check_gemini.py",
         "check_copilot.py",
         "check_qwen.py",
+        "check_pi.py",
     ] {
         assert!(
             dir.join(check).exists(),
@@ -40,7 +41,7 @@ fn realclients() -> PathBuf {
                 .unwrap()
                 .join(".cache/session-relay-realclients")
         });
-    for cli in ["codex", "claude", "gemini", "copilot", "qwen"] {
+    for cli in ["codex", "claude", "gemini", "copilot", "qwen", "pi"] {
         assert!(
             cache.join("node_modules/.bin").join(cli).exists(),
             "the real CLIs are not installed in {}: run `bash {}/install.sh` (needs the npm registry)",
@@ -61,6 +62,7 @@ fn check(script: &Path, args: &[&str]) -> Result<(), String> {
         .env_remove("GEMINI_CLI_HOME")
         .env_remove("COPILOT_HOME")
         .env_remove("QWEN_HOME")
+        .env_remove("PI_CODING_AGENT_DIR")
         .output()
         .unwrap_or_else(|e| panic!("cannot run python3 {}: {e}", script.display()));
     if out.status.success() {
@@ -139,6 +141,16 @@ fn relay_and_check(
             &[
                 &expect[..],
                 &[env.home("qwen").to_str().unwrap(), proj, &id],
+            ]
+            .concat(),
+        ),
+        // Listed in its picker for the directory, and sent to a mock model with a new prompt.
+        "pi" => check(
+            &scripts.join("check_pi.py"),
+            &[
+                &["--checks", "lint,list,model"][..],
+                &expect,
+                &[env.home("pi").to_str().unwrap(), proj, &id],
             ]
             .concat(),
         ),
@@ -229,6 +241,12 @@ fn every_fixture_relayed_to_qwen_opens_in_real_qwen_code() {
     every_fixture_to("qwen");
 }
 
+#[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
+fn every_fixture_relayed_to_pi_opens_in_real_pi() {
+    every_fixture_to("pi");
+}
+
 /// A Codex session of more than 20 MB (tool outputs dominate, as in real long sessions).
 fn write_big_codex_session(home: &Path, cwd: &str) -> (PathBuf, u64) {
     let id = "0199e000-0000-7000-8000-00000000b16b";
@@ -312,7 +330,7 @@ fn a_generated_20_mb_session_relays_to_every_agent() {
     // Fitted to the default budget, the transcript loads without Claude Code compacting it
     // (relayed whole, its first request would be a compaction and the probe would follow a
     // summary: the load check catches that).
-    for to in ["claude", "codex", "gemini", "copilot", "qwen"] {
+    for to in ["claude", "codex", "gemini", "copilot", "qwen", "pi"] {
         // Gemini CLI's 1M window takes all 520 turns; a terminal's scrollback cannot hold them
         // drawn, so the TUI check looks for the last answer (the request check still sees all).
         let expect: &[&str] = if to == "gemini" {
@@ -336,10 +354,21 @@ fn small_budget_relays_still_open_in_every_cli() {
     let mut failures = Vec::new();
     // Long fixtures of every agent, with compaction, parallel calls, todos and failures.
     for id in [
-        "771ce1df", "b62416f1", "5d0c3a1e", "01a22a5d", "01a22a5c", "0199b111", "609f289a",
-        "2b3405f7", "7e1c0dd0", "8115de0d", "c73c50cb",
+        "771ce1df",
+        "b62416f1",
+        "5d0c3a1e",
+        "01a22a5d",
+        "01a22a5c",
+        "0199b111",
+        "609f289a",
+        "2b3405f7",
+        "7e1c0dd0",
+        "8115de0d",
+        "c73c50cb",
+        "01a2495e-dc76",
+        "0199a0dd",
     ] {
-        for to in ["claude", "codex", "gemini", "copilot", "qwen"] {
+        for to in ["claude", "codex", "gemini", "copilot", "qwen", "pi"] {
             let r = relay_and_check(&env, &scripts, id, to, &proj, &["--budget", "1200"], &[]);
             if let Err(e) = r {
                 failures.push(e);

@@ -59,6 +59,8 @@ kinds! {
     Informational => "informational",
     /// A content block this build does not read.
     UnsupportedBlock => "unsupported_block",
+    /// A shell command the user ran through the agent's own escape (pi's `!command`).
+    UserShell => "user_shell",
     /// Gemini CLI's info, warning and error lines.
     Info => "info",
     Warning => "warning",

@@ -464,7 +464,7 @@ fn clean_takes_the_session_id_from_the_file_not_from_the_ledger() {
     let index = env.codex_home().join("session_index.jsonl");
     let mut tampered = Vec::new();
     let mut honest = Vec::new();
-    for agent in ["codex", "claude", "gemini"] {
+    for agent in ["codex", "claude", "gemini", "pi"] {
         let (id, path) = relay(&env, "771ce1df", agent, &proj);
         let other = if agent == "codex" {
             native.to_string()

@@ -66,6 +66,7 @@ fn doctor_compares_each_installed_cli_with_the_verified_versions() {
             ("gemini", "0.61.0"),
             ("copilot", "GitHub Copilot CLI 1.0.102."),
             ("qwen", "0.24.4"),
+            ("pi", "0.73.1"),
         ],
     );
     let v = doctor(&env, &bin, &[]);

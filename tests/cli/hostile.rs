@@ -287,7 +287,7 @@ fn a_recorded_working_directory_with_controls_is_refused_unless_it_exists() {
         let meta = json!({"timestamp": "2026-11-20T10:00:00.000Z", "type": "session_meta", "payload": {"id": id, "timestamp": "2026-11-20T10:00:00.000Z", "cwd": evil, "cli_version": "0.60.0", "source": "cli"}});
         std::fs::write(&path, format!("{meta}\n{}\n", user_line("hello"))).unwrap();
         let before = env.snapshot_stores();
-        for to in ["gemini", "claude", "codex"] {
+        for to in ["gemini", "claude", "codex", "pi"] {
             let (code, err) = env.fails(&["relay", id, "--to", to]);
             assert_eq!(code, 2, "{evil:?} --to {to}: {err}");
             assert!(err.contains("--cwd"), "--to {to}: {err}");
@@ -392,6 +392,7 @@ fn a_byte_order_mark_is_ignored_with_a_warning_and_nothing_is_lost() {
         ("codex", "0199b111-2222-7333-8444-555566667777"),
         ("claude", "5d0c3a1e-7b2f-4e8a-9c6d-1f2e3a4b5c6d"),
         ("gemini", "7e1c0dd0-5a5a-4b4b-9c9c-0000000000dd"),
+        ("pi", "0199a0dd-0000-7000-8000-00000000a0dd"),
         // Whole-document sessions: Codex's older `.json` and Gemini CLI's.
         ("codex", "0c5f1e7a-3d2b-4c1a-9e8f-7a6b5c4d3e2f"),
         ("gemini", "5a1e6c3d-2f4b-4e8a-9c1d-0e2f3a4b5c6d"),

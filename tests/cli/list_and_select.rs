@@ -267,6 +267,38 @@ const EXPECTED: &[(&str, &str, Option<&str>, &str)] = &[
         Some("/home/dev/proj-qwen-odd"),
         "Start the odd session: plan the work ✓",
     ),
+    // pi: the title is the newest `session_info` name, else the first prompt; the file's name
+    // does not matter (`relay-minimal.jsonl`).
+    (
+        "01a2495e-8aa0-731f-a814-3fc6fa7371e6",
+        "pi",
+        Some("/home/dev/proj-pi"),
+        "Hello pi, this is the first chat turn.",
+    ),
+    (
+        "01a2495e-dc76-70e7-9e93-7c506f83998c",
+        "pi",
+        Some("/home/dev/proj-pi-tools"),
+        "THINK then DO_ALL: create hello.py, run it, edit it, run it again.",
+    ),
+    (
+        "0199a0f0-0000-7000-8000-00000000a001",
+        "pi",
+        Some("/home/dev/proj-pi-hand"),
+        "handmade first prompt",
+    ),
+    (
+        "0199a0f0-0000-7000-8000-00000000a002",
+        "pi",
+        Some("/home/dev/proj-pi-hand"),
+        "[relay from claude] fix the greeting",
+    ),
+    (
+        "0199a0dd-0000-7000-8000-00000000a0dd",
+        "pi",
+        Some("/home/dev/proj-pi-odd"),
+        "Odd hand-made session",
+    ),
 ];
 
 #[test]

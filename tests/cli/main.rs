@@ -19,6 +19,7 @@ mod layout;
 mod lazy;
 mod list_and_select;
 mod out_folder;
+mod pi;
 mod picker;
 mod qwen;
 mod read;

@@ -644,6 +644,57 @@ fn claude_session(env: &TestEnv, texts: &[String], structured: &Value, name: &st
     id
 }
 
+/// The same places in a pi session: a compaction, the prompt, thinking, a write, a bash call
+/// and its output, a tool with nested JSON arguments, the answer, and the title.
+fn pi_session(env: &TestEnv, texts: &[String], structured: &Value, name: &str) -> String {
+    let id = format!("0199f0aa-0000-7000-8000-0000000000{name}");
+    let dir = env.home("pi").join("sessions/--home-dev-projects-redact--");
+    std::fs::create_dir_all(&dir).unwrap();
+    let all = texts.join("\n");
+    let mut nested = structured.clone();
+    nested["body"] = json!({"release": {"notes": all}});
+    let mut lines = vec![
+        json!({"type": "session", "version": 3, "id": id, "timestamp": "2026-11-29T11:00:00.000Z", "cwd": "/home/dev/projects/redact"}),
+    ];
+    let usage =
+        json!({"input": 10, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 11});
+    let entries = [
+        json!({"type": "compaction", "summary": format!("Summary of the earlier work:\n{all}"), "firstKeptEntryId": "e0000002", "tokensBefore": 160000}),
+        json!({"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": format!("Set up the deploy. {all}")}]}}),
+        json!({"type": "message", "message": {"role": "assistant", "usage": usage, "content": [
+            {"type": "thinking", "thinking": format!("The user pasted: {all}")},
+            {"type": "toolCall", "id": "c1", "name": "write", "arguments": {"path": "/home/dev/projects/redact/.env", "content": all}}]}}),
+        json!({"type": "message", "message": {"role": "toolResult", "toolCallId": "c1", "toolName": "write", "content": [{"type": "text", "text": "Wrote .env"}], "isError": false}}),
+        json!({"type": "message", "message": {"role": "assistant", "usage": usage, "content": [
+            {"type": "toolCall", "id": "c2", "name": "bash", "arguments": {"command": format!("cat .env # {}", texts[0])}}]}}),
+        json!({"type": "message", "message": {"role": "toolResult", "toolCallId": "c2", "toolName": "bash", "content": [{"type": "text", "text": all}], "isError": false}}),
+        json!({"type": "message", "message": {"role": "assistant", "usage": usage, "content": [
+            {"type": "toolCall", "id": "c3", "name": "http_request", "arguments": nested}]}}),
+        json!({"type": "message", "message": {"role": "toolResult", "toolCallId": "c3", "toolName": "http_request", "content": [{"type": "text", "text": "HTTP 200"}], "isError": false}}),
+        json!({"type": "message", "message": {"role": "assistant", "usage": usage, "content": [{"type": "text", "text": format!("The .env holds: {all}")}]}}),
+        json!({"type": "message", "message": {"role": "user", "content": "Thanks, now deploy."}}),
+        json!({"type": "message", "message": {"role": "assistant", "usage": usage, "content": [{"type": "text", "text": "Deployed."}]}}),
+        json!({"type": "session_info", "name": format!("Deploy with {}", texts[0])}),
+    ];
+    for (n, mut e) in entries.into_iter().enumerate() {
+        e["id"] = json!(format!("e{n:07}"));
+        e["parentId"] = if n == 0 {
+            Value::Null
+        } else {
+            json!(format!("e{:07}", n - 1))
+        };
+        e["timestamp"] = json!(format!("2026-11-29T11:00:{:02}.000Z", n + 1));
+        lines.push(e);
+    }
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(
+        dir.join(format!("2026-11-29T11-00-00-000Z_{id}.jsonl")),
+        text.join("\n") + "\n",
+    )
+    .unwrap();
+    id
+}
+
 /// The same places in a Codex rollout: a compaction, the prompt (item and event), reasoning, a
 /// shell call, its output, an apply_patch, a function call with nested JSON arguments, the answer.
 fn codex_session(env: &TestEnv, texts: &[String], structured: &Value, name: &str) -> String {

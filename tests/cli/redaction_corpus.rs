@@ -766,7 +766,7 @@ fn innocent_ids_hashes_and_labels_are_not_masked() {
     );
 }
 
-/// The corpora planted in sessions of both agents, relayed both ways, exported, shown and
+/// The corpora planted in sessions of Claude Code, Codex and pi, relayed every way, exported, shown and
 /// listed: no secret is left anywhere, and no innocent text is masked.
 #[test]
 fn the_corpora_are_masked_in_every_output() {
@@ -799,6 +799,12 @@ fn the_corpora_are_masked_in_every_output() {
             &texts,
             &json!({}),
             &format!("{:02}", 60 + n),
+        ));
+        ids.push(super::pi_session(
+            &env,
+            &texts,
+            &json!({}),
+            &format!("{:02}", 20 + n),
         ));
     }
     let (mut written, _) = super::relay_everything(&env, &ids, &proj, "corpus");
@@ -844,6 +850,12 @@ fn the_corpora_are_masked_in_every_output() {
                 &group,
                 &json!({}),
                 &format!("{}", 61 + n),
+            ));
+            ids.push(super::pi_session(
+                &env,
+                &group,
+                &json!({}),
+                &format!("{}", 60 + n),
             ));
             group.clear();
         }

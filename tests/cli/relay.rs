@@ -895,6 +895,7 @@ fn an_output_cut_twice_says_how_much_of_it_is_missing() {
         ("codex", "claude"),
         ("claude", "gemini"),
         ("codex", "gemini"),
+        ("claude", "pi"),
     ] {
         // Tight budgets cut again what the reader cut: a tool result, or a transcript of it.
         for budget in [None, Some("6000"), Some("1500"), Some("1000")] {

@@ -65,6 +65,16 @@ fn recorded(agent: &str, path: &Path) -> Option<(u64, Option<u64>)> {
             // Forward to the end, on purpose: the whole file, where status reads the tail.
             .fold(None, |_, n| Some(n))
             .map(|t| (t, None)),
+        // The newest answer decides: input + cache read + cache write of its usage.
+        "pi" => lines
+            .filter(|v| v["type"] == "message" && v["message"]["role"] == "assistant")
+            .fold(None, |_, v| Some(v))
+            .and_then(|v| {
+                let u = &v["message"]["usage"];
+                let n = |k: &str| u[k].as_u64().unwrap_or(0);
+                let tokens = n("input") + n("cacheRead") + n("cacheWrite");
+                (tokens > 0).then_some((tokens, None))
+            }),
         _ => None,
     }
 }

@@ -1,4 +1,5 @@
-"""Shared pieces of the real-client checks (check_codex.py, check_claude.py, check_gemini.py).
+"""Shared pieces of the real-client checks (check_codex.py, check_claude.py, check_gemini.py,
+check_pi.py).
 
 The checks open a session that session-relay wrote in the REAL agent CLI, offline, and judge
 what the CLI does with it. This module holds what they have in common:
@@ -6,8 +7,9 @@ what the CLI does with it. This module holds what they have in common:
 - finding the CLIs that install.sh put in its cache (pinned versions),
 - a scratch folder, so that a check never writes into the home it was given,
 - a private tmux server to drive the interactive TUIs and read their screen,
-- a tiny mock of the Anthropic Messages API that records every request, and one of the OpenAI
-  Responses API that runs a shell call and answers compactions (for Codex's hooks),
+- a tiny mock of the Anthropic Messages API that records every request, one of the OpenAI
+  Responses API that runs a shell call and answers compactions (for Codex's hooks), and one of
+  the OpenAI Chat Completions API (for pi, or any CLI that takes a custom provider),
 - a report that prints PASS/FAIL/WARN lines and turns them into the exit status,
 - text helpers to pick words from a transcript that survive the TUIs' rendering.
 
@@ -607,6 +609,106 @@ class MockResponses:
             return [{"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:8]}", "call_id": f"call_{uuid.uuid4().hex[:8]}",
                      "name": name, "arguments": json.dumps(args)}]
         return [text_item(f"{self.ANSWER}: {prompt.strip()[:80]}")]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class MockChatCompletions:
+    """The OpenAI Chat Completions API as a custom provider of a CLI (pi's `openai-completions`):
+    `POST .../chat/completions`, streamed (SSE, with the usage chunk when asked) or not, and
+    `GET .../models`. Every request is recorded; every turn is answered with a short text, so
+    the CLI finishes normally. Like `MockAnthropic`, it refuses a request that does not fit
+    `CONTEXT_TOKENS` (4 bytes of request JSON a token).
+    """
+
+    ANSWER = "MOCK_OK"
+    MODEL = "mock-model"
+    CONTEXT_TOKENS = 200_000
+
+    def __init__(self):
+        self.requests = []
+        self._lock = threading.Lock()
+        mock = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _json(self, code, obj):
+                data = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                mock._record("GET", self.path, None)
+                if self.path.split("?")[0].endswith("/models"):
+                    return self._json(200, {"object": "list", "data": [
+                        {"id": mock.MODEL, "object": "model", "owned_by": "mock"}]})
+                self._json(404, {"error": {"message": "mock: not found"}})
+
+            def do_POST(self):
+                size = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(size) if size else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {"_unparsed": raw.decode("utf-8", "replace")}
+                mock._record("POST", self.path, body)
+                if not self.path.split("?")[0].endswith("/chat/completions"):
+                    return self._json(404, {"error": {"message": "mock: only chat/completions"}})
+                tokens = len(raw) // 4
+                if tokens > mock.CONTEXT_TOKENS:
+                    return self._json(400, {"error": {"type": "invalid_request_error",
+                        "message": f"prompt is too long: {tokens} tokens > {mock.CONTEXT_TOKENS} maximum"}})
+                self._answer(body)
+
+            def _answer(self, body):
+                cid = "chatcmpl-" + uuid.uuid4().hex[:20]
+                base = {"id": cid, "created": int(time.time()), "model": body.get("model", mock.MODEL)}
+                usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+                if not body.get("stream"):
+                    return self._json(200, dict(base, object="chat.completion", usage=usage, choices=[
+                        {"index": 0, "message": {"role": "assistant", "content": mock.ANSWER},
+                         "finish_reason": "stop"}]))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("cache-control", "no-cache")
+                self.send_header("connection", "close")
+                self.end_headers()
+
+                def chunk(choices, **extra):
+                    o = dict(base, object="chat.completion.chunk", choices=choices, **extra)
+                    self.wfile.write(("data: " + json.dumps(o) + "\n\n").encode())
+
+                chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+                chunk([{"index": 0, "delta": {"content": mock.ANSWER}, "finish_reason": None}])
+                chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}])
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    chunk([], usage=usage)
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def _record(self, method, path, body):
+        with self._lock:
+            self.requests.append({"method": method, "path": path, "body": body})
+
+    def completion_requests(self):
+        with self._lock:
+            return [r["body"] for r in self.requests
+                    if r["method"] == "POST" and r["path"].split("?")[0].endswith("/chat/completions")]
 
     def close(self):
         self.server.shutdown()

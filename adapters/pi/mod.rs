@@ -1,0 +1,222 @@
+//! pi (`@mariozechner/pi-coding-agent`): `$PI_CODING_AGENT_DIR/sessions/--<cwd>--/<time>_<id>.jsonl`,
+//! by default under `~/.pi/agent`. A file is a `session` header line, then entries chained by
+//! `id` / `parentId`; the last line is the leaf, and the conversation is the path from it up
+//! to the first entry. pi keeps no index: a file in its project's folder is listed and resumed.
+//!
+//! The adapter's home is the agent dir (what `PI_CODING_AGENT_DIR` means to pi).
+
+mod read;
+mod tools;
+mod usage;
+mod write;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde_json::Value;
+
+use crate::adapter::{Adapter, Agent, Cli, NativeSession, ReadOptions, Store, Usage, WriteRequest};
+use crate::model::{Message, RecordedUsage, RelaySource, Session, Summary};
+
+pub struct Pi;
+
+pub static ADAPTER: Pi = Pi;
+
+pub const NAME: &str = "pi";
+
+pub const AGENT: Agent = Agent {
+    name: NAME,
+    display_name: "pi",
+    home_env: "PI_CODING_AGENT_DIR",
+    default_home: ".pi/agent",
+    cli: Some(Cli {
+        command: "pi",
+        npm_package: "@mariozechner/pi-coding-agent",
+        verified_versions: &["0.73.1"],
+    }),
+    // pi 0.73.1 starts on its provider's default model, whose catalog windows run from GLM 5.1's
+    // 204,800 tokens through Kimi K2.6's 262,144 and GPT-5.4's 272,000 to Claude Opus 4.7's and
+    // Gemini 3.1 Pro's 1M: 200k fits every one of them.
+    context_window: 200_000,
+    // pi 0.73.1's system prompt and its four default tools measured at 5.5 KB (about 1,400
+    // tokens) in the request the real CLI sent; pi itself keeps 16,384 tokens free for the answer
+    // (its compaction `reserveTokens`); the rest is room for AGENTS.md files and skills.
+    reserved_tokens: 20_000,
+    // pi runs on any provider's models; o200k_base is the closest tokenizer we can count with
+    // for most of its defaults.
+    tokenizer: crate::tokens::Tokenizer::O200k,
+    new_id: uuid_v7,
+};
+
+/// pi names its sessions with version 7 UUIDs (time-ordered); a relay does the same, so that
+/// its sessions sort among pi's own.
+fn uuid_v7() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// The type of the entry in which a relay records its `provenance` (with the `sessionId`), as
+/// every writer does and `clean` looks for it. It is a tree entry (id, parent) like any other:
+/// pi makes the last entry the leaf whatever its type, and skips the types it does not know
+/// when it builds the model's context.
+pub(crate) const RELAY_ENTRY: &str = "session-relay";
+
+/// The field a relay sets on a user message that holds context rather than the person's words
+/// (the handoff brief, summaries): `"context"`. pi keeps unknown fields of an entry and ignores
+/// them.
+pub(crate) const RELAY_FIELD: &str = "sessionRelay";
+
+/// `sessions/--<cwd>--/`.
+struct Sessions;
+
+impl Store for Sessions {
+    fn dirs(&self, home: &Path) -> Vec<PathBuf> {
+        vec![home.join("sessions")]
+    }
+
+    fn session_files(&self, home: &Path) -> Vec<PathBuf> {
+        session_files(home)
+    }
+
+    fn id_from_name(&self, path: &Path) -> Option<String> {
+        // pi finds a session by the header's id, whatever the file is called.
+        read::header_id(path)
+    }
+}
+
+impl Usage for Pi {
+    fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
+        usage::recorded_usage(path)
+    }
+}
+
+impl Adapter for Pi {
+    fn agent(&self) -> &'static Agent {
+        &AGENT
+    }
+
+    fn store(&self) -> &dyn Store {
+        &Sessions
+    }
+
+    fn usage(&self) -> Option<&dyn Usage> {
+        Some(self)
+    }
+
+    fn scan(&self, path: &Path) -> Result<Summary> {
+        // Read as a relay reads it, outputs cut short: the listing then counts what `show`
+        // counts, by the same rules.
+        let opts = ReadOptions {
+            max_tool_output: Some(200),
+            ..Default::default()
+        };
+        let s = read::read(path, opts)?;
+        let size = std::fs::metadata(path)?.len();
+        let mut summary = Summary::of_session(&s, path, size);
+        summary.relay_of = s
+            .extra
+            .get("provenance")
+            .and_then(RelaySource::from_provenance);
+        Ok(summary)
+    }
+
+    fn read_with(&self, path: &Path, _home: Option<&Path>, opts: ReadOptions) -> Result<Session> {
+        read::read(path, opts)
+    }
+
+    fn claims(&self, path: &Path, head: &crate::jsonl::sniff::Head) -> bool {
+        let jsonl = path.extension().is_some_and(|e| e == "jsonl");
+        jsonl && head.first_has("type", "session") && head.has_key("parentId")
+    }
+
+    fn native_tool(&self, call: &Message, same_agent: bool) -> Option<(String, Value)> {
+        if same_agent {
+            return Some((
+                call.tool_name.clone()?,
+                call.tool_input.clone().unwrap_or(Value::Null),
+            ));
+        }
+        tools::native(call)
+    }
+
+    fn resume_command(&self, id: &str, cwd: &str) -> String {
+        format!("cd {} && pi --session {id}", crate::text::shell_quote(cwd))
+    }
+
+    fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
+        write::write(shaped, req)
+    }
+
+    fn register(
+        &self,
+        _home: &Path,
+        _written: &NativeSession,
+        _shaped: &Session,
+        _title: &str,
+    ) -> Result<Vec<String>> {
+        // pi keeps no index: it lists every `.jsonl` in the project's folder whose first line
+        // is a session header.
+        Ok(Vec::new())
+    }
+
+    fn unregister(&self, _home: &Path, _id: &str) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+}
+
+/// Session files: `sessions/<folder>/*.jsonl`, the folders pi makes per project.
+fn session_files(home: &Path) -> Vec<PathBuf> {
+    let Ok(projects) = std::fs::read_dir(home.join("sessions")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for project in projects.filter_map(|e| e.ok()) {
+        if !project.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Ok(files) = std::fs::read_dir(project.path()) else {
+            continue;
+        };
+        out.extend(files.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            // A relay's file before it takes its name, or one an interrupted relay left.
+            p.is_file() && name.ends_with(".jsonl") && !name.starts_with(crate::fsutil::TEMP_PREFIX)
+        }));
+    }
+    out.sort();
+    out
+}
+
+/// pi's folder name for a project directory: `--<path>--`, the leading `/` left out and every
+/// `/`, `\` and `:` replaced by `-`.
+pub(crate) fn project_dir(cwd: &str) -> String {
+    let path = cwd.strip_prefix(['/', '\\']).unwrap_or(cwd);
+    let name: String = path
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    format!("--{name}--")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_folders_are_named_as_pi_names_them() {
+        assert_eq!(project_dir("/home/dev/proj-pi"), "--home-dev-proj-pi--");
+        assert_eq!(project_dir("/a/b c/d.e_f"), "--a-b c-d.e_f--");
+        assert_eq!(project_dir("C:\\work\\x"), "--C--work-x--");
+    }
+
+    #[test]
+    fn new_ids_are_version_7_uuids() {
+        let id = uuid_v7();
+        assert_eq!(uuid::Uuid::parse_str(&id).unwrap().get_version_num(), 7);
+    }
+}
