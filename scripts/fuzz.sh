@@ -13,11 +13,13 @@ secs=${1:-120}
 if command -v cargo-fuzz >/dev/null 2>&1; then
   corpus=fuzz/corpus/reader
   mkdir -p "$corpus"
-  # The registry's order: the agents' folders under fixtures/ sorted, as adapters/mod.rs lists them.
+  # The first byte picks the agent by its place in the registry (adapters/mod.rs's REGISTRY).
   i=0
-  for agent in $(sed -n 's/^pub mod \([a-z0-9_]*\);$/\1/p' adapters/mod.rs); do
+  for agent in $(sed -n 's/^ *&\([a-z0-9_]*\)::ADAPTER,*$/\1/p' adapters/mod.rs); do
+    # Named by a hash of the path too: some agents name every session file alike (events.jsonl).
     find "fixtures/$agent" -name '*.jsonl' -size -256k | while read -r f; do
-      { printf "\\$(printf '%03o' "$i")"; cat "$f"; } > "$corpus/$agent-$(basename "$f")"
+      tag=$(printf '%s' "$f" | sha256sum | cut -c1-8)
+      { printf "\\$(printf '%03o' "$i")"; cat "$f"; } > "$corpus/$agent-$tag-$(basename "$f")"
     done
     i=$((i + 1))
   done
