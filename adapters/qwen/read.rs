@@ -586,7 +586,9 @@ impl Convert {
                 any = true;
             }
         }
-        (any && !text.trim().is_empty()).then_some(text)
+        // An empty prompt is still a prompt: a relay writes one when its source's had only a
+        // block it could not read, and must read it back.
+        any.then_some(text)
     }
 
     fn result(
