@@ -459,14 +459,37 @@ fn latest(cfg: &Config, scope: &SelectScope) -> Result<Located> {
     }
 }
 
+/// A session a store keeps in a database file, named as its listing names it: a path under
+/// that file (see `Store::session_bytes`) in one of the store's folders.
+fn in_database(cfg: &Config, path: &Path) -> Option<Located> {
+    if !path.parent().is_some_and(Path::is_file) {
+        return None;
+    }
+    let given = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    stores(cfg, None)
+        .into_iter()
+        .find(|s| s.holds(&given) && s.adapter.id_from_name(&given).is_some())
+        .map(|s| Located {
+            path: given,
+            adapter: Some(s.adapter),
+            home: Some(s.home),
+        })
+}
+
 /// A session named by its file: the adapter is chosen by the store it is in, else by content.
 pub fn locate_file(cfg: &Config, path: &Path) -> Result<Located> {
-    let meta = std::fs::metadata(path).map_err(|e| {
-        CliError::new(
-            ExitCode::NotFound,
-            format!("cannot open session file {}: {e}", path.display()),
-        )
-    })?;
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) => {
+            return in_database(cfg, path).ok_or_else(|| {
+                CliError::new(
+                    ExitCode::NotFound,
+                    format!("cannot open session file {}: {e}", path.display()),
+                )
+                .into()
+            });
+        }
+    };
     if meta.is_dir() {
         return Err(CliError::new(
             ExitCode::NotFound,

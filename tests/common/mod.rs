@@ -28,7 +28,7 @@ impl Drop for TestEnv {
         if !self.sources || std::thread::panicking() {
             return;
         }
-        for (agent, path) in fixture_sessions() {
+        for (agent, path) in fixture_files() {
             let rel = path.strip_prefix(fixtures().join(agent)).unwrap();
             let copy = self.dir.path().join(agent).join(rel);
             let original = std::fs::read(&path).unwrap();
@@ -245,6 +245,20 @@ pub fn fixture_sessions() -> Vec<(&'static str, PathBuf)> {
         out.extend(found.into_iter().map(|p| (agent, p)));
     }
     out.sort();
+    out
+}
+
+/// The files that hold every fixture session: the session files themselves, and for a store
+/// that keeps its sessions in a database (OpenCode), the database file.
+pub fn fixture_files() -> Vec<(&'static str, PathBuf)> {
+    let mut out: Vec<(&'static str, PathBuf)> = fixture_sessions()
+        .into_iter()
+        .map(|(agent, p)| match p.parent() {
+            Some(db) if db.is_file() => (agent, db.to_path_buf()),
+            _ => (agent, p),
+        })
+        .collect();
+    out.dedup();
     out
 }
 
