@@ -125,14 +125,10 @@ pub(crate) fn relayed_file(home: &Path, id: &str) -> PathBuf {
 struct Database;
 
 impl Store for Database {
+    /// The database (a session's listing path is under it) and the folder of the relays'
+    /// documents: the store is there once OpenCode has created its database.
     fn dirs(&self, home: &Path) -> Vec<PathBuf> {
-        let mut dirs = vec![data_dir(home)];
-        if let Some(parent) = db_path(home).parent()
-            && !dirs.iter().any(|d| d == parent)
-        {
-            dirs.push(parent.to_path_buf());
-        }
-        dirs
+        vec![db_path(home), data_dir(home).join(RELAYED_DIR)]
     }
 
     fn session_files(&self, home: &Path) -> Vec<PathBuf> {

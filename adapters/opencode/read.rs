@@ -6,8 +6,9 @@
 //! - User messages: their `text` parts; a `compaction` part marks a `/compact`. A relay's
 //!   context (`sessionRelay: "context"`) is read back as context.
 //! - Assistant messages, one per model call: `reasoning`, `text` and `tool` parts in order; a
-//!   tool part is the call and its result together (`state.output`, or `state.error`). The
-//!   results of one message's calls follow its calls, in the order they ended. A shell command
+//!   tool part is the call and its result together (`state.output`, or `state.error`). A
+//!   result is placed where it ended: after what started before it ended (the other calls of
+//!   its message, text written meanwhile), in the order the results ended. A shell command
 //!   that exited non-zero is a failed result with its exit code. The answer of a compaction
 //!   (`summary: true`) is the compaction's summary.
 //! - `step-start`, `step-finish`, `patch`, `snapshot` parts carry no conversation.
@@ -79,11 +80,11 @@ pub fn read_doc(doc: &Value, session: &mut Session, opts: ReadOptions) {
         return;
     }
     apply_info(info, session);
-    let mut model = None;
+    let mut reading = Reading::default();
     match doc.get("messages").and_then(Value::as_array) {
         Some(messages) => {
             for (i, m) in messages.iter().enumerate() {
-                message(m, i, session, &opts, &mut model);
+                message(m, i, session, &opts, &mut reading);
             }
         }
         None => session.warn(
@@ -91,7 +92,8 @@ pub fn read_doc(doc: &Value, session: &mut Session, opts: ReadOptions) {
             "no `messages` array: the session holds no conversation",
         ),
     }
-    if let Some(m) = model {
+    reading.flush(session, None);
+    if let Some(m) = reading.model {
         session.extra.insert("model".into(), json!(m));
     }
     if session.title.is_none() {
@@ -121,14 +123,43 @@ fn apply_info(info: &Value, session: &mut Session) {
     }
 }
 
+/// What the reader carries from one message to the next.
+#[derive(Default)]
+struct Reading {
+    /// The model of the newest answer.
+    model: Option<String>,
+    /// Results not placed yet, with the time each ended.
+    pending: Vec<(i64, Message)>,
+}
+
+impl Reading {
+    /// Places the results that ended by `until` (all of them for `None`), in the order they
+    /// ended.
+    fn flush(&mut self, session: &mut Session, until: Option<i64>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.pending.sort_by_key(|(end, _)| *end);
+        let n = self
+            .pending
+            .iter()
+            .take_while(|(end, _)| until.is_none_or(|t| *end <= t))
+            .count();
+        session
+            .messages
+            .extend(self.pending.drain(..n).map(|(_, r)| r));
+    }
+}
+
+/// When a part started, as OpenCode records it.
+fn started(p: &Value) -> Option<i64> {
+    p["time"]["start"]
+        .as_i64()
+        .or_else(|| p["state"]["time"]["start"].as_i64())
+}
+
 /// One message `{info, parts}`, the `n`th of the session.
-fn message(
-    m: &Value,
-    n: usize,
-    session: &mut Session,
-    opts: &ReadOptions,
-    model: &mut Option<String>,
-) {
+fn message(m: &Value, n: usize, session: &mut Session, opts: &ReadOptions, reading: &mut Reading) {
     let info = &m["info"];
     let id = str_field(info, "id").unwrap_or("?").to_string();
     let ts = info["time"].get("created").and_then(Timestamp::from_value);
@@ -138,9 +169,12 @@ fn message(
             .with_time(ts.clone())
             .with_meta("message_id", id.clone())
     };
+    if let Some(t) = info["time"]["created"].as_i64() {
+        reading.flush(session, Some(t));
+    }
     match str_field(info, "role") {
         Some("user") => user(info, parts, &base, session),
-        Some("assistant") => assistant(info, parts, &base, session, opts, model),
+        Some("assistant") => assistant(info, parts, &base, session, opts, reading),
         other => session.warn(
             None,
             format!(
@@ -192,10 +226,10 @@ fn assistant(
     base: Base,
     session: &mut Session,
     opts: &ReadOptions,
-    model: &mut Option<String>,
+    reading: &mut Reading,
 ) {
     if let Some(m) = str_field(info, "modelID").filter(|m| !m.is_empty()) {
-        *model = Some(m.to_string());
+        reading.model = Some(m.to_string());
     }
     if info.get("summary") == Some(&json!(true)) {
         let text: Vec<&str> = parts
@@ -209,8 +243,10 @@ fn assistant(
         return;
     }
     let at = session.messages.len();
-    let mut results = Vec::new();
     for p in parts {
+        if let Some(t) = started(p) {
+            reading.flush(session, Some(t));
+        }
         match str_field(p, "type").unwrap_or_default() {
             "text" => {
                 let text = str_field(p, "text").unwrap_or_default();
@@ -235,14 +271,12 @@ fn assistant(
                     session.todos = t;
                 }
                 session.messages.push(call);
-                results.extend(result);
+                reading.pending.extend(result);
             }
             kind => quiet_or_unknown(session, kind),
         }
     }
-    results.sort_by_key(|(end, _)| *end);
-    session.messages.extend(results.into_iter().map(|(_, r)| r));
-    if let Some(m) = model.clone() {
+    if let Some(m) = reading.model.clone() {
         for msg in &mut session.messages[at..] {
             msg.metadata.insert("model", json!(m));
         }
@@ -251,7 +285,7 @@ fn assistant(
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let prompt = n(&tokens["input"]) + n(&tokens["cache"]["read"]) + n(&tokens["cache"]["write"]);
     if prompt > 0 {
-        session.record_context_usage(prompt, at, model.as_deref());
+        session.record_context_usage(prompt, at, reading.model.as_deref());
     }
 }
 

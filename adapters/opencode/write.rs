@@ -103,7 +103,7 @@ struct Writer {
     /// The id of the newest user message: the `parentID` of the answers after it.
     parent: Option<String>,
     /// The assistant message being assembled (its place in `messages`), and whether it holds
-    /// calls (an answer after them is the next model call).
+    /// calls (its `finish` is then `tool-calls`).
     open: Option<(usize, bool)>,
     /// Every call awaiting its result: where its part is.
     calls: HashMap<String, (usize, usize)>,
@@ -134,10 +134,9 @@ impl Writer {
                 self.close();
                 self.user(m);
             }
+            // Into the open message even after its calls: what comes before their results
+            // is read back before them (the reader gives a message's results after its parts).
             Role::Reasoning | Role::Assistant => {
-                if self.open.is_some_and(|(_, calls)| calls) {
-                    self.close();
-                }
                 let kind = if m.role == Role::Reasoning {
                     "reasoning"
                 } else {

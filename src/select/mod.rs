@@ -34,11 +34,13 @@ impl Store {
             })
     }
 
+    /// Whether one of its folders is there (or its database file, for a store that keeps its
+    /// sessions in one: OpenCode's `dirs` name it).
     pub fn exists(&self) -> bool {
         self.adapter
             .store_dirs(&self.home)
             .iter()
-            .any(|d| d.is_dir())
+            .any(|d| d.exists())
     }
 }
 
@@ -466,14 +468,26 @@ fn in_database(cfg: &Config, path: &Path) -> Option<Located> {
         return None;
     }
     let given = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    stores(cfg, None)
+    let in_store = stores(cfg, None)
         .into_iter()
-        .find(|s| s.holds(&given) && s.adapter.id_from_name(&given).is_some())
-        .map(|s| Located {
+        .find(|s| s.holds(&given) && s.adapter.id_from_name(&given).is_some());
+    if let Some(s) = in_store {
+        return Some(Located {
             path: given,
             adapter: Some(s.adapter),
             home: Some(s.home),
-        })
+        });
+    }
+    // A database outside the stores (a copy of one): the agent that reads the session there.
+    let adapter = adapters::registry()
+        .iter()
+        .copied()
+        .find(|a| a.session_bytes(&given).is_some_and(|b| b.is_ok()))?;
+    Some(Located {
+        path: given,
+        adapter: Some(adapter),
+        home: None,
+    })
 }
 
 /// A session named by its file: the adapter is chosen by the store it is in, else by content.
