@@ -21,7 +21,7 @@ Checks (default: all):
   list    then, in the same TUI, the Sessions tab must list the session by its title.
 
 No network and no login: COPILOT_OFFLINE=true with a bring-your-own-key provider pointing at
-tests/realclients/mock_chat_copilot.py, run in this process. The given home is never written
+harness.py's MockChatCompletions, run in this process. The given home is never written
 to: the session's folder is copied into a scratch home (with the session's directory marked
 trusted), and every check starts from that copy as it was (a resume appends to the log).
 
@@ -45,10 +45,9 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import (  # noqa: E402
-    EXIT_USAGE, ISO_MS, Report, Scratch, Tmux, UsageError, copy_preserving, find_cli,
-    read_jsonl, require_tool, screen_snippet, squash, visible_text,
+    EXIT_USAGE, ISO_MS, MockChatCompletions, Report, Scratch, Tmux, UsageError, copy_preserving,
+    find_cli, read_jsonl, require_tool, screen_snippet, squash, visible_text,
 )
-from mock_chat_copilot import MockChat  # noqa: E402
 
 CHECKS = ("lint", "model", "render", "list")
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
@@ -184,7 +183,7 @@ class Copilot:
             "COPILOT_AUTO_UPDATE": "false",
             "COPILOT_PROVIDER_BASE_URL": mock.base_url,
             "COPILOT_PROVIDER_API_KEY": "mock-key",
-            "COPILOT_MODEL": "mock-model",
+            "COPILOT_MODEL": MockChatCompletions.MODEL,
         }
         if os.environ.get("XDG_CACHE_HOME"):
             self.env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
@@ -317,7 +316,7 @@ def main():
             copy_preserving(pristine, live)
             (home / "config.json").write_text(json.dumps({"trustedFolders": [cwd, s.cwd]}))
 
-        mock = MockChat()
+        mock = MockChatCompletions.for_agent("copilot")
         scratch.on_exit(mock.close)
         copilot = Copilot(binary, scratch.path, home, cwd, mock)
         code, version = copilot.run("--version", timeout=args.timeout)

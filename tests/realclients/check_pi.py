@@ -197,7 +197,7 @@ class Pi:
         self.home.mkdir(exist_ok=True)
         agent.mkdir(parents=True, exist_ok=True)
         models = {"providers": {"mock": {
-            "baseUrl": mock.url + "/v1", "api": "openai-completions", "apiKey": "mock-key",
+            "baseUrl": mock.base_url, "api": "openai-completions", "apiKey": "mock-key",
             "compat": {"supportsDeveloperRole": False, "supportsReasoningEffort": False},
             "models": [{"id": MockChatCompletions.MODEL, "reasoning": True}]}}}
         (agent / "models.json").write_text(json.dumps(models))
@@ -250,7 +250,7 @@ def check_model(pi, mock, copied, session, expects, timeout, report):
     sid = json.loads(file_lines(copied)[0])["id"]
     code, out = pi.run("--session", sid, "-p", probe, timeout=timeout)
     report.detail(out)
-    bodies = [b for b in mock.completion_requests() if probe in json.dumps(b)]
+    bodies = [b for b in mock.chat_requests() if probe in json.dumps(b)]
     if not bodies:
         report.fail("model", f"no request with the probe reached the mock (exit {code}): {squash(out)[:300]}")
         return
@@ -313,7 +313,7 @@ def main():
     with Scratch("check_pi", keep=args.keep) as scratch:
         agent = scratch.path / "agent"
         live = agent / "sessions" / folder.name
-        mock = MockChatCompletions()
+        mock = MockChatCompletions.for_agent("pi")
         scratch.on_exit(mock.close)
         pi = Pi(binary, scratch.path, agent, project, mock)
         copied = live / found[0].name

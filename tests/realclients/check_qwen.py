@@ -20,7 +20,8 @@ Checks (default: all):
          request that carries the probe must carry every prompt, the last answer and each
          --expect (the history reaches the model).
 
-No network and no login: the model is mock_chat_qwen.py, a custom OpenAI-compatible provider.
+No network and no login: the model is harness.py's MockChatCompletions, a custom OpenAI-compatible
+provider.
 The given home is never written to: the project's chats/ are copied into a scratch home, and
 each check starts from that copy as it was (a resume appends to the session file).
 
@@ -42,10 +43,9 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import (  # noqa: E402
-    EXIT_USAGE, ISO_MS, Report, Scratch, UsageError, cli_version, copy_preserving, find_cli,
-    read_jsonl, squash,
+    EXIT_USAGE, ISO_MS, MockChatCompletions, Report, Scratch, UsageError, cli_version, copy_preserving,
+    find_cli, read_jsonl, squash,
 )
-from mock_chat_qwen import MockChat  # noqa: E402
 
 CHECKS = ("lint", "list", "model")
 TYPES = ("user", "assistant", "tool_result", "system")
@@ -222,10 +222,10 @@ def request_text(body):
 
 def check_model(qwen, sid, session, expects, timeout, report):
     report.section(f"model: qwen --resume {sid} <probe> (mock Chat Completions API)")
-    mock = MockChat()
+    mock = MockChatCompletions.for_agent("qwen")
     try:
         probe = f"SESSION_RELAY_PROBE_{uuid.uuid4().hex[:12]}"
-        code, out = qwen.run("--auth-type", "openai", "--openai-api-key", "mock-key", "--openai-base-url", mock.url,
+        code, out = qwen.run("--auth-type", "openai", "--openai-api-key", "mock-key", "--openai-base-url", mock.base_url,
                              "-m", mock.MODEL, "--resume", sid, probe, timeout=timeout)
         report.detail(out)
         sent = [b for b in mock.chat_requests() if probe in json.dumps(b) and b.get("tools")]

@@ -1,5 +1,5 @@
 """Shared pieces of the real-client checks (check_codex.py, check_claude.py, check_gemini.py,
-check_pi.py).
+check_copilot.py, check_qwen.py, check_pi.py, run_compaction.py).
 
 The checks open a session that session-relay wrote in the REAL agent CLI, offline, and judge
 what the CLI does with it. This module holds what they have in common:
@@ -9,9 +9,13 @@ what the CLI does with it. This module holds what they have in common:
 - a private tmux server to drive the interactive TUIs and read their screen,
 - a tiny mock of the Anthropic Messages API that records every request, one of the OpenAI
   Responses API that runs a shell call and answers compactions (for Codex's hooks), and one of
-  the OpenAI Chat Completions API (for pi, or any CLI that takes a custom provider),
+  the OpenAI Chat Completions API (for pi, Qwen Code, Copilot CLI, or any CLI that takes a
+  custom OpenAI-compatible provider),
 - a report that prints PASS/FAIL/WARN lines and turns them into the exit status,
 - text helpers to pick words from a transcript that survive the TUIs' rendering.
+
+Alone, `python3 harness.py chat-mock [--agent AGENT] [PORT]` serves the Chat Completions mock
+for a manual run: it prints the base URL, then every request it receives, as JSON lines.
 
 Exit status convention for every script: 0 = every check passed, 1 = a check failed (the output
 says why), 2 = usage or environment error (missing CLI, tmux, bad arguments).
@@ -616,18 +620,49 @@ class MockResponses:
 
 
 class MockChatCompletions:
-    """The OpenAI Chat Completions API as a custom provider of a CLI (pi's `openai-completions`):
-    `POST .../chat/completions`, streamed (SSE, with the usage chunk when asked) or not, and
-    `GET .../models`. Every request is recorded; every turn is answered with a short text, so
-    the CLI finishes normally. Like `MockAnthropic`, it refuses a request that does not fit
-    `CONTEXT_TOKENS` (4 bytes of request JSON a token).
+    """The OpenAI Chat Completions API as a custom provider of a CLI (pi's `openai-completions`,
+    Qwen Code's `--auth-type openai`, Copilot CLI's BYOK `COPILOT_PROVIDER_BASE_URL`, any other
+    OpenAI-compatible client): `POST .../chat/completions`, streamed (SSE, with the usage chunk
+    when `stream_options.include_usage` asks) or not, and `GET .../models`.
+
+    Every request is recorded with its method, path, headers and parsed body: `chat_requests()`
+    is what the CLI sent the model, the only direct proof that it loaded a session's history.
+    Every turn is answered with a short text and no tool call, so the CLI finishes normally.
+
+    What differs between the CLIs is a parameter (`for_agent` holds each one's):
+    - `answer`: the text of every answer (a TUI check waits for it on screen);
+    - `prompt_tokens`: the usage each answer reports (Qwen Code keeps a compression only when
+      the summary is smaller than the context the last request reported);
+    - `context_tokens`: like a real API, a request larger than this (4 bytes of request JSON a
+      token) is refused, so that a relay too big to be sent fails; None for no limit;
+    - `summary_marker`/`summary`: a request without tools whose messages contain the marker is
+      a compaction (Qwen's `/compress` asks for a `<state_snapshot>`) and gets `summary`.
+
+    `url` is the server's root, `base_url` the same with `/v1` (what the CLIs take).
     """
 
     ANSWER = "MOCK_OK"
     MODEL = "mock-model"
-    CONTEXT_TOKENS = 200_000
 
-    def __init__(self):
+    # What each CLI needs of the mock, for `for_agent`; an agent not named takes the defaults.
+    AGENTS = {
+        # Copilot CLI 1.0.102 budgets its prompts at 128k tokens.
+        "copilot": {"answer": "MOCK_COPILOT_OK", "prompt_tokens": 1000, "context_tokens": 128_000},
+        # Qwen Code's window is set to 1M in check_qwen.py's settings: no limit here.
+        "qwen": {"prompt_tokens": 5000, "context_tokens": None, "summary_marker": "<state_snapshot>",
+                 "summary": "<state_snapshot><overall_goal>Mock summary of the conversation."
+                            "</overall_goal></state_snapshot>"},
+    }
+
+    @classmethod
+    def for_agent(cls, agent, **overrides):
+        return cls(**dict(cls.AGENTS.get(agent, {}), **overrides))
+
+    def __init__(self, answer=ANSWER, prompt_tokens=1, context_tokens=200_000, summary_marker=None,
+                 summary=None, port=0, on_request=None):
+        self.answer, self.prompt_tokens, self.context_tokens = answer, prompt_tokens, context_tokens
+        self.summary_marker, self.summary = summary_marker, summary
+        self.on_request = on_request
         self.requests = []
         self._lock = threading.Lock()
         mock = self
@@ -647,7 +682,7 @@ class MockChatCompletions:
                 self.wfile.write(data)
 
             def do_GET(self):
-                mock._record("GET", self.path, None)
+                mock._record("GET", self.path, dict(self.headers), None)
                 if self.path.split("?")[0].endswith("/models"):
                     return self._json(200, {"object": "list", "data": [
                         {"id": mock.MODEL, "object": "model", "owned_by": "mock"}]})
@@ -660,22 +695,25 @@ class MockChatCompletions:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     body = {"_unparsed": raw.decode("utf-8", "replace")}
-                mock._record("POST", self.path, body)
+                mock._record("POST", self.path, dict(self.headers), body)
                 if not self.path.split("?")[0].endswith("/chat/completions"):
                     return self._json(404, {"error": {"message": "mock: only chat/completions"}})
                 tokens = len(raw) // 4
-                if tokens > mock.CONTEXT_TOKENS:
-                    return self._json(400, {"error": {"type": "invalid_request_error",
-                        "message": f"prompt is too long: {tokens} tokens > {mock.CONTEXT_TOKENS} maximum"}})
-                self._answer(body)
+                if mock.context_tokens is not None and tokens > mock.context_tokens:
+                    return self._json(400, {"error": {
+                        "type": "invalid_request_error", "code": "context_length_exceeded",
+                        "message": f"prompt is too long: {tokens} tokens > {mock.context_tokens} maximum"}})
+                self._answer(body if isinstance(body, dict) else {})
 
             def _answer(self, body):
-                cid = "chatcmpl-" + uuid.uuid4().hex[:20]
-                base = {"id": cid, "created": int(time.time()), "model": body.get("model", mock.MODEL)}
-                usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+                text = mock._text(body)
+                base = {"id": "chatcmpl-" + uuid.uuid4().hex[:20], "created": int(time.time()),
+                        "model": body.get("model", mock.MODEL)}
+                usage = {"prompt_tokens": mock.prompt_tokens, "completion_tokens": 2,
+                         "total_tokens": mock.prompt_tokens + 2}
                 if not body.get("stream"):
                     return self._json(200, dict(base, object="chat.completion", usage=usage, choices=[
-                        {"index": 0, "message": {"role": "assistant", "content": mock.ANSWER},
+                        {"index": 0, "message": {"role": "assistant", "content": text},
                          "finish_reason": "stop"}]))
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
@@ -688,7 +726,7 @@ class MockChatCompletions:
                     self.wfile.write(("data: " + json.dumps(o) + "\n\n").encode())
 
                 chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
-                chunk([{"index": 0, "delta": {"content": mock.ANSWER}, "finish_reason": None}])
+                chunk([{"index": 0, "delta": {"content": text}, "finish_reason": None}])
                 chunk([{"index": 0, "delta": {}, "finish_reason": "stop"}])
                 if (body.get("stream_options") or {}).get("include_usage"):
                     chunk([], usage=usage)
@@ -696,16 +734,27 @@ class MockChatCompletions:
                 self.wfile.flush()
                 self.close_connection = True
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base_url = self.url + "/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
 
-    def _record(self, method, path, body):
+    def _text(self, body):
+        if self.summary_marker and not body.get("tools") \
+                and self.summary_marker in json.dumps(body.get("messages")):
+            return self.summary
+        return self.answer
+
+    def _record(self, method, path, headers, body):
         with self._lock:
-            self.requests.append({"method": method, "path": path, "body": body})
+            self.requests.append({"method": method, "path": path, "headers": headers, "body": body})
+        if self.on_request:
+            self.on_request(method, path, body)
 
-    def completion_requests(self):
+    def chat_requests(self):
+        """The bodies of the chat completion requests, oldest first."""
         with self._lock:
             return [r["body"] for r in self.requests
                     if r["method"] == "POST" and r["path"].split("?")[0].endswith("/chat/completions")]
@@ -736,3 +785,28 @@ def message_texts(messages):
         if isinstance(m, dict):
             walk(m.get("content"))
     return out
+
+
+def serve_chat_mock(argv):
+    """`chat-mock [--agent AGENT] [PORT]`: the Chat Completions mock alone, until Ctrl-C."""
+    import argparse
+    ap = argparse.ArgumentParser(prog="harness.py chat-mock")
+    ap.add_argument("--agent", default="", help="take this CLI's parameters (MockChatCompletions.AGENTS)")
+    ap.add_argument("port", nargs="?", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    def show(method, path, body):
+        print(json.dumps({"method": method, "path": path, "body": body}), flush=True)
+
+    mock = MockChatCompletions.for_agent(args.agent, port=args.port, on_request=show)
+    print(mock.base_url, file=sys.stderr, flush=True)
+    try:
+        mock.thread.join()
+    except KeyboardInterrupt:
+        mock.close()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["chat-mock"]:
+        die_usage("usage: harness.py chat-mock [--agent AGENT] [PORT]")
+    serve_chat_mock(sys.argv[2:])

@@ -20,7 +20,7 @@ codex   writes the mock provider into CODEX_HOME/config.toml (kept otherwise as 
         finds the context over the limit and Codex compacts mid-turn (trigger "auto"). With
         --tui the same prompt is given to the TUI (`codex --no-daemon PROMPT`) in a private
         tmux, and the screen after the compaction is kept (Codex draws "Hook · <line>").
-copilot `copilot -p PROMPT` starts a session (offline, BYOK env against mock_chat_copilot.py,
+copilot `copilot -p PROMPT` starts a session (offline, BYOK env against harness.py's chat mock,
         CWD added to the home's trusted folders); then `copilot --resume=SID` in a private
         tmux, /compact typed (trigger "manual"), and the screen once Copilot says the
         compaction completed. Copilot CLI has no headless /compact, so this is always --tui.
@@ -45,12 +45,10 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import (  # noqa: E402
-    EXIT_FAIL, EXIT_OK, EXIT_USAGE, MockAnthropic, MockResponses, Scratch, Tmux, UsageError,
-    find_cli, visible_text,
+    EXIT_FAIL, EXIT_OK, EXIT_USAGE, MockAnthropic, MockChatCompletions, MockResponses, Scratch, Tmux,
+    UsageError, find_cli, visible_text,
 )
 from check_claude import Claude, write_claude_json  # noqa: E402
-from mock_chat_copilot import MockChat as CopilotMock  # noqa: E402
-from mock_chat_qwen import MockChat as QwenMock  # noqa: E402
 
 
 def log(args, msg):
@@ -161,7 +159,7 @@ def run_copilot(args, extra_env):
     home, cwd = Path(args.home), os.path.realpath(args.cwd)
     binary = find_cli("copilot", "COPILOT_BIN")
     with Scratch("run_compaction") as scratch:
-        mock = CopilotMock()
+        mock = MockChatCompletions.for_agent("copilot")
         scratch.on_exit(mock.close)
         config = home / "config.json"
         kept = {}
@@ -174,7 +172,7 @@ def run_copilot(args, extra_env):
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(scratch.path)),
                "COPILOT_HOME": str(home), "COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false",
                "COPILOT_PROVIDER_BASE_URL": mock.base_url, "COPILOT_PROVIDER_API_KEY": "mock-key",
-               "COPILOT_MODEL": "mock-model", "LANG": "C.UTF-8"}
+               "COPILOT_MODEL": mock.MODEL, "LANG": "C.UTF-8"}
         if os.environ.get("XDG_CACHE_HOME"):
             env["XDG_CACHE_HOME"] = os.environ["XDG_CACHE_HOME"]
         env.update(extra_env)
@@ -190,7 +188,7 @@ def run_copilot(args, extra_env):
         tmux = Tmux(scratch.path)
         scratch.on_exit(tmux.close)
         tmux.start("tui", [binary, f"--resume={sid}"], cwd, dict(env, TERM="xterm-256color"))
-        tmux.wait_for("tui", lambda s: CopilotMock.ANSWER in s, args.timeout)
+        tmux.wait_for("tui", lambda s: mock.answer in s, args.timeout)
         time.sleep(2)
         tmux.type_slowly("tui", "/compact")
         time.sleep(1)
@@ -209,12 +207,12 @@ def run_qwen(args, extra_env):
     if args.tui:
         raise UsageError("qwen compresses headless here: no --tui")
     with Scratch("run_compaction") as scratch:
-        mock = QwenMock()
+        mock = MockChatCompletions.for_agent("qwen")
         scratch.on_exit(mock.close)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(scratch.path),
                "QWEN_HOME": str(home), "NO_COLOR": "1", "TERM": "dumb"}
         env.update(extra_env)
-        argv = [binary, "--auth-type", "openai", "--openai-api-key", "mock-key", "--openai-base-url", mock.url,
+        argv = [binary, "--auth-type", "openai", "--openai-api-key", "mock-key", "--openai-base-url", mock.base_url,
                 "-m", mock.MODEL]
         chats = home / "projects" / re.sub(r"[^A-Za-z0-9]", "-", cwd) / "chats"
         before = set(chats.glob("*.jsonl"))
