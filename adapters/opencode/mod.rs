@@ -47,8 +47,8 @@ pub const AGENT: Agent = Agent {
     // providers start on (Claude Sonnet, GLM) have 200,000 tokens, larger ones more.
     context_window: 200_000,
     // OpenCode 1.18.33 compacts once a session reaches the window less the model's answer limit
-    // (at most its OUTPUT_TOKEN_MAX, 32,000); its system prompt and tool definitions measured at
-    // about 7,700 tokens in the request a mock model received.
+    // (at most its OUTPUT_TOKEN_MAX, 32,000); its system prompt and 11 tool definitions measured
+    // at 7,415 o200k tokens in the request a mock model received (`opencode run`).
     reserved_tokens: 40_000,
     // OpenCode runs any provider's models; o200k_base is the closest one we can count with.
     tokenizer: crate::tokens::Tokenizer::O200k,
