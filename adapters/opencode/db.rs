@@ -337,16 +337,23 @@ pub fn register(db: &Path, file: &Path, id: &str) -> Result<Vec<String>> {
             db.display()
         );
     }
-    insert(&tx, &doc, id, &project).map_err(|e| match e.downcast::<rusqlite::Error>() {
-        Ok(e) => locked(e, db),
-        Err(e) => e,
-    })?;
+    let modelled =
+        insert(&tx, &doc, id, &project).map_err(|e| match e.downcast::<rusqlite::Error>() {
+            Ok(e) => locked(e, db),
+            Err(e) => e,
+        })?;
     tx.commit().map_err(|e| locked(e, db))?;
-    Ok(vec![format!(
+    let mut notes = vec![format!(
         "registered in OpenCode's database {} (project {})",
         db.display(),
         project.id
-    )])
+    )];
+    if !modelled {
+        notes.push(
+            "OpenCode's config sets no model and no prompt in its database names one: pick a model in OpenCode (`/models`, or `opencode run -m PROVIDER/MODEL`) before the first prompt".into(),
+        );
+    }
+    Ok(notes)
 }
 
 /// The relay's mark in a session row's `metadata`, when it carries one.
@@ -355,12 +362,14 @@ fn relay_mark(metadata: Option<&str>) -> Option<Value> {
     v.get(super::RELAY_FIELD).cloned()
 }
 
+/// Writes the document's rows; whether its prompts now name a model the user has (else they
+/// keep the relay's placeholder).
 fn insert(
     tx: &rusqlite::Transaction,
     doc: &Value,
     id: &str,
     project: &super::project::Project,
-) -> Result<()> {
+) -> Result<bool> {
     let info = &doc["info"];
     let now = chrono::Utc::now().timestamp_millis();
     let ms = |v: &Value| v.as_i64().unwrap_or(now);
@@ -395,6 +404,7 @@ fn insert(
          VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
     )?;
     let model = user_model(tx);
+    let placeholder = model.is_none();
     for m in doc["messages"].as_array().into_iter().flatten() {
         let mut data = m["info"].clone();
         if data["role"] == "user"
@@ -413,7 +423,7 @@ fn insert(
             part.execute(params![pid, mid, id, at, data.to_string()])?;
         }
     }
-    Ok(())
+    Ok(!placeholder)
 }
 
 /// The model a relayed prompt names, which OpenCode answers the next prompt with: the one
@@ -427,8 +437,10 @@ fn user_model(tx: &rusqlite::Transaction) -> Option<Value> {
     configured.or_else(|| {
         let data: String = tx
             .query_row(
-                "SELECT data FROM message WHERE json_extract(data, '$.role') = 'user' \
-                 AND json_extract(data, '$.model.providerID') IS NOT NULL \
+                // A row whose data is not JSON (OpenCode never writes one) is passed over.
+                "SELECT data FROM message WHERE CASE WHEN json_valid(data) THEN \
+                 json_extract(data, '$.role') = 'user' \
+                 AND json_extract(data, '$.model.providerID') IS NOT NULL END \
                  ORDER BY time_created DESC LIMIT 1",
                 [],
                 |r| r.get(0),
