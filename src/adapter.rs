@@ -11,6 +11,9 @@ use anyhow::Result;
 
 use crate::model::{ContextUsage, Message, RecordedUsage, Role, Session, Summary};
 
+pub mod part;
+pub mod tree;
+
 /// How much of a session a reader keeps.
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
