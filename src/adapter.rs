@@ -572,6 +572,12 @@ pub trait Store: Sync {
     fn index_titles(&self, _home: &Path) -> HashMap<String, String> {
         HashMap::new()
     }
+    /// The folder the store keeps for session `id`, whose file is `path`, and for nothing else
+    /// (Copilot CLI's `session-state/<id>/`; `None` where sessions share a folder): `clean`
+    /// removes it with a relayed session when nothing is left in it.
+    fn own_folder(&self, _path: &Path, _id: &str) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// An agent's hooks: where it reads them and how it runs session-relay's.

@@ -87,6 +87,10 @@ impl Store for SessionState {
         folder_id(path)
     }
 
+    fn own_folder(&self, path: &Path, id: &str) -> Option<PathBuf> {
+        (folder_id(path)? == id).then(|| path.parent().map(Path::to_path_buf))?
+    }
+
     fn index_titles(&self, home: &Path) -> HashMap<String, String> {
         self.session_files(home)
             .iter()
