@@ -503,6 +503,14 @@ pub struct Cli {
     pub verified_versions: &'static [&'static str],
 }
 
+/// `Adapter::native_tool` of a call the same agent wrote: its own name and input, as they were.
+pub fn own_tool(call: &Message) -> Option<(String, serde_json::Value)> {
+    Some((
+        call.tool_name.clone()?,
+        call.tool_input.clone().unwrap_or(serde_json::Value::Null),
+    ))
+}
+
 /// A version 4 UUID, as most agents name their sessions.
 pub fn uuid_v4() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -536,16 +544,22 @@ pub trait Adapter: Sync {
     /// After the file is in place: register it in the store's indexes (titles, databases).
     /// Returns notes for the user. All or nothing: on failure, what was registered is taken
     /// out again, and when it cannot be, the error holds a `PartlyRegistered`. Registering a
-    /// session the indexes already list changes nothing.
+    /// session the indexes already list changes nothing. A store that keeps no index (the
+    /// file in its folder is all the agent needs) registers nothing.
     fn register(
         &self,
-        home: &Path,
-        written: &NativeSession,
-        shaped: &Session,
-        title: &str,
-    ) -> Result<Vec<String>>;
-    /// Before a relayed session's file is deleted: remove it from the store's indexes.
-    fn unregister(&self, home: &Path, id: &str) -> Result<Vec<String>>;
+        _home: &Path,
+        _written: &NativeSession,
+        _shaped: &Session,
+        _title: &str,
+    ) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    /// Before a relayed session's file is deleted: remove it from the store's indexes (none
+    /// where the store keeps none).
+    fn unregister(&self, _home: &Path, _id: &str) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
     /// Its hooks, if it runs any.
     fn hooks(&self) -> Option<&dyn Hooks> {
         None
