@@ -1768,7 +1768,8 @@ fn folding_a_claude_transcript_changes_nothing() {
 }
 
 /// `show` and a plain export (JSONL and Markdown) of generated sessions with what makes folding
-/// hard (see `write_awkward_codex_session`, `write_awkward_claude_session`) say, byte for byte,
+/// hard (see `write_awkward_codex_session`, `write_awkward_claude_session`,
+/// `write_awkward_session_of` for pi, Qwen Code and Copilot CLI) say, byte for byte,
 /// what they say holding every turn: whether the older turns were counted or written as they
 /// were read, or the session was read again; also when a Claude Code branch chosen ahead is
 /// not the one the parse finds before any turn was folded (seed 4).
@@ -1783,6 +1784,11 @@ fn showing_and_exporting_awkward_sessions_while_folding_changes_nothing() {
         let turns = 120 + 40 * seed as usize;
         paths.push(write_awkward_codex_session(&env, seed, turns));
         paths.push(write_awkward_claude_session(&env, seed, turns, seed == 4));
+        if seed == 1 {
+            for agent in ["pi", "qwen", "copilot"] {
+                paths.push(write_awkward_session_of(&env, seed, agent));
+            }
+        }
     }
     let mut outcomes = std::collections::BTreeMap::new();
     for path in &paths {
