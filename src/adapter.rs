@@ -11,6 +11,9 @@ use anyhow::Result;
 
 use crate::model::{ContextUsage, Message, RecordedUsage, Role, Session, Summary};
 
+pub mod part;
+pub mod tree;
+
 /// How much of a session a reader keeps.
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
@@ -500,6 +503,14 @@ pub struct Cli {
     pub verified_versions: &'static [&'static str],
 }
 
+/// `Adapter::native_tool` of a call the same agent wrote: its own name and input, as they were.
+pub fn own_tool(call: &Message) -> Option<(String, serde_json::Value)> {
+    Some((
+        call.tool_name.clone()?,
+        call.tool_input.clone().unwrap_or(serde_json::Value::Null),
+    ))
+}
+
 /// A version 4 UUID, as most agents name their sessions.
 pub fn uuid_v4() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -533,16 +544,22 @@ pub trait Adapter: Sync {
     /// After the file is in place: register it in the store's indexes (titles, databases).
     /// Returns notes for the user. All or nothing: on failure, what was registered is taken
     /// out again, and when it cannot be, the error holds a `PartlyRegistered`. Registering a
-    /// session the indexes already list changes nothing.
+    /// session the indexes already list changes nothing. A store that keeps no index (the
+    /// file in its folder is all the agent needs) registers nothing.
     fn register(
         &self,
-        home: &Path,
-        written: &NativeSession,
-        shaped: &Session,
-        title: &str,
-    ) -> Result<Vec<String>>;
-    /// Before a relayed session's file is deleted: remove it from the store's indexes.
-    fn unregister(&self, home: &Path, id: &str) -> Result<Vec<String>>;
+        _home: &Path,
+        _written: &NativeSession,
+        _shaped: &Session,
+        _title: &str,
+    ) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    /// Before a relayed session's file is deleted: remove it from the store's indexes (none
+    /// where the store keeps none).
+    fn unregister(&self, _home: &Path, _id: &str) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
     /// Its hooks, if it runs any.
     fn hooks(&self) -> Option<&dyn Hooks> {
         None
@@ -568,6 +585,12 @@ pub trait Store: Sync {
     /// Titles the store's own index gives sessions (id -> title), which win over the files'.
     fn index_titles(&self, _home: &Path) -> HashMap<String, String> {
         HashMap::new()
+    }
+    /// The folder the store keeps for session `id`, whose file is `path`, and for nothing else
+    /// (Copilot CLI's `session-state/<id>/`; `None` where sessions share a folder): `clean`
+    /// removes it with a relayed session when nothing is left in it.
+    fn own_folder(&self, _path: &Path, _id: &str) -> Option<PathBuf> {
+        None
     }
 }
 
