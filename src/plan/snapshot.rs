@@ -77,6 +77,8 @@ pub struct SnapshotFile {
 #[derive(Debug, Clone, Serialize)]
 pub struct Snapshot {
     pub working_directory: String,
+    /// Where the session ran, when it says: the paths under it are relative to it.
+    pub session_directory: Option<String>,
     /// The files' states were read from disk: the session's working directory exists here.
     pub checked: bool,
     pub repository: GitState,
@@ -125,6 +127,7 @@ impl Snapshot {
             .collect();
         Snapshot {
             working_directory: cwd.to_string(),
+            session_directory: session_cwd.map(str::to_string),
             checked,
             repository: git,
             files,
@@ -143,6 +146,9 @@ impl Snapshot {
             }
         };
         mask(&mut self.working_directory, &mut uncounted);
+        if let Some(d) = self.session_directory.as_mut() {
+            mask(d, &mut uncounted);
+        }
         for f in &mut self.files {
             for t in [&mut f.path, &mut f.folder, &mut f.name, &mut f.did]
                 .into_iter()
@@ -185,6 +191,13 @@ impl Snapshot {
                 ", the {} changed most recently and most often listed",
                 shown.len()
             ));
+        }
+        if let Some(ran) = self
+            .session_directory
+            .as_deref()
+            .filter(|d| *d != self.working_directory)
+        {
+            out.push_str(&format!(", paths relative to {ran}, where the session ran"));
         }
         out.push_str(if self.checked {
             " (what it did, the turn of its last change, and how the file stands now against that change, read at relay time):\n"
@@ -405,6 +418,7 @@ mod tests {
         files.push(file("docs/", "a.md", 3, 1));
         let s = Snapshot {
             working_directory: "/w".into(),
+            session_directory: Some("/w".into()),
             checked: true,
             repository: GitState::default(),
             files,

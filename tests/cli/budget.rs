@@ -9,9 +9,9 @@ use crate::common::Rng;
 use session_relay::adapters;
 use session_relay::model::{Message, Role, Session, Timestamp, Todo, TodoStatus};
 use session_relay::plan::brief::{BriefInput, GitState, brief};
-use session_relay::plan::snapshot::Snapshot;
 use session_relay::plan::fit::{FitParams, cost, fit};
 use session_relay::plan::shape::shape;
+use session_relay::plan::snapshot::Snapshot;
 use session_relay::tokens::Tokenizer;
 
 const WORDS: &[&str] = &[
