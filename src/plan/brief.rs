@@ -84,7 +84,9 @@ pub fn live_git_state(cwd: &str) -> Option<GitState> {
             if let Some((code, path)) = f.split_once(' ') {
                 let under = top.join(path);
                 let shown = under.strip_prefix(&real).map_or(under.as_path(), |p| p);
-                *f = format!("{code} {}", shown.display());
+                // An untracked folder keeps its `/`.
+                let slash = if path.ends_with('/') { "/" } else { "" };
+                *f = format!("{code} {}{slash}", shown.display());
             }
         }
     }
