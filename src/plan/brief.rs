@@ -1,7 +1,8 @@
-//! The handoff brief: what the next agent reads first. It stays short at any session size
-//! (about `BRIEF_MAX_TOKENS`): the goal, the current step and every open todo in full, then the
-//! files changed most recently and most often, the completed steps, the user's rules and the
-//! decisions taken, each deduplicated and capped. Deterministic: no model is called.
+//! The handoff brief: what the next agent reads first. Besides the file-state snapshot, which
+//! the budget sizes (`snapshot`), it stays short at any session size (about
+//! `BRIEF_MAX_TOKENS`): the goal, the current step and every open todo in full, then the
+//! completed steps, the user's rules and the decisions taken, each deduplicated and capped.
+//! Deterministic: no model is called.
 
 use foldhash::{HashSet, HashSetExt};
 use std::collections::VecDeque;
