@@ -261,9 +261,10 @@ impl Snapshot {
     }
 }
 
-/// How many files the brief lists for a relay with `budget` tokens: a line costs about ten
-/// tokens, so a hundredth of the budget in files is about a tenth of it in tokens (200 files
-/// at 20,000 tokens), and never fewer than 20.
+/// How many files the brief lists for a relay with `budget` tokens: a hundredth of the budget
+/// (200 files at 20,000 tokens), never fewer than 20. A line costs about 15 tokens (a file's
+/// name, what the session did, its turn and state), so that is about 15% of the budget at
+/// most, and only for a session that changed so many files.
 pub fn files_for_budget(budget: usize) -> usize {
     (budget / 100).max(20)
 }
@@ -442,6 +443,34 @@ mod tests {
         );
         let all = s.render(None);
         assert_eq!(all.matches(": edited").count(), 32, "{all}");
+    }
+
+    /// Paths are masked as the messages naming them are (counted there); the repository's
+    /// subject, branch and uncommitted files, which nothing else carries, are counted here.
+    #[test]
+    fn secrets_in_paths_and_in_the_repository_are_masked() {
+        let token = "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R";
+        let mut f = file("keys/", &format!("{token}.txt"), 1, 1);
+        f.moved_to = Some(format!("old/{token}"));
+        let mut s = Snapshot {
+            working_directory: "/w".into(),
+            session_directory: None,
+            checked: true,
+            repository: GitState {
+                branch: Some("main".into()),
+                subject: Some(format!("Rotate {token}")),
+                dirty_files: vec![format!("?? keys/{token}.txt")],
+                dirty: Some(true),
+                live: true,
+                ..Default::default()
+            },
+            files: vec![f],
+        };
+        let counts = s.mask(&Redactor::new(&[], &[]).unwrap());
+        let text = s.render(None);
+        assert!(!text.contains(token), "{text}");
+        assert!(text.contains("[REDACTED"), "{text}");
+        assert_eq!(counts.values().sum::<usize>(), 2, "{counts:?}");
     }
 
     #[test]
