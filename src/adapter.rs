@@ -151,10 +151,12 @@ impl FoldWindow {
             self.fold.head(&session.messages[..at]);
         }
         let folded = session.folded.get_or_insert_with(|| {
-            Box::new(crate::model::Folded {
+            let mut folded = crate::model::Folded {
                 at,
                 ..Default::default()
-            })
+            };
+            folded.files.add_all(&session.messages[..at]);
+            Box::new(folded)
         });
         debug_assert_eq!(folded.at, at);
         // A turn that pairs with a later one (a call answered after it, a result given before

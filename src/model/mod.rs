@@ -3,10 +3,12 @@
 //! - `session`: the neutral session, its messages, todos and read statistics;
 //! - `state`: what a message is and what was done to it (its kind, how its output was cut);
 //! - `summary`: one session as the cheap listing sees it;
+//! - `files`: what a session did to files, from its tool calls;
 //! - `tools`: agent-neutral tool kinds, so that no adapter needs another agent's tool names;
 //! - `neutral`: the session as neutral JSONL (export and read back);
 //! - `markdown`: the session as a Markdown handoff document.
 
+pub mod files;
 mod ids;
 pub mod markdown;
 mod meta;
