@@ -1,6 +1,7 @@
 //! What every agent adapter provides. Adapters live in `adapters/<name>/` and are listed in
 //! `adapters/mod.rs`; nothing in `src/` names a particular agent except through this trait.
-//! Adapters depend only on the model and the I/O helpers (`jsonl`, `text`, `fsutil`).
+//! Adapters depend only on the model and the I/O helpers (`jsonl`, `text`, `fsutil`, and
+//! `adapter::write` for what their writers share).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -13,6 +14,7 @@ use crate::model::{ContextUsage, Message, RecordedUsage, Role, Session, Summary}
 
 pub mod part;
 pub mod tree;
+pub mod write;
 
 /// How much of a session a reader keeps.
 #[derive(Debug, Clone, Default)]
@@ -413,6 +415,34 @@ pub struct NativeSession {
     pub resume_command: String,
     /// Things the user should know (skipped content, index not updated, ...).
     pub notes: Vec<String>,
+}
+
+impl WriteRequest {
+    /// Where the session is written: the standalone file asked for, else `in_store`, the
+    /// agent's own place for it.
+    pub fn path_or(&self, in_store: impl FnOnce() -> PathBuf) -> PathBuf {
+        self.standalone.clone().unwrap_or_else(in_store)
+    }
+}
+
+impl NativeSession {
+    /// The session `adapter` wrote for `req` at `path`, resumed by the adapter's command, with
+    /// no modification time of its own and nothing to tell.
+    pub fn new(
+        adapter: &dyn Adapter,
+        req: &WriteRequest,
+        path: PathBuf,
+        bytes: Vec<u8>,
+    ) -> NativeSession {
+        NativeSession {
+            id: req.id.clone(),
+            resume_command: adapter.resume_command(&req.id, &req.cwd),
+            path,
+            bytes,
+            mtime: None,
+            notes: Vec::new(),
+        }
+    }
 }
 
 /// The context of a failed `Adapter::register` that left some of its index entries in place.

@@ -23,4 +23,6 @@ pub use meta::Meta;
 pub use session::*;
 pub use state::{MaskedCounts, MessageKind, OutputState};
 pub use summary::{RecordedUsage, RelaySource, Summary, named_for};
-pub use tools::{ToolKind, generic_key_arg};
+#[cfg(test)]
+pub use tools::test_call;
+pub use tools::{ToolKind, first_str, generic_key_arg, status_line};
