@@ -130,19 +130,26 @@ impl<'de> Fields<'de> for Head<'de> {
     }
 }
 
+/// Whether a line may be an event whose data is never read (its type, quote included, is
+/// in its text: prose that says "model." does not count).
+fn may_skip(text: &str) -> bool {
+    [
+        b"\"system.message\"".as_slice(),
+        b"\"model.",
+        b"\"assistant.turn_",
+        b"\"hook.",
+        b"\"tool.execution_start\"",
+        b"\"tool.execution_p",
+    ]
+    .iter()
+    .any(|k| jsonl::contains(text.as_bytes(), k))
+}
+
 /// A line of an event whose data is never read, without a tree: the system prompt at every
 /// turn and the model calls of a compaction are much of a log. `None` for any other line
 /// (and for one that is not JSON, which the full parse then reports).
 fn skipped(text: &str) -> Option<Prepared> {
-    let may = [
-        b"system.message".as_slice(),
-        b"model.",
-        b"assistant.turn_",
-        b"hook.",
-    ]
-    .iter()
-    .any(|k| jsonl::contains(text.as_bytes(), k));
-    if !may {
+    if !may_skip(text) {
         return None;
     }
     let head = fields::parse::<Head>(text)?;
@@ -160,6 +167,17 @@ fn skipped(text: &str) -> Option<Prepared> {
     })
 }
 
+/// What a line counts for in the newest turns, and whether it starts a turn, told from its
+/// text (an estimate): the CLI's bookkeeping, the start of each tool's execution among it (its
+/// call is in the answer before), makes no message.
+fn measure(text: &str) -> (usize, bool) {
+    if may_skip(text) {
+        return (0, false);
+    }
+    let turn = jsonl::contains(text.as_bytes(), b"\"user.message\"");
+    (text.len(), turn)
+}
+
 /// Reads the log in one pass, each event turned into messages as it comes and older turns
 /// folded as `opts` ask; with a tail, a first pass sizes the lines (see `adapter::part`).
 pub fn read(path: &Path, opts: ReadOptions) -> Result<Session> {
@@ -171,9 +189,7 @@ pub fn read(path: &Path, opts: ReadOptions) -> Result<Session> {
     let mut session = Session::new(super::NAME, "copilot-events", stem);
     session.source_path = Some(path.display().to_string());
     let sizes = match Cuts::want_sizes(&opts) {
-        true => part::line_sizes(path, |text| {
-            jsonl::contains(text.as_bytes(), b"\"user.message\"")
-        })?,
+        true => part::line_sizes(path, measure)?,
         false => Vec::new(),
     };
     let cuts = Cuts::new(&opts, &sizes);

@@ -78,9 +78,13 @@ impl<'a> Cuts<'a> {
 /// The progress step of `line_sizes`: the read after it is `reading`.
 pub const SIZE_STEP: &str = "measuring the turns of";
 
-/// Every line's size, and whether `turn` says it starts a turn (given the line's text), for a
-/// reader that keeps every line and has no first pass of its own.
-pub fn line_sizes(path: &Path, turn: impl Fn(&str) -> bool + Sync) -> Result<Vec<LineSize>> {
+/// Every line's size and whether it starts a turn, as `measure` tells them from its text (a
+/// line that makes no message may count as 0 bytes), for a reader that keeps every line and
+/// has no first pass of its own.
+pub fn line_sizes(
+    path: &Path,
+    measure: impl Fn(&str) -> (usize, bool) + Sync,
+) -> Result<Vec<LineSize>> {
     let mut sizes = Vec::new();
     crate::jsonl::for_each_line(
         path,
@@ -89,10 +93,11 @@ pub fn line_sizes(path: &Path, turn: impl Fn(&str) -> bool + Sync) -> Result<Vec
             ..Default::default()
         },
         |no, text| {
+            let (bytes, turn) = measure(text);
             Some(LineSize {
                 line: no,
-                bytes: text.len(),
-                turn: turn(text),
+                bytes,
+                turn,
             })
         },
         |_, _| unreachable!("every line is sized without a parse"),
