@@ -3,6 +3,7 @@
 side by side with the peers that do the same jobs.
 
 usage: scripts/bench.py [--sizes 1,10,100,300] [--shapes large,many] [--runs 3] [--store 5000]
+                        [--agents pi,qwen,copilot] [--agent-sizes 100] [--agents-only]
                         [--no-peers] [--data DIR] [--json-out FILE] [--peers-help]
 
 Data (generated once with fixed seeds, cached under target/bench-data):
@@ -18,7 +19,10 @@ Data (generated once with fixed seeds, cached under target/bench-data):
       tool outputs of 0.5-10 KB, usage records that follow the context and a compaction each
       time it nears the window (Claude at 150k tokens, Codex at 80% of 258,400), as the CLIs
       do: about 70 (Claude) and 40 (Codex) compactions per 100 MB;
-  * a store of --store sessions (~1.8 GB at 5,000) of the first shape.
+  * a store of --store sessions (~1.8 GB at 5,000) of the first shape;
+  * for each of --agents (pi, Qwen Code, Copilot CLI: OTHER_AGENTS, where another agent is added
+    with its generator), a session of each --agent-sizes in shape "large", as its CLI records
+    one (gen_pi, gen_qwen, gen_copilot).
   Sizes above 100 MB (300 by default) are run for session-relay's relays only, to compare peak
   RSS at 300 MB against 100 MB.
 
@@ -34,7 +38,11 @@ highest peak RSS of those runs, from /usr/bin/time -f %M per child):
     much of the source the relay kept (fit.verbatim and fit.shortened: turns and source
     tokens, in budgets);
   * the ratios session-relay / peer (time and peak RSS): below 1 means session-relay is faster
-    or smaller.
+    or smaller;
+  * relay into each of --agents from the Claude session of shape "large", and out of it into
+    Claude Code, of each --agent-sizes (--agents-only: these rows alone), every agent's home
+    variable pointing into the scratch folder; casr beside them for the formats it reads
+    (0.4.0 reads none of pi, Qwen Code and Copilot CLI).
 Each relay and peer conversion is checked after its runs: the session it wrote is found in the
 scratch target home, its lines counted, and it is read back with `session-relay show FILE`
 (reported as "wrote ... read back: N messages").
@@ -727,6 +735,210 @@ def gen_codex_many(path, target_bytes, seed, sid, cwd="/home/dev/projects/bench"
 
 
 # ---------------------------------------------------------------------------------------------
+# The other agents' sessions, in shape "large" (the turns of gen_claude: a prompt, thinking, a
+# text, one or two tool calls with outputs of 2-60 KB, one in ten failing, a todo update every
+# 15 turns where the agent has a todo tool, a closing answer, a compaction halfway), as each real
+# CLI records them (formats: adapters/<agent>/, fixtures/<agent>/).
+# ---------------------------------------------------------------------------------------------
+
+def tool_turn(rng, turn, cwd):
+    """The calls of one turn, agent-neutral: (kind, command or path, output size, failed)."""
+    calls = []
+    for _ in range(2 if rng.random() < 0.2 else 1):
+        kind = rng.choice(["shell", "read", "edit", "search"])
+        arg = f"grep -rn item_{turn} src" if kind in ("shell", "search") else f"{cwd}/src/m{turn % 50}.rs"
+        calls.append((kind, arg, rng.choice([2_000, 8_000, 30_000, 60_000]), rng.random() < 0.1))
+    return calls
+
+
+def gen_pi(path, target_bytes, seed, sid, cwd="/home/dev/projects/bench"):
+    """pi 0.73.1: a version 3 `session` header, then entries chained by 8-hex `id`/`parentId`;
+    assistant messages of thinking, text and toolCall blocks with `usage`, `toolResult` messages,
+    a `compaction` entry, the title as `session_info`."""
+    rng = random.Random(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = open(path, "w")
+    parent, n, ms = None, 0, 1_790_000_000_000
+    tools = {"shell": ("bash", "command"), "read": ("read", "path"), "edit": ("edit", "path"), "search": ("grep", "pattern")}
+    usage = {"input": 1200, "output": 40, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1240,
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+
+    def entry(typ, **fields):
+        nonlocal parent, n, ms
+        n += 1
+        ms += 1000
+        eid = f"{((seed << 20) ^ n) & 0xffffffff:08x}"
+        out.write(json.dumps({"type": typ, "id": eid, "parentId": parent, "timestamp": iso_ms(ms), **fields},
+                             separators=(",", ":")) + "\n")
+        parent = eid
+        return eid
+
+    def message(role, content, **extra):
+        return entry("message", message={"role": role, "content": content, **extra, "timestamp": ms})
+
+    out.write(json.dumps({"type": "session", "version": 3, "id": sid, "timestamp": iso_ms(ms), "cwd": cwd},
+                         separators=(",", ":")) + "\n")
+    entry("model_change", provider="anthropic", modelId="claude-opus-5-5")
+    entry("thinking_level_change", thinkingLevel="medium")
+    turn, compacted = 0, False
+    assistant = {"api": "anthropic-messages", "provider": "anthropic", "model": "claude-opus-5-5", "usage": usage}
+    while out.tell() < target_bytes:
+        turn += 1
+        first = message("user", [{"type": "text", "text": f"Turn {turn}: {words(rng, 25)}. We must keep every line."}])
+        calls = tool_turn(rng, turn, cwd)
+        blocks = [{"type": "thinking", "thinking": words(rng, 60), "thinkingSignature": "sig=="},
+                  {"type": "text", "text": words(rng, 30)}]
+        for c, (kind, arg, _, _) in enumerate(calls):
+            name, key = tools[kind]
+            args = {key: arg}
+            if kind == "edit":
+                args["edits"] = [{"oldText": "a", "newText": "b"}]
+            blocks.append({"type": "toolCall", "id": f"call_{seed:x}_{turn}_{c}", "name": name, "arguments": args})
+        message("assistant", blocks, **assistant, stopReason="toolUse")
+        for c, (kind, arg, size, failed) in enumerate(calls):
+            message("toolResult", [{"type": "text", "text": tool_output(rng, size)}], toolCallId=f"call_{seed:x}_{turn}_{c}",
+                    toolName=tools[kind][0], isError=failed)
+        message("assistant", [{"type": "text", "text": f"Done with turn {turn}: {words(rng, 40)}"}], **assistant, stopReason="stop")
+        if not compacted and out.tell() > target_bytes / 2:
+            compacted = True
+            entry("compaction", summary="## Goal\n" + words(rng, 200), firstKeptEntryId=first, tokensBefore=150_000,
+                  details={"readFiles": [], "modifiedFiles": []}, fromHook=False)
+    entry("session_info", name=f"bench {sid[:8]}")
+    out.close()
+
+
+def gen_qwen(path, target_bytes, seed, sid, cwd="/home/dev/projects/bench"):
+    """Qwen Code 0.24.4: records chained by `uuid`/`parentUuid`, each with the session id, `cwd`
+    and `version`; `assistant` records of thought, text and functionCall parts with
+    `usageMetadata`, each after its `ui_telemetry` record; `tool_result` records with
+    `toolCallResult`; a `chat_compression` record; the title as `custom_title`."""
+    rng = random.Random(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = open(path, "w")
+    parent, n, ms = None, 0, 1_790_000_000_000
+    tools = {"shell": ("run_shell_command", "command"), "read": ("read_file", "file_path"), "edit": ("edit", "file_path"),
+             "search": ("grep_search", "pattern")}
+
+    def record(typ, **fields):
+        nonlocal parent, n, ms
+        n += 1
+        ms += 1000
+        uid = f"{seed:08x}-0000-4000-8000-{n:012x}"
+        out.write(json.dumps({"uuid": uid, "parentUuid": parent, "sessionId": sid, "timestamp": iso_ms(ms), "type": typ,
+                              "cwd": cwd, "version": "0.24.4", "gitBranch": "main", **fields}, separators=(",", ":")) + "\n")
+        parent = uid
+
+    record("system", subtype="custom_title", systemPayload={"customTitle": f"bench {sid[:8]}", "titleSource": "manual"})
+    turn, compacted = 0, False
+    while out.tell() < target_bytes:
+        turn += 1
+        record("user", provenance="real_user", message={"role": "user", "parts": [
+            {"text": f"Turn {turn}: {words(rng, 25)}. We must keep every line."}]})
+        calls = tool_turn(rng, turn, cwd)
+        parts = [{"text": words(rng, 60), "thought": True}, {"text": words(rng, 30)}]
+        for c, (kind, arg, _, _) in enumerate(calls):
+            name, key = tools[kind]
+            args = {key: arg, **({"old_string": "a", "new_string": "b"} if kind == "edit" else {})}
+            parts.append({"functionCall": {"id": f"call_{seed:x}_{turn}_{c}", "name": name, "args": args}})
+        usage = {"promptTokenCount": 1200 * turn, "candidatesTokenCount": 40, "totalTokenCount": 1200 * turn + 40}
+        record("system", subtype="ui_telemetry", systemPayload={"uiEvent": {
+            "event.name": "qwen-code.api_response", "model": "qwen3-coder-plus", "status_code": 200, "duration_ms": 600,
+            "input_token_count": usage["promptTokenCount"], "output_token_count": 40}})
+        record("assistant", model="qwen3-coder-plus", message={"role": "model", "parts": parts}, usageMetadata=usage)
+        for c, (kind, arg, size, failed) in enumerate(calls):
+            cid, name = f"call_{seed:x}_{turn}_{c}", tools[kind][0]
+            text = tool_output(rng, size)
+            response = {"error": text} if failed else {"output": text}
+            record("tool_result", message={"role": "user", "parts": [{"functionResponse": {"id": cid, "name": name, "response": response}}]},
+                   toolCallResult={"callId": cid, "status": "error" if failed else "success", "resultDisplay": text[:2000]})
+        if turn % 15 == 0:
+            cid = f"call_{seed:x}_{turn}_todo"
+            todos = [{"id": str(k), "content": f"step {k} of turn {turn}", "status": "completed" if k < 2 else "pending"} for k in range(4)]
+            record("assistant", model="qwen3-coder-plus", message={"role": "model", "parts": [
+                {"functionCall": {"id": cid, "name": "todo_write", "args": {"todos": todos}}}]})
+            record("tool_result", message={"role": "user", "parts": [{"functionResponse": {
+                "id": cid, "name": "todo_write", "response": {"output": "Todos have been modified successfully."}}}]},
+                toolCallResult={"callId": cid, "status": "success", "resultDisplay": "Todos updated"})
+        record("assistant", model="qwen3-coder-plus", message={"role": "model", "parts": [
+            {"text": f"Done with turn {turn}: {words(rng, 40)}"}]})
+        if not compacted and out.tell() > target_bytes / 2:
+            compacted = True
+            record("system", subtype="chat_compression", systemPayload={
+                "info": {"originalTokenCount": 150_000, "newTokenCount": 12_000, "compressionStatus": 1, "triggerReason": "auto"},
+                "compressedHistory": [
+                    {"role": "user", "parts": [{"text": "<state_snapshot><overall_goal>" + words(rng, 200) + "</overall_goal></state_snapshot>"}]},
+                    {"role": "model", "parts": [{"text": "Got it. Thanks for the additional context!"}]}]})
+    out.close()
+
+
+def gen_copilot(path, target_bytes, seed, sid, cwd="/home/dev/projects/bench"):
+    """GitHub Copilot CLI 1.0.102: `session.start`, then events with a UUID `id` chained by
+    `parentId`: `user.message`, `assistant.turn_start`/`turn_end`, `assistant.message` with
+    `reasoningText` and `toolRequests`, each call's `tool.execution_start` and
+    `tool.execution_complete` (a shell command's exit code in `shellExecution`), a compaction
+    (`session.compaction_start`/`complete`). The title is in workspace.yaml beside the log."""
+    rng = random.Random(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out = open(path, "w")
+    parent, n, ms = None, 0, 1_790_000_000_000
+    tools = {"shell": ("bash", "command"), "read": ("view", "path"), "edit": ("edit", "path"), "search": ("grep", "pattern")}
+
+    def event(typ, data):
+        nonlocal parent, n, ms
+        n += 1
+        ms += 1000
+        eid = f"{seed:08x}-0000-4000-8000-{n:012x}"
+        out.write(json.dumps({"type": typ, "data": data, "id": eid, "timestamp": iso_ms(ms), "parentId": parent},
+                             separators=(",", ":")) + "\n")
+        parent = eid
+
+    event("session.start", {"sessionId": sid, "version": 1, "producer": "copilot-agent", "copilotVersion": "1.0.102",
+                            "startTime": iso_ms(ms), "selectedModel": "claude-sonnet-4.5", "context": {"cwd": cwd}})
+    turn, compacted = 0, False
+    while out.tell() < target_bytes:
+        turn += 1
+        prompt = f"Turn {turn}: {words(rng, 25)}. We must keep every line."
+        event("user.message", {"content": prompt, "transformedContent": prompt, "messageId": f"m{seed:x}-{turn}",
+                               "interactionId": f"i{seed:x}-{turn}", "turnId": "0"})
+        event("assistant.turn_start", {"turnId": "0", "interactionId": f"i{seed:x}-{turn}"})
+        calls = tool_turn(rng, turn, cwd)
+        requests = []
+        for c, (kind, arg, _, _) in enumerate(calls):
+            name, key = tools[kind]
+            args = {key: arg, **({"old_str": "a", "new_str": "b"} if kind == "edit" else {})}
+            requests.append({"toolCallId": f"call_{seed:x}_{turn}_{c}", "name": name, "arguments": args, "type": "function"})
+        event("assistant.message", {"messageId": f"a{seed:x}-{turn}", "model": "claude-sonnet-4.5", "content": words(rng, 30),
+                                    "toolRequests": requests, "reasoningText": words(rng, 60), "turnId": "0"})
+        for r, (kind, arg, size, failed) in zip(requests, calls):
+            event("tool.execution_start", {"toolCallId": r["toolCallId"], "toolName": r["name"], "arguments": r["arguments"]})
+            text = tool_output(rng, size)
+            if kind == "shell":
+                data = {"success": True, "result": {"content": text}, "shellExecution": {"exitCode": 1 if failed else 0}}
+            elif failed:
+                data = {"success": False, "error": {"message": text, "code": "failure"}}
+            else:
+                data = {"success": True, "result": {"content": text}}
+            event("tool.execution_complete", {"toolCallId": r["toolCallId"], "model": "claude-sonnet-4.5", **data})
+        event("assistant.turn_end", {"turnId": "0"})
+        event("assistant.turn_start", {"turnId": "1", "interactionId": f"i{seed:x}-{turn}"})
+        event("assistant.message", {"messageId": f"e{seed:x}-{turn}", "model": "claude-sonnet-4.5",
+                                    "content": f"Done with turn {turn}: {words(rng, 40)}", "toolRequests": []})
+        event("assistant.turn_end", {"turnId": "1"})
+        if not compacted and out.tell() > target_bytes / 2:
+            compacted = True
+            event("session.compaction_start", {"compactionAttemptId": f"c{seed:x}", "currentTokens": 120_000,
+                                               "tokenLimit": 128_000, "trigger": "auto"})
+            event("session.compaction_complete", {"success": True, "outcome": "applied", "compactionAttemptId": f"c{seed:x}",
+                                                  "preCompactionTokens": 120_000, "postCompactionTokens": 9_000,
+                                                  "summaryContent": "<overview>" + words(rng, 200) + "</overview>",
+                                                  "trigger": "auto", "checkpointNumber": 1})
+    out.close()
+    (path.parent / "workspace.yaml").write_text(
+        f"id: {sid}\ncwd: {cwd}\nclient_name: github/cli\nname: bench {sid[:8]}\nuser_named: true\n"
+        f"created_at: {iso_ms(1_790_000_000_000)}\nupdated_at: {iso_ms(ms)}\n")
+
+
+# ---------------------------------------------------------------------------------------------
 # Data layout
 # ---------------------------------------------------------------------------------------------
 
@@ -755,6 +967,46 @@ def session_paths(data, shape, mb):
     c = c_home / "projects" / "-home-dev-projects-bench" / f"{cid}.jsonl"
     x = x_home / "sessions" / "2026" / "11" / "01" / f"rollout-2026-11-01T10-00-00-{xid}.jsonl"
     return {"claude": (c_home, c, cid), "codex": (x_home, x, xid)}
+
+
+# The agents beside Claude Code and Codex, each benchmarked by relays into it (from the Claude
+# session of shape "large") and out of it (into Claude Code). An entry: its home variable, the
+# seed base and id of its generated sessions, `file` (where its session of id `sid` lies in a
+# home), `gen` (writes that file), and casr's alias for it when casr reads the format (casr
+# 0.4.0 reads none of these three). An agent whose store is not one file a session (OpenCode:
+# one SQLite database) gets `file` pointing at what `gen` writes in the home (the database).
+OTHER_AGENTS = {
+    "pi": {"env": "PI_CODING_AGENT_DIR", "seed": 5000, "casr": None, "gen": gen_pi,
+           "id": lambda seed: f"0199{seed:04x}-0000-7000-8000-{seed:012x}",
+           "file": lambda home, sid: home / "sessions" / "--home-dev-projects-bench--" / f"2026-10-01T10-00-00-000Z_{sid}.jsonl"},
+    "qwen": {"env": "QWEN_HOME", "seed": 6000, "casr": None, "gen": gen_qwen,
+             "id": lambda seed: f"{seed:08x}-0000-4000-8000-{seed:012x}",
+             "file": lambda home, sid: home / "projects" / "-home-dev-projects-bench" / "chats" / f"{sid}.jsonl"},
+    "copilot": {"env": "COPILOT_HOME", "seed": 7000, "casr": None, "gen": gen_copilot,
+                "id": lambda seed: f"{seed:08x}-0000-4000-8000-{seed:012x}",
+                "file": lambda home, sid: home / "session-state" / sid / "events.jsonl"},
+}
+# Every agent's home variable: each run sets them all, to the homes it uses or to an empty
+# folder, so that no run reads the user's own sessions.
+HOME_ENVS = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "gemini": "GEMINI_CLI_HOME",
+             **{a: e["env"] for a, e in OTHER_AGENTS.items()}}
+
+
+def other_session(data, agent, mb):
+    """The home, session file and id of `agent`'s generated session of `mb` MB."""
+    e = OTHER_AGENTS[agent]
+    sid = e["id"](e["seed"] + mb)
+    home = data / "agents" / f"{agent}-{mb}mb"
+    return home, e["file"](home, sid), sid
+
+
+def ensure_other_data(data, agents, sizes):
+    for agent in agents:
+        for mb in sizes:
+            home, f, sid = other_session(data, agent, mb)
+            if not f.exists():
+                log(f"generating a {mb} MB {agent} session (large)")
+                generate(f, OTHER_AGENTS[agent]["gen"], mb << 20, OTHER_AGENTS[agent]["seed"] + mb, sid)
 
 
 def generate(path, fn, *a):
@@ -976,6 +1228,11 @@ def main():
     ap.add_argument("--data", default=str(ROOT / "target" / "bench-data"))
     ap.add_argument("--json-out", default=str(ROOT / "target" / "bench-results.json"))
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--agents", default=",".join(OTHER_AGENTS),
+                    help="other agents to relay into and out of (OTHER_AGENTS; empty: none)")
+    ap.add_argument("--agent-sizes", default="100", help="sizes in MB of the other agents' relays")
+    ap.add_argument("--agents-only", action="store_true",
+                    help="only the other agents' relays (no list, show or Claude/Codex relays)")
     ap.add_argument("--peers-help", action="store_true")
     args = ap.parse_args()
     if args.peers_help:
@@ -983,6 +1240,13 @@ def main():
         return
     sizes = sorted({int(s) for s in args.sizes.split(",") if s})
     shapes = [s for s in args.shapes.split(",") if s]
+    agents = [a for a in args.agents.split(",") if a]
+    agent_sizes = sorted({int(s) for s in args.agent_sizes.split(",") if s}) if agents else []
+    for a in agents:
+        if a not in OTHER_AGENTS:
+            sys.exit(f"unknown agent {a!r} (known: {', '.join(OTHER_AGENTS)})")
+    if args.agents_only:
+        sizes, shapes, args.store = [], [], 0
     for s in shapes:
         if s not in SHAPES:
             sys.exit(f"unknown shape {s!r} (known: {', '.join(SHAPES)})")
@@ -991,6 +1255,9 @@ def main():
     load0 = os.getloadavg()
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     store = ensure_data(data, shapes, sizes, args.store)
+    # The other agents' relays start from (and end in) Claude sessions of shape "large".
+    ensure_data(data, ["large"], agent_sizes, 0)
+    ensure_other_data(data, agents, agent_sizes)
     t_data = time.time() - t0
     log(f"data ready ({t_data:.0f} s)")
 
@@ -1001,7 +1268,8 @@ def main():
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "session_relay": version, "commit": rev, "runs": args.runs, "sizes": sizes, "shapes": shapes,
         "cores": os.cpu_count(), "peers": {n: peer_version(n, b) for n, b in peer_bins.items()},
-        "sessions": [], "relay": [], "show": [], "list": [], "fit": [],
+        "sessions": [], "relay": [], "show": [], "list": [], "fit": [], "agents": agents,
+        "agent_sizes": agent_sizes, "other_sessions": [], "other_relay": [],
     }
     for shape in shapes:
         for mb in sizes:
@@ -1110,6 +1378,7 @@ def main():
                     shutil.rmtree(scratch, ignore_errors=True)
                 shutil.rmtree(tgt, ignore_errors=True)
 
+    bench_other_agents(data, agents, agent_sizes, args.runs, peer_bins, work, base_env, results, show_row)
     shutil.rmtree(work, ignore_errors=True)
     results["load_average_start"] = [round(x, 2) for x in load0]
     results["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -1124,6 +1393,48 @@ def main():
     out.with_suffix(".md").write_text(md + "\n")
     log(f"wrote {out} and {out.with_suffix('.md')}; took {results['total_seconds'] / 60:.1f} min "
         f"(data {t_data / 60:.1f} min); load average {load0[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
+
+
+def agent_homes(base_env, empty, **homes):
+    """base_env with every agent's home variable set: to the homes given, else to `empty`."""
+    env = dict(base_env, HOME=str(empty))
+    for agent, var in HOME_ENVS.items():
+        env[var] = str(homes.get(agent, empty))
+    return env
+
+
+def bench_other_agents(data, agents, sizes, runs, peer_bins, work, base_env, results, show_row):
+    """Relays into each of `agents` from the Claude session of shape "large", and out of it into
+    Claude Code, of each size: the same measurements as the Claude/Codex relays. casr runs
+    beside them for the agents it reads (OTHER_AGENTS' `casr`)."""
+    empty = work / "empty-home"
+    empty.mkdir(exist_ok=True)
+    workdir = work / "project"
+    state = Path(base_env["SESSION_RELAY_STATE_DIR"])
+    for agent in agents:
+        for mb in sizes:
+            home, f, sid = other_session(data, agent, mb)
+            q = subprocess.run([str(BIN), "show", str(f), "--json"], env=agent_homes(base_env, empty),
+                               capture_output=True, text=True)
+            messages = json.loads(q.stdout)["messages"] if q.returncode == 0 else None
+            results["other_sessions"].append({"agent": agent, "mb": mb, "bytes": f.stat().st_size, "messages": messages, "id": sid})
+            c_home, _, cid = session_paths(data, "large", mb)["claude"]
+            for src, dst, src_home, src_id in (("claude", agent, c_home, cid), (agent, "claude", home, sid)):
+                tgt = work / f"other-{src}-{dst}-{mb}"
+                env = agent_homes(base_env, empty, **{src: src_home, dst: tgt})
+                relay = [BIN, "relay", src_id, "--to", dst, "--cwd", workdir, "--force"]
+                r = measure(relay, env, runs,
+                            prepare=lambda t=tgt: (fresh(t), shutil.rmtree(state, ignore_errors=True)))
+                r.pop("stdout", None)
+                r["wrote"] = wrote_record(written(tgt), tgt, agent_homes(base_env, empty))
+                results["other_relay"].append({"tool": "session-relay", "src": src, "dst": dst, "mb": mb, **r})
+                show_row("relay", f"relay {src}->{dst}", "large", mb, r, note=wrote_note(r))
+                shutil.rmtree(tgt, ignore_errors=True)
+                alias = OTHER_AGENTS[agent]["casr"]
+                if alias and "casr" in peer_bins:
+                    # A hook for an agent casr reads: its job is `casr resume` between the two
+                    # homes, as for Claude and Codex (peer_job), once the aliases are known.
+                    log(f"casr reads {agent} ({alias}): add its job to bench_other_agents")
 
 
 def fit_of(stdout):
@@ -1225,6 +1536,30 @@ def time_ratio(a, b):
     return f"{w} ({ratio(a, b, 'cpu_s')})" if w else ""
 
 
+def other_agents_markdown(res):
+    """The table of the relays into and out of the other agents."""
+    if not res.get("other_relay"):
+        return []
+    casr = res["peers"].get("casr")
+    readers = [a for a in res["agents"] if OTHER_AGENTS[a]["casr"]]
+    L = ["Relays into and out of the other agents (from and into the Claude session of shape large; "
+         + (f"casr {casr} reads {', '.join(readers) or 'none of them'}" if casr else "casr not installed") + "):", ""]
+    sess = {(s["agent"], s["mb"]): s for s in res["other_sessions"]}
+    L.append("Generated sessions: " + "; ".join(
+        f"{a} {mb} MB: {sess[(a, mb)]['messages']:,} messages" for a in res["agents"] for mb in res["agent_sizes"]
+        if sess.get((a, mb), {}).get("messages") is not None) + " (as session-relay reads them).")
+    L.append("")
+    L.append("| relay | size | tool | wall (CPU) | peak RSS | wrote | messages read back |")
+    L.append("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in res["other_relay"]:
+        w = (r.get("wrote") or [{}])[0]
+        wrote = f"{w['lines']:,} lines, {w['bytes'] / 1e6:.2f} MB" if "lines" in w else ""
+        back = f"{w['read_back_messages']:,}" if "read_back_messages" in w else w.get("read_back_error", "")[:60]
+        L.append(f"| {r['src']} → {r['dst']} | {r['mb']} MB | {r['tool']} | {fmt_s(r)} | {fmt_mb(r)} | {wrote} | {back} |")
+    L.append("")
+    return L
+
+
 def markdown(res):
     sizes = res["sizes"]
     peer_sizes = [s for s in sizes if s <= PEER_MAX_MB]
@@ -1239,6 +1574,8 @@ def markdown(res):
              f"(user + system) in brackets; peak RSS is the highest of the runs. Ratios are session-relay / peer: "
              f"below 1, session-relay is faster or smaller.")
     L.append("")
+    if not sizes:
+        return "\n".join(L + other_agents_markdown(res) + [run_line(res)])
     sess = {(s["shape"], s["agent"], s["mb"]): s for s in res["sessions"]}
     L.append("Messages per session (Claude: user/assistant lines; Codex: response items): " + "; ".join(
         f"{shape} {agent} " + ", ".join(f"{sess[(shape, agent, mb)]['messages']:,} in {mb} MB" for mb in sizes if (shape, agent, mb) in sess)
@@ -1324,9 +1661,14 @@ def markdown(res):
             back = f"{w['read_back_messages']:,}" if "read_back_messages" in w else "unreadable: " + w.get("read_back_error", "")[:60]
             L.append(f"| {r['shape']} | {arrow[r['src']]} | {r['tool']} | {w['lines']:,} | {w['bytes'] / 1e6:.2f} | {back} |")
         L.append("")
-    L.append(f"Run took {res['total_seconds'] / 60:.1f} min (data generation {res['data_seconds'] / 60:.1f} min); "
-             f"load average {res['load_average_start'][0]} at the start, {res['load_average_end'][0]} at the end.")
+    L += other_agents_markdown(res)
+    L.append(run_line(res))
     return "\n".join(L)
+
+
+def run_line(res):
+    return (f"Run took {res['total_seconds'] / 60:.1f} min (data generation {res['data_seconds'] / 60:.1f} min); "
+            f"load average {res['load_average_start'][0]} at the start, {res['load_average_end'][0]} at the end.")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,12 @@ Builds (under `nice -n 10`; a cold one takes 5-6 minutes on 2 shared cores):
     or the binary --new names.
 
 Inputs (each a "group": a scratch folder with a home per agent, a state folder, HOME):
-  * fixtures: fixtures/claude, codex and gemini as the three homes, and
+  * fixtures: each agent's folder of fixtures/ (claude, codex, gemini, copilot, qwen, pi) as its
+    home, and
     fixtures/codex-index/state_5.sqlite in the Codex home (the index a relay into Codex writes);
   * generated-SHAPE-Nmb: a Claude Code and a Codex session of N MB of each shape from
-    scripts/bench.py's generator (cached under target/differential/bench-data), an empty Gemini
-    home as a target. --quick: the fixtures and 1 MB only.
+    scripts/bench.py's generator (cached under target/differential/bench-data), the other
+    agents' homes empty, as targets. --quick: the fixtures and 1 MB only.
   The sessions are those `list --all --json` of either build lists in the group.
 
 Commands, each run by both builds in the same scratch path (one after the other):
@@ -29,7 +30,7 @@ Commands, each run by both builds in the same scratch path (one after the other)
   * per session and read mode: show (--json and text), export (jsonl and --format markdown),
     and per budget and target agent: export --to AGENT, relay --to AGENT --dry-run --json;
   * per read mode and budget, in a fresh copy of the group: relay --to AGENT --json of every
-    session to every agent (all nine agent pairs on the fixtures), each relay's written session
+    session to every agent (all 36 agent pairs on the fixtures), each relay's written session
     file; then the scratch folder's files (homes, state, HOME, the working directory): those
     new, changed and deleted, with the contents of session_index.jsonl, state_5.sqlite's
     `threads` rows, Gemini's projects.json and .project_root files and the ledger; then
@@ -49,6 +50,7 @@ Normalisation, the same on both sides, before comparing byte for byte:
     different id in a different place is still a difference), and its first and last 8 hex
     digits where they stand alone (short ids, Gemini file names) -> <IDn:first8> / <IDn:last8>
     (a uuid v7's first 8 digits are its time: <ID7:time>);
+  * pi's 8-hex entry ids (`"id"`, `"parentId"`, `"firstKeptEntryId"`) -> <E1>, <E2>, ...;
   * the sha256 of a session a relay wrote -> <SHA of written session n>; any other 64-digit
     hex found in no input file and not the sha256 of one -> <HASH1>, <HASH2>, ...;
   * times within the run (from a minute before it started to a minute after the output was
@@ -107,7 +109,7 @@ OUT = ROOT / "target" / "differential"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (the session generator: scripts/bench.py)
 
-AGENTS = ("claude", "codex", "gemini")
+AGENTS = ("claude", "codex", "gemini", "copilot", "qwen", "pi")
 MODES = {
     "default": {},
     "full": {"SESSION_RELAY_FULL_READ": "1"},
@@ -118,7 +120,8 @@ MODES = {
         "SESSION_RELAY_EXPORT_KEEP_TOKENS": "2000",
     },
 }
-HOME_ENV = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "gemini": "GEMINI_CLI_HOME"}
+HOME_ENV = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "gemini": "GEMINI_CLI_HOME",
+            "copilot": "COPILOT_HOME", "qwen": "QWEN_HOME", "pi": "PI_CODING_AGENT_DIR"}
 # Files of the stores and state whose contents are compared after the relays (others: by name).
 INDEX_FILES = re.compile(r"(session_index\.jsonl|state_5\.sqlite|projects\.json|\.project_root|ledger\.jsonl)$")
 # A command that runs longer is killed, so that one that hangs does not stop the check.
@@ -449,18 +452,24 @@ def find_sessions(group, binaries, tmp):
 # Normalisation
 # ---------------------------------------------------------------------------------------------
 
-UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+# Also after `_` (pi's file names: <time>_<uuid>.jsonl), which \b would not take for a boundary.
+UUID = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+                  r"(?![0-9A-Za-z])")
 # A uuid written without dashes (Claude Code message ids: msg_relay_<32 hex digits>).
 UUID32 = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{32}(?![0-9a-fA-F])")
 HEX64 = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{64}(?![0-9a-fA-F])")
 HEX8 = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{8}(?![0-9a-fA-F])")
-# An ISO 8601 time, also as file names write it (dashes for colons); seconds only when not the
-# start of a hex run (a Gemini file name: session-2026-12-06T06-54-92e32208).
+# An ISO 8601 time, also as file names write it (dashes for colons, and in pi's a dash before
+# the milliseconds: 2026-12-06T03-21-02-369Z); seconds only when not the start of a hex run (a
+# Gemini file name: session-2026-12-06T06-54-92e32208).
 ISO = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})[T ](\d{2})[:-](\d{2})"
-                 r"(?:[:-](\d{2})(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?(?![0-9a-fA-F]))?")
+                 r"(?:[:-](\d{2})(?:\.\d{1,9}|-\d{3}(?=Z))?(?:Z|[+-]\d{2}:?\d{2})?(?![0-9a-fA-F]))?")
 STAMP = re.compile(r"relay_(\d{8})_(\d{6})")
 EPOCH = re.compile(r"(?<![\d.])1\d{9}(?:\d{3})?(?![\d.])")
 ROLLOUT_DAY = re.compile(r"(\d{4})/(\d{2})/(\d{2})/rollout-")
+# pi's entry ids: 8 random hex digits, an entry's own and its parent's (and a compaction's first
+# kept entry).
+ENTRY_ID = re.compile(r'"(id|parentId|firstKeptEntryId)":"([0-9a-f]{8})"')
 
 
 class Normaliser:
@@ -471,7 +480,7 @@ class Normaliser:
         self.root = str(root)
         self.known = known
         self.window = window
-        self.ids, self.frags, self.hashes = {}, {}, {}
+        self.ids, self.frags, self.hashes, self.entries = {}, {}, {}, {}
 
     def register(self, what, value):
         if what == "sha":
@@ -544,7 +553,12 @@ class Normaliser:
         if self.frags:
             s = HEX8.sub(lambda m: self.frags.get(m.group(0).lower(), m.group(0)), s)
         s = EPOCH.sub(self._epoch, s)
+        s = ENTRY_ID.sub(self._entry, s)
         return s
+
+    def _entry(self, m):
+        label = self.entries.setdefault(m.group(2), f"E{len(self.entries) + 1}")
+        return f'"{m.group(1)}":"<{label}>"'
 
     def stores(self, entries):
         """Store snapshots: names first (their order follows the names' labels), then contents."""

@@ -1,6 +1,7 @@
 //! What every agent adapter provides. Adapters live in `adapters/<name>/` and are listed in
 //! `adapters/mod.rs`; nothing in `src/` names a particular agent except through this trait.
-//! Adapters depend only on the model and the I/O helpers (`jsonl`, `text`, `fsutil`).
+//! Adapters depend only on the model and the I/O helpers (`jsonl`, `text`, `fsutil`, and
+//! `adapter::write` for what their writers share).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -10,6 +11,10 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::model::{ContextUsage, Message, RecordedUsage, Role, Session, Summary};
+
+pub mod part;
+pub mod tree;
+pub mod write;
 
 /// How much of a session a reader keeps.
 #[derive(Debug, Clone, Default)]
@@ -148,10 +153,12 @@ impl FoldWindow {
             self.fold.head(&session.messages[..at]);
         }
         let folded = session.folded.get_or_insert_with(|| {
-            Box::new(crate::model::Folded {
+            let mut folded = crate::model::Folded {
                 at,
                 ..Default::default()
-            })
+            };
+            folded.files.add_all(&session.messages[..at]);
+            Box::new(folded)
         });
         debug_assert_eq!(folded.at, at);
         // A turn that pairs with a later one (a call answered after it, a result given before
@@ -410,6 +417,34 @@ pub struct NativeSession {
     pub notes: Vec<String>,
 }
 
+impl WriteRequest {
+    /// Where the session is written: the standalone file asked for, else `in_store`, the
+    /// agent's own place for it.
+    pub fn path_or(&self, in_store: impl FnOnce() -> PathBuf) -> PathBuf {
+        self.standalone.clone().unwrap_or_else(in_store)
+    }
+}
+
+impl NativeSession {
+    /// The session `adapter` wrote for `req` at `path`, resumed by the adapter's command, with
+    /// no modification time of its own and nothing to tell.
+    pub fn new(
+        adapter: &dyn Adapter,
+        req: &WriteRequest,
+        path: PathBuf,
+        bytes: Vec<u8>,
+    ) -> NativeSession {
+        NativeSession {
+            id: req.id.clone(),
+            resume_command: adapter.resume_command(&req.id, &req.cwd),
+            path,
+            bytes,
+            mtime: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// The context of a failed `Adapter::register` that left some of its index entries in place.
 #[derive(Debug)]
 pub struct PartlyRegistered(pub String);
@@ -500,6 +535,14 @@ pub struct Cli {
     pub verified_versions: &'static [&'static str],
 }
 
+/// `Adapter::native_tool` of a call the same agent wrote: its own name and input, as they were.
+pub fn own_tool(call: &Message) -> Option<(String, serde_json::Value)> {
+    Some((
+        call.tool_name.clone()?,
+        call.tool_input.clone().unwrap_or(serde_json::Value::Null),
+    ))
+}
+
 /// A version 4 UUID, as most agents name their sessions.
 pub fn uuid_v4() -> String {
     uuid::Uuid::new_v4().to_string()
@@ -533,16 +576,22 @@ pub trait Adapter: Sync {
     /// After the file is in place: register it in the store's indexes (titles, databases).
     /// Returns notes for the user. All or nothing: on failure, what was registered is taken
     /// out again, and when it cannot be, the error holds a `PartlyRegistered`. Registering a
-    /// session the indexes already list changes nothing.
+    /// session the indexes already list changes nothing. A store that keeps no index (the
+    /// file in its folder is all the agent needs) registers nothing.
     fn register(
         &self,
-        home: &Path,
-        written: &NativeSession,
-        shaped: &Session,
-        title: &str,
-    ) -> Result<Vec<String>>;
-    /// Before a relayed session's file is deleted: remove it from the store's indexes.
-    fn unregister(&self, home: &Path, id: &str) -> Result<Vec<String>>;
+        _home: &Path,
+        _written: &NativeSession,
+        _shaped: &Session,
+        _title: &str,
+    ) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    /// Before a relayed session's file is deleted: remove it from the store's indexes (none
+    /// where the store keeps none).
+    fn unregister(&self, _home: &Path, _id: &str) -> Result<Vec<String>> {
+        Ok(Vec::new())
+    }
     /// Its hooks, if it runs any.
     fn hooks(&self) -> Option<&dyn Hooks> {
         None
@@ -574,6 +623,12 @@ pub trait Store: Sync {
     /// is no file: these are the bytes that stand for such a session, which the ledger hashes
     /// and compares as it does a session file's. `None`: `path` is a file of its own.
     fn session_bytes(&self, _path: &Path) -> Option<Result<Vec<u8>>> {
+        None
+    }
+    /// The folder the store keeps for session `id`, whose file is `path`, and for nothing else
+    /// (Copilot CLI's `session-state/<id>/`; `None` where sessions share a folder): `clean`
+    /// removes it with a relayed session when nothing is left in it.
+    fn own_folder(&self, _path: &Path, _id: &str) -> Option<PathBuf> {
         None
     }
 }

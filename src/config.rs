@@ -253,7 +253,7 @@ fn missing_file(path: &Path, named_by: &str) -> String {
     )
 }
 
-fn expand_tilde(p: &Path) -> PathBuf {
+pub(crate) fn expand_tilde(p: &Path) -> PathBuf {
     match p.strip_prefix("~") {
         Ok(rest) => dirs::home_dir()
             .map(|h| h.join(rest))

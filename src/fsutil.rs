@@ -113,6 +113,48 @@ fn write_new_file_checked(
 /// begin. A process killed before the rename leaves one (`clean` removes stale ones).
 pub const TEMP_PREFIX: &str = ".session-relay-";
 
+/// The folder environment variable `var` names, as a Node CLI reads one: set and not empty,
+/// `~` for the home folder, relative to the current directory.
+pub fn dir_from_env(var: &str) -> Option<PathBuf> {
+    let v = std::env::var_os(var).filter(|v| !v.is_empty())?;
+    let p = crate::config::expand_tilde(Path::new(&v));
+    Some(std::path::absolute(&p).unwrap_or(p))
+}
+
+/// The session files an agent keeps in `dir`: its `*.jsonl` files, without those a relay is
+/// still writing or an interrupted one left (`TEMP_PREFIX`), sorted.
+pub fn jsonl_files_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(files) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = files
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            p.is_file() && name.ends_with(".jsonl") && !name.starts_with(TEMP_PREFIX)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// `jsonl_files_in` of the folder `sub` of every folder of `root` (`root/*/sub/*.jsonl`; `sub`
+/// empty: `root/*/*.jsonl`), as agents that keep a folder per project lay their sessions out.
+pub fn jsonl_files_by_project(root: &Path, sub: &str) -> Vec<PathBuf> {
+    let Ok(projects) = std::fs::read_dir(root) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for project in projects.filter_map(|e| e.ok()) {
+        if project.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(jsonl_files_in(&project.path().join(sub)));
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The folder `path` is (or will be) in: `.` for a bare file name.
 pub fn folder_of(path: &Path) -> PathBuf {
     match path.parent() {

@@ -9,71 +9,9 @@ use chrono::{DateTime, Utc};
 /// Line types that are part of the `parentUuid` chain.
 pub(super) const CHAIN_TYPES: &[&str] = &["user", "assistant", "attachment", "system", "progress"];
 
-/// A line's `uuid` (or its parent's) as the walk compares them. Claude Code writes lowercase
-/// hyphenated UUIDs, kept in 16 bytes instead of a 36-character string of their own (a long
-/// transcript has one or two a line); any other text is kept as it is. Two ids are equal
-/// exactly when their texts are.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(super) enum Id {
-    Uuid([u8; 16]),
-    Text(Box<str>),
-}
-
-impl Id {
-    pub fn new(s: &str) -> Id {
-        match uuid_bytes(s) {
-            Some(b) => Id::Uuid(b),
-            None => Id::Text(s.into()),
-        }
-    }
-}
-
-impl std::fmt::Display for Id {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        match self {
-            Id::Uuid(b) => {
-                for (i, byte) in b.iter().enumerate() {
-                    if matches!(i, 4 | 6 | 8 | 10) {
-                        f.write_str("-")?;
-                    }
-                    write!(f, "{byte:02x}")?;
-                }
-                Ok(())
-            }
-            Id::Text(t) => f.write_str(t),
-        }
-    }
-}
-
-/// The bytes of a UUID written as 8-4-4-4-12 lowercase hex digits, the one form whose text
-/// can be written back exactly; `None` for any other text.
-fn uuid_bytes(s: &str) -> Option<[u8; 16]> {
-    // Where each byte's two digits start: every line has an id or two, read in both passes,
-    // and an iterator that filtered out the hyphens cost some 500 instructions an id.
-    const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
-    let s = s.as_bytes();
-    if s.len() != 36 || s[8] != b'-' || s[13] != b'-' || s[18] != b'-' || s[23] != b'-' {
-        return None;
-    }
-    // A digit's value; 16 for any other byte (uppercase included).
-    const DIGIT: [u8; 256] = {
-        let mut t = [16u8; 256];
-        let mut i = 0;
-        while i < 16 {
-            t[b"0123456789abcdef"[i] as usize] = i as u8;
-            i += 1;
-        }
-        t
-    };
-    let mut out = [0u8; 16];
-    let mut bad = 0;
-    for (byte, &i) in out.iter_mut().zip(&AT) {
-        let (hi, lo) = (DIGIT[usize::from(s[i])], DIGIT[usize::from(s[i + 1])]);
-        bad |= hi | lo;
-        *byte = hi << 4 | (lo & 15);
-    }
-    (bad < 16).then_some(out)
-}
+pub(super) use crate::adapter::tree::Id;
+#[cfg(test)]
+use crate::adapter::tree::uuid_bytes;
 
 /// What the branch choice needs of one chain line.
 #[derive(Debug, Default, Clone, Hash)]

@@ -46,7 +46,8 @@ pub const AGENT: Agent = Agent {
     new_id: crate::adapter::uuid_v4,
 };
 
-/// `projects/<escaped cwd>/`, and the subagent transcripts beside each session.
+/// `projects/<escaped cwd>/`, and the subagent transcripts beside each session. Claude Code
+/// keeps no index: the file in its project's folder is all it needs.
 struct Projects;
 
 impl Store for Projects {
@@ -131,10 +132,7 @@ impl Adapter for Claude {
 
     fn native_tool(&self, call: &Message, same_agent: bool) -> Option<(String, serde_json::Value)> {
         if same_agent {
-            return Some((
-                call.tool_name.clone()?,
-                call.tool_input.clone().unwrap_or(serde_json::Value::Null),
-            ));
+            return crate::adapter::own_tool(call);
         }
         tools::native(call.tool_kind?, call.key_arg.as_deref()?)
     }
@@ -148,21 +146,6 @@ impl Adapter for Claude {
 
     fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         write::write(shaped, req)
-    }
-
-    fn register(
-        &self,
-        _home: &Path,
-        _written: &NativeSession,
-        _shaped: &Session,
-        _title: &str,
-    ) -> Result<Vec<String>> {
-        // Claude Code keeps no index: the file under projects/<dir>/ is all it needs.
-        Ok(Vec::new())
-    }
-
-    fn unregister(&self, _home: &Path, _id: &str) -> Result<Vec<String>> {
-        Ok(Vec::new())
     }
 
     fn claims(&self, path: &Path, head: &crate::jsonl::sniff::Head) -> bool {

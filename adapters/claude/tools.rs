@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::model::{ToolKind, generic_key_arg};
+use crate::model::{ToolKind, generic_key_arg, status_line};
 
 /// Tools whose input names a file they write.
 pub const WRITE_TOOLS: &[&str] = &["Write", "Edit", "MultiEdit", "NotebookEdit"];
@@ -17,7 +17,7 @@ pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
         "Edit" | "MultiEdit" => (ToolKind::Edit, field("file_path")),
         "NotebookEdit" => (ToolKind::Edit, field("notebook_path")),
         "Grep" | "Glob" => (ToolKind::Search, field("pattern")),
-        "TodoWrite" => (ToolKind::Plan, todo_line(input)),
+        "TodoWrite" => (ToolKind::Plan, status_line(input, "todos", "content")),
         "WebFetch" => (ToolKind::Web, field("url")),
         "WebSearch" => (ToolKind::Web, field("query")),
         "Task" | "Agent" => (
@@ -27,24 +27,6 @@ pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
         _ => (ToolKind::Other, None),
     };
     (kind, key.unwrap_or_else(|| generic_key_arg(input, "")))
-}
-
-/// `TodoWrite`'s list in one line: each item with its status.
-fn todo_line(input: &Value) -> Option<String> {
-    let items = input.get("todos")?.as_array()?;
-    Some(
-        items
-            .iter()
-            .map(|i| {
-                format!(
-                    "{} ({})",
-                    i.get("content").and_then(Value::as_str).unwrap_or("?"),
-                    i.get("status").and_then(Value::as_str).unwrap_or("?")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-    )
 }
 
 /// Claude Code's tool for a neutral call from another agent. Only Bash is always among

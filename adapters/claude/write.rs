@@ -2,11 +2,12 @@
 //! from the session's directory.
 
 use anyhow::Result;
-use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
+use crate::adapter::write::{extend, push_line, stamp, time_of};
 use crate::adapter::{NativeSession, WriteRequest};
-use crate::model::{Message, Role, Session, Timestamp};
+use crate::model::{Message, Role, Session};
 
 /// The transcript format version written in every line's `version`. Claude Code records its own
 /// version there; this is the version whose loader the written shape was verified against.
@@ -73,7 +74,7 @@ impl Writer<'_> {
             t = self.last + Duration::milliseconds(1);
         }
         self.last = t;
-        t.to_rfc3339_opts(SecondsFormat::Millis, true)
+        stamp(t)
     }
 
     fn push(&mut self, kind: &str, t: Option<DateTime<Utc>>, message: Value, extra: Value) {
@@ -93,11 +94,8 @@ impl Writer<'_> {
             "uuid": uuid,
             "timestamp": ts,
         });
-        if let (Value::Object(l), Value::Object(e)) = (&mut line, extra) {
-            l.extend(e);
-        }
-        serde_json::to_writer(&mut self.out, &line).expect("JSON to memory");
-        self.out.push(b'\n');
+        extend(&mut line, extra);
+        push_line(&mut self.out, &line);
         self.parent = Some(uuid);
     }
 
@@ -190,20 +188,13 @@ impl Writer<'_> {
     }
 }
 
-/// When a message was written, if it says.
-fn time_of(m: &Message) -> Option<DateTime<Utc>> {
-    m.timestamp.as_ref().and_then(Timestamp::time)
-}
-
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
-    let path = match &req.standalone {
-        Some(p) => p.clone(),
-        None => req
-            .home
+    let path = req.path_or(|| {
+        req.home
             .join("projects")
             .join(escape_project_dir(&req.cwd))
-            .join(format!("{}.jsonl", req.id)),
-    };
+            .join(format!("{}.jsonl", req.id))
+    });
     let mut w = Writer {
         req,
         branch: shaped.git.as_ref().and_then(|g| g.branch.clone()),
@@ -236,16 +227,12 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         json!({"type": "session-relay", "provenance": req.provenance, "sessionId": req.id});
     let mut out = w.out;
     for v in [title, provenance] {
-        serde_json::to_writer(&mut out, &v)?;
-        out.push(b'\n');
+        push_line(&mut out, &v);
     }
     Ok(NativeSession {
-        id: req.id.clone(),
-        resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
-        path,
-        bytes: out,
         mtime: (last > DateTime::<Utc>::MIN_UTC).then_some(last),
         notes,
+        ..NativeSession::new(&super::ADAPTER, req, path, out)
     })
 }
 

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::model::{ToolKind, generic_key_arg};
+use crate::model::{ToolKind, generic_key_arg, status_line};
 
 /// The kind of one of Codex's tools and its key argument, in full.
 pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
@@ -29,7 +29,7 @@ pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
             ToolKind::Edit,
             patch_text(input).and_then(|p| patch_headline(&p)),
         ),
-        "update_plan" => (ToolKind::Plan, plan_line(input)),
+        "update_plan" => (ToolKind::Plan, status_line(input, "plan", "step")),
         "web_search" => (
             ToolKind::Web,
             input
@@ -90,24 +90,6 @@ fn patch_headline(patch: &str) -> Option<String> {
         })
         .collect();
     (!files.is_empty()).then(|| format!("patch: {}", files.join("; ")))
-}
-
-/// `update_plan`'s steps in one line, each with its status.
-fn plan_line(input: &Value) -> Option<String> {
-    let items = input.get("plan")?.as_array()?;
-    Some(
-        items
-            .iter()
-            .map(|i| {
-                format!(
-                    "{} ({})",
-                    i.get("step").and_then(Value::as_str).unwrap_or("?"),
-                    i.get("status").and_then(Value::as_str).unwrap_or("?")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-    )
 }
 
 #[cfg(test)]

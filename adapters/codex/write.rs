@@ -11,35 +11,24 @@ use anyhow::{Context, Result};
 use chrono::{DateTime, Local, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
+use crate::adapter::write::{push_line, stamp, time_of};
 use crate::adapter::{NativeSession, WriteRequest};
-use crate::model::{Message, Role, Session, Timestamp};
+use crate::model::{Message, Role, Session};
 
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     let path = rollout_path(req);
     let mut clock = Clock::new(req.now);
-    let start = shaped
-        .messages
-        .first()
-        .and_then(|m| m.timestamp.as_ref())
-        .and_then(Timestamp::time)
-        .unwrap_or(req.now);
+    let start = shaped.messages.first().and_then(time_of).unwrap_or(req.now);
     let mut out: Vec<u8> = Vec::new();
     let meta = session_meta(shaped, req, start);
     line(&mut out, clock.at(Some(start)), "session_meta", meta);
 
     let mut custom_calls = HashSet::new();
     for m in &shaped.messages {
-        let t = clock.at(m.timestamp.as_ref().and_then(Timestamp::time));
+        let t = clock.at(time_of(m));
         message_lines(&mut out, t, m, &mut custom_calls);
     }
-    Ok(NativeSession {
-        id: req.id.clone(),
-        path,
-        bytes: out,
-        mtime: None,
-        resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
-        notes: Vec::new(),
-    })
+    Ok(NativeSession::new(&super::ADAPTER, req, path, out))
 }
 
 /// The standalone path asked for, else where Codex looks for a rollout of now:
@@ -228,14 +217,9 @@ impl Clock {
     }
 }
 
-fn stamp(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
 fn line(out: &mut Vec<u8>, t: DateTime<Utc>, kind: &str, payload: Value) {
     let v = json!({"timestamp": stamp(t), "type": kind, "payload": payload});
-    serde_json::to_writer(&mut *out, &v).expect("JSON to memory");
-    out.push(b'\n');
+    push_line(out, &v);
 }
 
 /// Adds a title line to `session_index.jsonl` (the picker shows `thread_name`), unless the

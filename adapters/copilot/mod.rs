@@ -87,6 +87,10 @@ impl Store for SessionState {
         folder_id(path)
     }
 
+    fn own_folder(&self, path: &Path, id: &str) -> Option<PathBuf> {
+        (folder_id(path)? == id).then(|| path.parent().map(Path::to_path_buf))?
+    }
+
     fn index_titles(&self, home: &Path) -> HashMap<String, String> {
         self.session_files(home)
             .iter()
@@ -166,10 +170,7 @@ impl Adapter for Copilot {
 
     fn native_tool(&self, call: &Message, same_agent: bool) -> Option<(String, Value)> {
         if same_agent {
-            return Some((
-                call.tool_name.clone()?,
-                call.tool_input.clone().unwrap_or(Value::Null),
-            ));
+            return crate::adapter::own_tool(call);
         }
         tools::native(call)
     }

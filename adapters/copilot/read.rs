@@ -10,9 +10,12 @@
 use std::path::Path;
 
 use anyhow::Result;
+use serde::de::MapAccess;
 use serde_json::{Map, Value, json};
 
-use crate::adapter::ReadOptions;
+use crate::adapter::part::{self, Cuts};
+use crate::adapter::{FoldWindow, KeptOutput, OutputCut, ReadOptions};
+use crate::jsonl::fields::{self, Fields, Scalar, Str};
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{Message, MessageKind, Role, Session, TimeSpan, Timestamp};
 
@@ -40,52 +43,143 @@ fn data_unread(kind: &str) -> bool {
     kind.starts_with("model.") || kind == "system.message"
 }
 
-/// Where a read cut a tool output, with its length before the cut.
-const CUT: &str = "_sessionRelayOriginalChars";
+/// A line as the parsing threads hand it on.
+enum Prepared {
+    /// An event whose data the reader never looks at (`data_unread`, `BOOKKEEPING`), parsed
+    /// for its type, time and agent without a tree.
+    Skipped {
+        kind: String,
+        ts: Option<Timestamp>,
+        subagent: bool,
+    },
+    /// Any other line, whole but for what is never read; for a tool execution, its output as
+    /// the read keeps it when it cut it.
+    Whole(Value, Option<KeptOutput>),
+}
 
 /// What a line becomes before the reader takes it, on the parsing threads: the data nobody
-/// reads dropped, tool outputs cut to `max` characters (recording their length).
-fn prepare(mut v: Value, max: Option<usize>) -> Value {
+/// reads dropped, a tool's output cut as `cut` says.
+fn prepare(mut v: Value, cut: Option<OutputCut>) -> Prepared {
     let kind = str_field(&v, "type").unwrap_or_default();
     if data_unread(kind) {
         if let Some(d) = v.get_mut("data") {
             *d = Value::Null;
         }
-        return v;
+        return Prepared::Whole(v, None);
     }
     if kind != "tool.execution_complete" {
-        return v;
+        return Prepared::Whole(v, None);
     }
     let Some(data) = v.get_mut("data").and_then(Value::as_object_mut) else {
-        return v;
+        return Prepared::Whole(v, None);
     };
-    data.remove(CUT);
     data.remove("toolTelemetry");
     if let Some(r) = data.get_mut("result").and_then(Value::as_object_mut) {
         r.remove("detailedContent");
     }
-    let Some(max) = max else { return v };
-    let mut cut = None;
-    for at in ["/result/content", "/error/message"] {
-        if let Some(Value::String(s)) = data_pointer(data, at) {
-            let n = s.chars().count();
-            if n > max {
-                *s = crate::text::trim_output(s, max);
-                cut = Some(cut.unwrap_or(0) + n);
+    let kept = cut.and_then(|cut| {
+        let (text, n) = output(data);
+        let kept = cut.keep(&text, n)?;
+        // The output is read from what was kept from here on.
+        for at in [["result", "content"], ["error", "message"]] {
+            if let Some(o) = data.get_mut(at[0]).and_then(Value::as_object_mut) {
+                o.remove(at[1]);
             }
         }
-    }
-    if let Some(n) = cut {
-        data.insert(CUT.into(), json!(n));
-    }
-    v
+        Some(kept)
+    });
+    Prepared::Whole(v, kept)
 }
 
-fn data_pointer<'a>(data: &'a mut Map<String, Value>, at: &str) -> Option<&'a mut Value> {
-    let (key, rest) = at[1..].split_once('/')?;
-    data.get_mut(key)?.get_mut(rest)
+/// What a tool execution's result reads as, and its length in characters: its output
+/// (`result.content`), or for a failure the error message, then the output.
+fn output(data: &Map<String, Value>) -> (String, usize) {
+    let at = |a: &str, b: &str| data.get(a).and_then(|o| o.get(b)).and_then(Value::as_str);
+    let (error, output) = (at("error", "message"), at("result", "content"));
+    let text = if data.get("success").and_then(Value::as_bool) != Some(false) {
+        output.unwrap_or_default().to_string()
+    } else {
+        [error, output]
+            .into_iter()
+            .flatten()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    };
+    let n = text.chars().count();
+    (text, n)
 }
 
+/// The fields of an event the reader needs when it reads nothing of its data.
+#[derive(Default)]
+struct Head<'a> {
+    kind: Str<'a>,
+    timestamp: Scalar<'a>,
+    agent: Str<'a>,
+}
+
+impl<'de> Fields<'de> for Head<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "type" => self.kind = map.next_value()?,
+            "timestamp" => self.timestamp = map.next_value()?,
+            "agentId" => self.agent = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// Whether a line may be an event whose data is never read (its type, quote included, is
+/// in its text: prose that says "model." does not count).
+fn may_skip(text: &str) -> bool {
+    [
+        b"\"system.message\"".as_slice(),
+        b"\"model.",
+        b"\"assistant.turn_",
+        b"\"hook.",
+        b"\"tool.execution_start\"",
+        b"\"tool.execution_p",
+    ]
+    .iter()
+    .any(|k| jsonl::contains(text.as_bytes(), k))
+}
+
+/// A line of an event whose data is never read, without a tree: the system prompt at every
+/// turn and the model calls of a compaction are much of a log. `None` for any other line
+/// (and for one that is not JSON, which the full parse then reports).
+fn skipped(text: &str) -> Option<Prepared> {
+    if !may_skip(text) {
+        return None;
+    }
+    let head = fields::parse::<Head>(text)?;
+    let kind = head.kind.get()?;
+    if !(BOOKKEEPING.contains(&kind) || data_unread(kind)) {
+        return None;
+    }
+    Some(Prepared::Skipped {
+        kind: kind.to_string(),
+        ts: head
+            .timestamp
+            .to_value()
+            .and_then(|t| Timestamp::from_value(&t)),
+        subagent: head.agent.get().is_some(),
+    })
+}
+
+/// What a line counts for in the newest turns, and whether it starts a turn, told from its
+/// text (an estimate): the CLI's bookkeeping, the start of each tool's execution among it (its
+/// call is in the answer before), makes no message.
+fn measure(text: &str) -> (usize, bool) {
+    if may_skip(text) {
+        return (0, false);
+    }
+    let turn = jsonl::contains(text.as_bytes(), b"\"user.message\"");
+    (text.len(), turn)
+}
+
+/// Reads the log in one pass, each event turned into messages as it comes and older turns
+/// folded as `opts` ask; with a tail, a first pass sizes the lines (see `adapter::part`).
 pub fn read(path: &Path, opts: ReadOptions) -> Result<Session> {
     let stem = path
         .file_stem()
@@ -94,16 +188,25 @@ pub fn read(path: &Path, opts: ReadOptions) -> Result<Session> {
         .into_owned();
     let mut session = Session::new(super::NAME, "copilot-events", stem);
     session.source_path = Some(path.display().to_string());
-    let max = opts.max_tool_output;
+    let sizes = match Cuts::want_sizes(&opts) {
+        true => part::line_sizes(path, measure)?,
+        false => Vec::new(),
+    };
+    let cuts = Cuts::new(&opts, &sizes);
+    drop(sizes);
+    let mut window = opts.fold.as_ref().map(FoldWindow::new);
     let mut st = State::default();
     let pass = jsonl::for_each_line(
         path,
         jsonl::Pass::default(),
-        |_, _| None,
-        |_, v| prepare(v, max),
+        |_, text| skipped(text),
+        |no, v| prepare(v, cuts.cut(no)),
         |no, line| {
-            if let Line::Json(v) = line {
-                st.event(v, no, &mut session);
+            if let Line::Json(p) = line {
+                st.event(p, no, &mut session);
+                if let Some(w) = window.as_mut() {
+                    w.after_messages(&mut session);
+                }
             }
             Ok(())
         },
@@ -125,7 +228,20 @@ struct State {
 }
 
 impl State {
-    fn event(&mut self, v: Value, no: usize, session: &mut Session) {
+    fn event(&mut self, p: Prepared, no: usize, session: &mut Session) {
+        let (v, kept) = match p {
+            Prepared::Whole(v, kept) => (v, kept),
+            Prepared::Skipped { kind, ts, subagent } => {
+                if let Some(t) = &ts {
+                    self.times.see(t);
+                }
+                match subagent {
+                    true => session.stats.sidechain_lines += 1,
+                    false => count(&mut session.stats.skipped_types, &kind),
+                }
+                return;
+            }
+        };
         let Value::Object(mut obj) = v else {
             count(&mut session.stats.unknown_types, "<not an object>");
             return;
@@ -158,7 +274,7 @@ impl State {
             }
             "user.message" => user(&data, at, session),
             "assistant.message" => self.assistant(&data, at, session),
-            "tool.execution_complete" => result(&data, at, session),
+            "tool.execution_complete" => result(&data, kept, at, session),
             "session.compaction_complete" => compaction(&data, at, session),
             "session.usage_record" => self.usage(&data, session),
             "session-relay" => {
@@ -316,7 +432,7 @@ fn user(data: &Value, at: Event, session: &mut Session) {
 /// A tool execution's result: its output (`result.content`), or for a failure the error
 /// message. A shell command that exits non-zero is a success to the CLI, which still draws it
 /// as failed: it is a failure here too, with its exit code.
-fn result(data: &Value, at: Event, session: &mut Session) {
+fn result(data: &Value, kept: Option<KeptOutput>, at: Event, session: &mut Session) {
     let Some(id) = str_field(data, "toolCallId") else {
         session.warn(
             Some(at.no),
@@ -324,31 +440,20 @@ fn result(data: &Value, at: Event, session: &mut Session) {
         );
         return;
     };
-    let output = data.pointer("/result/content").and_then(Value::as_str);
-    let success = data.get("success").and_then(Value::as_bool) != Some(false);
-    let content = if success {
-        output.unwrap_or_default().to_string()
-    } else {
-        let error = data.pointer("/error/message").and_then(Value::as_str);
-        [error, output]
-            .into_iter()
-            .flatten()
-            .filter(|s| !s.is_empty())
-            .collect::<Vec<_>>()
-            .join("\n\n")
-    };
-    let mut m = at.message(Role::ToolResult, &content);
+    let mut m = at.message(Role::ToolResult, "");
+    match (kept, data.as_object()) {
+        (Some(kept), _) => kept.apply_to(&mut m),
+        (None, Some(data)) => m.content = output(data).0,
+        (None, None) => {}
+    }
     m.tool_call_id = Some(id.to_string());
-    m.is_error = !success;
+    m.is_error = data.get("success").and_then(Value::as_bool) == Some(false);
     if let Some(code) = data
         .pointer("/shellExecution/exitCode")
         .and_then(jsonl::as_whole)
     {
         m.metadata.insert("exit_code", json!(code));
         m.is_error |= code != 0;
-    }
-    if let Some(n) = data.get(CUT).and_then(Value::as_u64) {
-        m.state_mut().original_chars = Some(n as usize);
     }
     session.messages.push(m);
 }
@@ -383,15 +488,44 @@ mod tests {
         let v = json!({"type": "tool.execution_complete", "data": {
             "toolCallId": "c", "success": true, "toolTelemetry": {"a": 1},
             "result": {"content": long, "detailedContent": "diff"}}});
-        let p = prepare(v, Some(20));
-        assert_eq!(p["data"][CUT], 50);
+        let cut = OutputCut {
+            max: 20,
+            reduced: false,
+            mask: None,
+        };
+        let Prepared::Whole(p, Some(kept)) = prepare(v, Some(cut)) else {
+            panic!("not cut");
+        };
+        assert_eq!(kept.original_chars, Some(50));
+        assert!(kept.content.len() < 50);
         assert!(p["data"]["result"].get("detailedContent").is_none());
+        assert!(p["data"]["result"].get("content").is_none());
         assert!(p["data"].get("toolTelemetry").is_none());
-        assert!(p["data"]["result"]["content"].as_str().unwrap().len() < 50);
-        let sys = prepare(
+        let Prepared::Whole(sys, None) = prepare(
             json!({"type": "system.message", "data": {"content": "prompt"}}),
             None,
-        );
+        ) else {
+            panic!("not whole");
+        };
         assert!(sys["data"].is_null());
+    }
+
+    /// An event whose data is never read is taken without a tree, for what a full parse takes
+    /// of it; any other line, and one that is not JSON, is left to the full parse.
+    #[test]
+    fn unread_events_are_skipped_without_a_tree() {
+        let line = r#"{"type":"system.message","data":{"content":"a long prompt"},"timestamp":"2026-01-01T00:00:00Z"}"#;
+        let Some(Prepared::Skipped { kind, ts, subagent }) = skipped(line) else {
+            panic!("not skipped");
+        };
+        assert_eq!(kind, "system.message");
+        assert!(ts.is_some() && !subagent);
+        let sub = r#"{"type":"model.call","agentId":"a1","data":{}}"#;
+        assert!(matches!(
+            skipped(sub),
+            Some(Prepared::Skipped { subagent: true, .. })
+        ));
+        assert!(skipped(r#"{"type":"user.message","data":{"content":"model."}}"#).is_none());
+        assert!(skipped(r#"{"type":"system.message","data":"#).is_none());
     }
 }

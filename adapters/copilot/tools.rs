@@ -3,18 +3,14 @@
 
 use serde_json::{Value, json};
 
-use crate::model::{Message, ToolKind, generic_key_arg};
+use crate::model::{Message, ToolKind, first_str, generic_key_arg};
 
 /// Tools whose `path` argument names a file they change.
 pub const WRITE_TOOLS: &[&str] = &["create", "edit", "str_replace_editor"];
 
 /// The kind of one of Copilot CLI's tools and its key argument, in full.
 pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
-    let field = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| input.get(*k).and_then(Value::as_str))
-            .map(str::to_string)
-    };
+    let field = |keys: &[&str]| first_str(input, keys);
     let (kind, key) = match name {
         "bash" | "powershell" => (ToolKind::Shell, field(&["command"])),
         "view" | "read_file" => (ToolKind::Read, field(&["path"])),
@@ -69,14 +65,7 @@ pub fn native(call: &Message) -> Option<(String, Value)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn call(kind: ToolKind, key: &str, input: Value) -> Message {
-        let mut m = Message::new(crate::model::Role::ToolCall, "");
-        m.tool_kind = Some(kind);
-        m.key_arg = Some(key.into());
-        m.tool_input = Some(input);
-        m
-    }
+    use crate::model::test_call as call;
 
     #[test]
     fn every_tool_gets_a_kind_and_what_it_did() {

@@ -18,24 +18,24 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use crate::adapter::{NativeSession, WriteRequest};
-use crate::model::{Message, Role, Session, Timestamp};
+use crate::adapter::write::{Clock, call_args, call_name, extend, first_time, stamp};
+use crate::adapter::{NativeSession, WriteRequest, uuid_v4 as new_id};
+use crate::model::{Message, Role, Session};
 
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
-    let path = match &req.standalone {
-        Some(p) => p.clone(),
-        None => super::state_dir(&req.home)
+    let path = req.path_or(|| {
+        super::state_dir(&req.home)
             .join(&req.id)
-            .join(super::EVENTS),
-    };
-    let start = start_time(shaped, req.now);
+            .join(super::EVENTS)
+    });
+    let start = first_time(shaped).unwrap_or(req.now);
     let mut w = Writer {
         out: Vec::new(),
         parent: None,
-        clock: start,
+        clock: Clock::new(start),
         pending: Pending::default(),
     };
     let version = super::AGENT.cli.as_ref().map(|c| c.verified_versions);
@@ -60,31 +60,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         w.message(m);
     }
     w.flush();
-    Ok(NativeSession {
-        id: req.id.clone(),
-        resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
-        path,
-        bytes: w.out,
-        mtime: None,
-        notes: Vec::new(),
-    })
-}
-
-/// The session's start: its first message's time, else the relay's.
-fn start_time(shaped: &Session, now: DateTime<Utc>) -> DateTime<Utc> {
-    shaped
-        .messages
-        .iter()
-        .find_map(|m| m.timestamp.as_ref().and_then(Timestamp::time))
-        .unwrap_or(now)
-}
-
-fn stamp(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
+    Ok(NativeSession::new(&super::ADAPTER, req, path, w.out))
 }
 
 /// The assistant message being assembled: its reasoning, its text and the calls made together.
@@ -100,8 +76,7 @@ struct Writer {
     out: Vec<u8>,
     /// The id of the event written last.
     parent: Option<String>,
-    /// Times never go backwards.
-    clock: DateTime<Utc>,
+    clock: Clock,
     pending: Pending,
 }
 
@@ -113,11 +88,11 @@ impl Writer {
             "type": kind,
             "data": data,
             "id": id,
-            "timestamp": stamp(self.clock),
+            "timestamp": stamp(self.clock.now),
             "parentId": self.parent,
         });
-        if let (Some(Value::Object(extra)), Some(o)) = (extra, v.as_object_mut()) {
-            o.extend(extra);
+        if let Some(extra) = extra {
+            extend(&mut v, extra);
         }
         let start = self.out.len();
         serde_json::to_writer(&mut self.out, &v).expect("JSON to memory");
@@ -126,17 +101,8 @@ impl Writer {
         self.parent = Some(id);
     }
 
-    fn at(&mut self, m: &Message) -> DateTime<Utc> {
-        if let Some(t) = m.timestamp.as_ref().and_then(Timestamp::time)
-            && t > self.clock
-        {
-            self.clock = t;
-        }
-        self.clock
-    }
-
     fn message(&mut self, m: &Message) {
-        let t = self.at(m);
+        let t = self.clock.at_message(m);
         match m.role {
             Role::User | Role::System => {
                 self.flush();
@@ -164,8 +130,8 @@ impl Writer {
                 self.pending.time.get_or_insert(t);
                 self.pending.calls.push(json!({
                     "toolCallId": m.tool_call_id.clone().unwrap_or_else(new_id),
-                    "name": m.tool_name.as_deref().unwrap_or("tool"),
-                    "arguments": m.tool_input.clone().unwrap_or_else(|| json!({})),
+                    "name": call_name(m),
+                    "arguments": call_args(m),
                     "type": "function",
                 }));
             }
@@ -182,8 +148,8 @@ impl Writer {
         if p.reasoning.is_empty() && p.text.is_none() && p.calls.is_empty() {
             return;
         }
-        let now = self.clock;
-        self.clock = p.time.unwrap_or(now);
+        let now = self.clock.now;
+        self.clock.now = p.time.unwrap_or(now);
         let mut data = json!({
             "messageId": new_id(),
             "content": p.text.unwrap_or_default(),
@@ -200,7 +166,7 @@ impl Writer {
                 None,
             );
         }
-        self.clock = now;
+        self.clock.now = now;
     }
 }
 
@@ -262,7 +228,7 @@ pub fn register(written: &NativeSession, shaped: &Session, title: &str) -> Resul
         )]);
     }
     let now = Utc::now();
-    let created = start_time(shaped, now);
+    let created = first_time(shaped).unwrap_or(now);
     let q = |s: &str| serde_json::to_string(s).expect("a string");
     let mut text = format!("{WORKSPACE_MARK} {}\n", env!("CARGO_PKG_VERSION"));
     for (key, value) in [

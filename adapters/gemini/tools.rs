@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::model::{Todo, TodoStatus, ToolKind, generic_key_arg};
+use crate::model::{Todo, TodoStatus, ToolKind, first_str, generic_key_arg, status_line};
 
 /// Tools whose `file_path` argument names a file they change.
 pub const WRITE_TOOLS: &[&str] = &["write_file", "replace"];
@@ -11,11 +11,7 @@ pub const WRITE_TOOLS: &[&str] = &["write_file", "replace"];
 /// The kind of one of Gemini CLI's tools and its key argument, in full. Older releases named
 /// some tools and arguments differently (`search_file_content`, `absolute_path`, `path`).
 pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
-    let field = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| input.get(*k).and_then(Value::as_str))
-            .map(str::to_string)
-    };
+    let field = |keys: &[&str]| first_str(input, keys);
     let (kind, key) = match name {
         "run_shell_command" => (ToolKind::Shell, field(&["command"])),
         "read_file" => (
@@ -27,7 +23,7 @@ pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
         "replace" => (ToolKind::Edit, field(&["file_path", "absolute_path"])),
         "glob" | "grep_search" | "search_file_content" => (ToolKind::Search, field(&["pattern"])),
         "list_directory" => (ToolKind::Search, field(&["dir_path", "path"])),
-        "write_todos" => (ToolKind::Plan, todo_line(input)),
+        "write_todos" => (ToolKind::Plan, status_line(input, "todos", "description")),
         "google_web_search" => (ToolKind::Web, field(&["query"])),
         "web_fetch" => (ToolKind::Web, field(&["url", "prompt"])),
         "invoke_agent" => (ToolKind::Subagent, field(&["prompt", "agent_name"])),
@@ -47,24 +43,6 @@ fn list(input: &Value, keys: &[&str]) -> Option<String> {
             .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
             .collect::<Vec<_>>()
             .join(", "),
-    )
-}
-
-/// `write_todos`' list in one line: each item with its status.
-fn todo_line(input: &Value) -> Option<String> {
-    let items = input.get("todos")?.as_array()?;
-    Some(
-        items
-            .iter()
-            .map(|i| {
-                format!(
-                    "{} ({})",
-                    i.get("description").and_then(Value::as_str).unwrap_or("?"),
-                    i.get("status").and_then(Value::as_str).unwrap_or("?")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
     )
 }
 

@@ -20,39 +20,33 @@
 //!   results.
 
 use anyhow::Result;
-use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use chrono::{DateTime, Duration, Utc};
 use serde_json::{Map, Value, json};
 
-use crate::adapter::{NativeSession, WriteRequest};
-use crate::model::{Message, Role, Session, Timestamp};
+use crate::adapter::write::{Clock, ToolNames, call_args, call_name, first_time, push_line, stamp};
+use crate::adapter::{NativeSession, WriteRequest, uuid_v4 as new_id};
+use crate::model::{Message, Role, Session};
 
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
-    let path = match &req.standalone {
-        Some(p) => p.clone(),
-        None => {
-            // A home where Gemini CLI never ran gets the folders its first start would make.
-            let gemini = super::gemini_dir(&req.home);
-            let slug = super::project::slug_for(&gemini, &req.cwd);
-            gemini
-                .join("tmp")
-                .join(slug)
-                .join("chats")
-                .join(file_name(&req.id, req.now))
-        }
-    };
-    let start = shaped
-        .messages
-        .iter()
-        .find_map(|m| m.timestamp.as_ref().and_then(Timestamp::time))
-        .unwrap_or(req.now);
+    let path = req.path_or(|| {
+        // A home where Gemini CLI never ran gets the folders its first start would make.
+        let gemini = super::gemini_dir(&req.home);
+        let slug = super::project::slug_for(&gemini, &req.cwd);
+        gemini
+            .join("tmp")
+            .join(slug)
+            .join("chats")
+            .join(file_name(&req.id, req.now))
+    });
+    let start = first_time(shaped).unwrap_or(req.now);
     let mut w = Writer {
         out: Vec::new(),
-        clock: start,
+        clock: Clock::new(start),
         current: Pending::default(),
         deferred: Vec::new(),
         responses: Vec::new(),
         responses_time: start,
-        names: std::collections::HashMap::new(),
+        names: ToolNames::default(),
     };
     w.line(&json!({
         "sessionId": req.id,
@@ -74,14 +68,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         w.message(m);
     }
     w.flush_all();
-    Ok(NativeSession {
-        id: req.id.clone(),
-        resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
-        path,
-        bytes: w.out,
-        mtime: None,
-        notes: Vec::new(),
-    })
+    Ok(NativeSession::new(&super::ADAPTER, req, path, w.out))
 }
 
 /// `session-<UTC minute>-<8 chars>.jsonl`, the CLI's own pattern, with the id's LAST 8
@@ -109,14 +96,6 @@ fn marker_text(provenance: &Value) -> String {
         ),
         _ => format!("Relayed by session-relay {}", env!("CARGO_PKG_VERSION")),
     }
-}
-
-fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
-
-fn stamp(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// The gemini message being assembled: thoughts, then text, then calls made together with
@@ -149,8 +128,7 @@ impl Pending {
 
 struct Writer {
     out: Vec<u8>,
-    /// Times never go backwards.
-    clock: DateTime<Utc>,
+    clock: Clock,
     current: Pending,
     /// Thoughts that came while calls awaited their results: they open the next message.
     deferred: Vec<Value>,
@@ -158,26 +136,16 @@ struct Writer {
     responses: Vec<Value>,
     responses_time: DateTime<Utc>,
     /// Every call's tool name by id, for results written apart from their call.
-    names: std::collections::HashMap<String, String>,
+    names: ToolNames,
 }
 
 impl Writer {
     fn line(&mut self, v: &Value) {
-        serde_json::to_writer(&mut self.out, v).expect("JSON to memory");
-        self.out.push(b'\n');
-    }
-
-    fn at(&mut self, m: &Message) -> DateTime<Utc> {
-        if let Some(t) = m.timestamp.as_ref().and_then(Timestamp::time)
-            && t > self.clock
-        {
-            self.clock = t;
-        }
-        self.clock
+        push_line(&mut self.out, v);
     }
 
     fn message(&mut self, m: &Message) {
-        let t = self.at(m);
+        let t = self.clock.at_message(m);
         if m.role == Role::ToolResult {
             self.result(m, t);
             return;
@@ -211,11 +179,7 @@ impl Writer {
         if self.responses.is_empty() {
             self.responses_time = t;
         }
-        let name = self
-            .names
-            .get(&id)
-            .cloned()
-            .unwrap_or_else(|| "tool".into());
+        let name = self.names.of(&id);
         self.responses.push(json!({
             "functionResponse": {"id": id, "name": name, "response": response(m)}
         }));
@@ -268,9 +232,9 @@ impl Writer {
         }
         self.current.time.get_or_insert(t);
         let id = m.tool_call_id.clone().unwrap_or_else(new_id);
-        let name = m.tool_name.clone().unwrap_or_else(|| "tool".into());
+        let name = call_name(m);
         let value = call_value(m, &id, &name, t);
-        self.names.insert(id.clone(), name.clone());
+        self.names.insert(&id, &name);
         self.current.calls.push(Call {
             id,
             name,
@@ -286,9 +250,7 @@ impl Writer {
             Some(last) if t <= last => last + Duration::milliseconds(1),
             _ => t,
         };
-        if t > self.clock {
-            self.clock = t;
-        }
+        self.clock.at(Some(t));
         self.current.last_result = Some(t);
         self.current.results += 1;
         let call = self
@@ -311,14 +273,14 @@ impl Writer {
         let p = std::mem::take(&mut self.current);
         self.current.thoughts = std::mem::take(&mut self.deferred);
         if !self.current.thoughts.is_empty() {
-            self.current.time = Some(self.clock);
+            self.current.time = Some(self.clock.now);
         }
         if p.is_empty() {
             return;
         }
         let mut v = json!({
             "id": new_id(),
-            "timestamp": stamp(p.time.unwrap_or(self.clock)),
+            "timestamp": stamp(p.time.unwrap_or(self.clock.now)),
             "type": "gemini",
             "content": p.text.unwrap_or_default(),
         });
@@ -368,10 +330,7 @@ fn call_value(m: &Message, id: &str, name: &str, t: DateTime<Utc>) -> Map<String
     let mut value = Map::new();
     value.insert("id".into(), json!(id));
     value.insert("name".into(), json!(name));
-    value.insert(
-        "args".into(),
-        m.tool_input.clone().unwrap_or_else(|| json!({})),
-    );
+    value.insert("args".into(), call_args(m));
     value.insert("status".into(), json!("success"));
     value.insert("timestamp".into(), json!(stamp(t)));
     value.insert(
@@ -429,63 +388,40 @@ mod tests {
     /// out of order, thoughts and words between a call and its result.
     #[test]
     fn every_order_of_calls_and_results_reads_back_as_written() {
-        use crate::model::{Message, Role, Session};
-        let call = |id: &str| {
-            let mut m = Message::new(Role::ToolCall, "");
-            m.tool_call_id = Some(id.into());
-            m.tool_name = Some("run_shell_command".into());
-            m.tool_input = Some(json!({"command": format!("echo {id}")}));
-            m.key_arg = Some(format!("echo {id}"));
-            m
-        };
-        let result = |id: &str, error: bool| {
-            let mut m = Message::new(Role::ToolResult, format!("out {id}"));
-            m.tool_call_id = Some(id.into());
-            m.is_error = error;
-            m
-        };
-        let mut s = Session::new("gemini", "relay", "id");
-        s.messages = vec![
-            Message::new(Role::System, "# Handoff brief"),
-            Message::new(Role::User, "/etc/hosts first"),
-            Message::new(Role::Assistant, "Two at once."),
-            call("a"),
-            call("b"),
-            result("b", false),
-            result("a", true),
-            call("c"),
-            Message::new(Role::Reasoning, "**Wait**\n\nfor c"),
-            Message::new(Role::Assistant, "c is slow"),
-            result("c", false),
-            call("d"),
-            result("d", false),
-            call("e"),
-            result("e", false),
-            Message::new(Role::User, ""),
-            Message::new(Role::Assistant, "Done."),
-        ];
+        use crate::adapter::write::test_support::*;
+        let call = |id: &str| echo_call(id, "run_shell_command", true);
+        let result = echo_result;
+        let s = session(
+            "gemini",
+            vec![
+                Message::new(Role::System, "# Handoff brief"),
+                Message::new(Role::User, "/etc/hosts first"),
+                Message::new(Role::Assistant, "Two at once."),
+                call("a"),
+                call("b"),
+                result("b", false),
+                result("a", true),
+                call("c"),
+                Message::new(Role::Reasoning, "**Wait**\n\nfor c"),
+                Message::new(Role::Assistant, "c is slow"),
+                result("c", false),
+                call("d"),
+                result("d", false),
+                call("e"),
+                result("e", false),
+                Message::new(Role::User, ""),
+                Message::new(Role::Assistant, "Done."),
+            ],
+        );
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("s.jsonl");
-        let req = WriteRequest {
-            home: dir.path().to_path_buf(),
-            id: "0199f022-0000-7000-8000-00000000aaaa".into(),
-            cwd: "/tmp/x".into(),
-            title: "t".into(),
-            provenance: json!({}),
-            now: Utc::now(),
-            standalone: Some(out.clone()),
-        };
+        let req = request(&out, "0199f022-0000-7000-8000-00000000aaaa", "t", json!({}));
         let native = write(&s, &req).unwrap();
         std::fs::write(&out, &native.bytes).unwrap();
         let back = super::super::read::read(&out, Default::default()).unwrap();
         assert_eq!(crate::verify::digest(&back), crate::verify::digest(&s));
         // Results that could sit in their calls do; d and e are one call each.
-        let lines: Vec<Value> = String::from_utf8(native.bytes)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        let with_result = lines
+        let with_result = lines(&native)
             .iter()
             .filter_map(|l| l["toolCalls"].as_array())
             .flatten()

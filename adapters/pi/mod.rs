@@ -65,12 +65,15 @@ pub(crate) const RELAY_ENTRY: &str = "session-relay";
 /// them.
 pub(crate) const RELAY_FIELD: &str = "sessionRelay";
 
-/// `sessions/--<cwd>--/`.
+/// `sessions/--<cwd>--/` (or `$PI_CODING_AGENT_SESSION_DIR`). pi keeps no index: it lists every
+/// `.jsonl` in the folder whose first line is a session header.
 struct Sessions;
 
 impl Store for Sessions {
     fn dirs(&self, home: &Path) -> Vec<PathBuf> {
-        vec![home.join("sessions")]
+        let mut dirs = vec![home.join("sessions")];
+        dirs.extend(crate::fsutil::dir_from_env(SESSION_DIR_ENV));
+        dirs
     }
 
     fn session_files(&self, home: &Path) -> Vec<PathBuf> {
@@ -130,10 +133,7 @@ impl Adapter for Pi {
 
     fn native_tool(&self, call: &Message, same_agent: bool) -> Option<(String, Value)> {
         if same_agent {
-            return Some((
-                call.tool_name.clone()?,
-                call.tool_input.clone().unwrap_or(Value::Null),
-            ));
+            return crate::adapter::own_tool(call);
         }
         tools::native(call)
     }
@@ -145,44 +145,22 @@ impl Adapter for Pi {
     fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         write::write(shaped, req)
     }
-
-    fn register(
-        &self,
-        _home: &Path,
-        _written: &NativeSession,
-        _shaped: &Session,
-        _title: &str,
-    ) -> Result<Vec<String>> {
-        // pi keeps no index: it lists every `.jsonl` in the project's folder whose first line
-        // is a session header.
-        Ok(Vec::new())
-    }
-
-    fn unregister(&self, _home: &Path, _id: &str) -> Result<Vec<String>> {
-        Ok(Vec::new())
-    }
 }
 
-/// Session files: `sessions/<folder>/*.jsonl`, the folders pi makes per project.
+/// The environment variable that moves pi's sessions out of the agent dir: pi then keeps every
+/// session straight in that folder, with no folder per project. pi's `--session-dir` flag and
+/// `sessionDir` setting do the same; a relay cannot see the flag, and does not read the setting.
+pub(crate) const SESSION_DIR_ENV: &str = "PI_CODING_AGENT_SESSION_DIR";
+
+/// Session files: `sessions/<folder>/*.jsonl`, the folders pi makes per project, and
+/// `$PI_CODING_AGENT_SESSION_DIR/*.jsonl` when it is set.
 fn session_files(home: &Path) -> Vec<PathBuf> {
-    let Ok(projects) = std::fs::read_dir(home.join("sessions")) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for project in projects.filter_map(|e| e.ok()) {
-        if !project.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let Ok(files) = std::fs::read_dir(project.path()) else {
-            continue;
-        };
-        out.extend(files.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            // A relay's file before it takes its name, or one an interrupted relay left.
-            p.is_file() && name.ends_with(".jsonl") && !name.starts_with(crate::fsutil::TEMP_PREFIX)
-        }));
+    let mut out = crate::fsutil::jsonl_files_by_project(&home.join("sessions"), "");
+    if let Some(dir) = crate::fsutil::dir_from_env(SESSION_DIR_ENV) {
+        out.extend(crate::fsutil::jsonl_files_in(&dir));
+        out.sort();
+        out.dedup();
     }
-    out.sort();
     out
 }
 

@@ -10,12 +10,17 @@
 //! - `session_info {name}`: the title (the newest one); `model_change`: the model; a relay's
 //!   `session-relay` entry: its provenance. Other known types carry no conversation.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 
 use anyhow::Result;
+use serde::de::MapAccess;
 use serde_json::{Value, json};
 
+use crate::adapter::part::{Cuts, LineSize};
+use crate::adapter::tree::{self, Id, InOrder, Parent};
+use crate::adapter::{FoldWindow, KeptOutput, OutputCut, ReadOptions};
+use crate::jsonl::fields::{self, Fields, Str, Val};
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{Message, MessageKind, Role, Session, Timestamp};
 
@@ -27,12 +32,15 @@ const QUIET_TYPES: &[&str] = &[
     "model_change",
 ];
 
-/// One line of the file, as the reader keeps it.
+/// An entry of the branch as the second pass hands it on.
 struct Entry {
     line: usize,
     value: Value,
-    /// For a tool result cut while parsing (`ReadOptions::max_tool_output`): its full length.
-    cut_from: Option<usize>,
+    /// A tool result's output as the read keeps it, when it cut it (`OutputCut::keep`): the
+    /// entry's own `content` is then dropped.
+    kept: Option<KeptOutput>,
+    /// A user message a relay wrote as context (see `RELAY_FIELD`).
+    relayed_context: bool,
 }
 
 /// The id in the session header of the file at `path` (its first line), if it has one.
@@ -48,54 +56,225 @@ fn is_header(v: &Value) -> bool {
     str_field(v, "type") == Some("session") && str_field(v, "id").is_some()
 }
 
-pub fn read(path: &Path, opts: crate::adapter::ReadOptions) -> Result<Session> {
+/// Reads the file in two passes: the first keeps each entry's id and parent (`Node`), from
+/// which the branch is found; the second parses only the branch's entries, each turned into
+/// messages as it comes, its tool outputs cut as `opts` ask and older turns folded.
+pub fn read(path: &Path, opts: ReadOptions) -> Result<Session> {
     let stem = path.file_stem().unwrap_or_default().to_string_lossy();
     let mut session = Session::new(super::NAME, "pi-jsonl", stem.into_owned());
     session.source_path = Some(path.display().to_string());
-    let max = opts.max_tool_output;
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut first_line = None;
-    let pass = jsonl::for_each_line(
+    let tree = Tree::read(path)?;
+    session.record_pass(&tree.pass);
+    match &tree.header {
+        Some(h) => apply_header(&mut session, h),
+        None if tree.first_line.is_some() => session.warn(
+            tree.first_line,
+            "not a pi session: the first line is not a session header (pi does not list it)",
+        ),
+        None => session.warn(None, "empty file: no session header"),
+    }
+    let on_path = branch(&tree.nodes, &mut session);
+    let sizes: Vec<LineSize> = match Cuts::want_sizes(&opts) {
+        true => on_path.iter().map(|&i| tree.nodes[i].size).collect(),
+        false => Vec::new(),
+    };
+    let lines: Vec<usize> = on_path.iter().map(|&i| tree.nodes[i].size.line).collect();
+    let Tree { title, .. } = tree;
+    let cuts = Cuts::new(&opts, &sizes);
+    drop(sizes);
+    let mut state = State::default();
+    read_branch(path, &lines, cuts, &opts, &mut session, &mut state)?;
+    finish(&mut session, title, state);
+    Ok(session)
+}
+
+/// The second pass: the branch's entries (on `lines`), converted in the branch's order.
+fn read_branch(
+    path: &Path,
+    lines: &[usize],
+    cuts: Cuts,
+    opts: &ReadOptions,
+    session: &mut Session,
+    state: &mut State,
+) -> Result<()> {
+    let mut wanted = vec![false; lines.iter().max().map_or(0, |m| m + 1)];
+    for &l in lines {
+        wanted[l] = true;
+    }
+    let mut order = InOrder::new(lines.iter().map(|&l| [l]));
+    let mut window = opts.fold.as_ref().map(FoldWindow::new);
+    jsonl::for_each_line(
         path,
         jsonl::Pass::default(),
-        |_, _| None,
-        |_, mut v| {
-            let cut_from = max.and_then(|max| cut_result(&mut v, max));
-            (v, cut_from)
-        },
+        // Lines off the branch are not parsed at all.
+        |no, _| (!wanted.get(no).copied().unwrap_or(false)).then_some(None),
+        |no, v| Some(prepare(no, v, cuts.cut(no))),
         |no, line| {
-            first_line.get_or_insert(no);
-            if let Line::Json((value, cut_from)) = line {
-                entries.push(Entry {
-                    line: no,
-                    value,
-                    cut_from,
+            if let Line::Json(Some(e)) = line {
+                order.put(no, e, |_, entries| {
+                    for e in entries {
+                        entry(e, session, state);
+                        if let Some(w) = window.as_mut() {
+                            w.after_messages(session);
+                        }
+                    }
                 });
             }
             Ok(())
         },
     )?;
-    session.record_pass(&pass);
-    let header = match entries.first() {
-        Some(e) if Some(e.line) == first_line && is_header(&e.value) => Some(entries.remove(0)),
-        _ => None,
-    };
-    match &header {
-        Some(h) => apply_header(&mut session, &h.value),
-        None if first_line.is_some() => session.warn(
-            first_line,
-            "not a pi session: the first line is not a session header (pi does not list it)",
-        ),
-        None => session.warn(None, "empty file: no session header"),
+    if order.done() < lines.len() {
+        session.warn(
+            None,
+            "the file changed while it was read: the entries after the first that changed are left out",
+        );
     }
-    let path_entries = branch(&entries, &mut session);
-    let mut state = State::default();
-    for i in path_entries {
-        entry(&entries[i], &mut session, &mut state);
-    }
-    finish(&mut session, &entries, state);
-    Ok(session)
+    Ok(())
 }
+
+/// What the first pass keeps of the file.
+struct Tree {
+    pass: jsonl::PassStats,
+    /// The first line that is not blank, JSON or not.
+    first_line: Option<usize>,
+    header: Option<Value>,
+    /// Every JSON line but the header, in file order.
+    nodes: Vec<Node>,
+    /// The newest `session_info`'s name (`Some(None)`: it has none).
+    title: Option<Option<String>>,
+}
+
+/// What the first pass keeps of an entry: how it links, and its size for the tail.
+struct Node {
+    /// `id`, when it is a string.
+    id: Option<Id>,
+    /// It has an `id`, whatever its value.
+    has_id: bool,
+    /// `parentId`, when it is a string.
+    parent: Option<Id>,
+    size: LineSize,
+}
+
+/// A line as the first pass parses it: the few fields it keeps, nothing else built.
+#[derive(Default)]
+struct Light<'a> {
+    kind: Str<'a>,
+    id: Str<'a>,
+    has_id: bool,
+    parent: Str<'a>,
+    name: Str<'a>,
+    relay: Str<'a>,
+    message: Val<'a, MessageRole<'a>>,
+}
+
+impl<'de> Fields<'de> for Light<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "type" => self.kind = map.next_value()?,
+            "id" => {
+                self.has_id = true;
+                self.id = map.next_value()?;
+            }
+            "parentId" => self.parent = map.next_value()?,
+            "name" => self.name = map.next_value()?,
+            super::RELAY_FIELD => self.relay = map.next_value()?,
+            "message" => self.message = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// A message's role.
+#[derive(Default)]
+struct MessageRole<'a> {
+    role: Str<'a>,
+}
+
+impl<'de> Fields<'de> for MessageRole<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "role" => self.role = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// A line as the first pass hands it on.
+struct Seen {
+    node: Node,
+    /// The whole line, when it is a session header.
+    header: Option<Value>,
+    /// A `session_info`'s name.
+    info_name: Option<Option<String>>,
+}
+
+/// The first pass's view of line `no` (`None`: not JSON).
+fn seen(no: usize, text: &str) -> Option<Seen> {
+    let l = fields::parse::<Light>(text)?;
+    let header = match l.kind.is("session") {
+        true => serde_json::from_str::<Value>(text).ok().filter(is_header),
+        false => None,
+    };
+    let role = l.message.obj().and_then(|m| m.role.get());
+    Some(Seen {
+        node: Node {
+            id: l.id.get().map(Id::new),
+            has_id: l.has_id,
+            parent: l.parent.get().map(Id::new),
+            size: LineSize {
+                line: no,
+                bytes: text.len(),
+                turn: role == Some("user") && !l.relay.is("context"),
+            },
+        },
+        header,
+        info_name: l.kind.is("session_info").then(|| l.name.owned()),
+    })
+}
+
+impl Tree {
+    fn read(path: &Path) -> Result<Tree> {
+        let mut tree = Tree {
+            pass: Default::default(),
+            first_line: None,
+            header: None,
+            nodes: Vec::new(),
+            title: None,
+        };
+        tree.pass = jsonl::for_each_line(
+            path,
+            jsonl::Pass {
+                step: Some(TREE_STEP),
+                ..Default::default()
+            },
+            seen,
+            // Only a line `Light` could not parse comes here, and it is not JSON to `Value`
+            // either: this cannot be called.
+            |no, v| seen(no, &v.to_string()).expect("a Value is JSON"),
+            |no, line| {
+                let first = tree.first_line.is_none();
+                tree.first_line.get_or_insert(no);
+                if let Line::Json(s) = line {
+                    if first && s.header.is_some() {
+                        tree.header = s.header;
+                        return Ok(());
+                    }
+                    if let Some(name) = s.info_name {
+                        tree.title = Some(name);
+                    }
+                    tree.nodes.push(s.node);
+                }
+                Ok(())
+            },
+        )?;
+        Ok(tree)
+    }
+}
+
+/// The progress step of the first pass: the read after it is `reading`.
+const TREE_STEP: &str = "finding the branch in";
 
 fn apply_header(session: &mut Session, h: &Value) {
     if let Some(id) = str_field(h, "id") {
@@ -114,55 +293,41 @@ fn apply_header(session: &mut Session, h: &Value) {
 /// The indexes of the entries on the path from the leaf (the last entry with an id) to the
 /// root, in order, as pi's context follows it. Entries off it are counted as abandoned; an
 /// entry without an id, a parent that is missing or a loop are warned of.
-fn branch(entries: &[Entry], session: &mut Session) -> Vec<usize> {
-    let mut by_id: HashMap<&str, usize> = HashMap::new();
-    for (i, e) in entries.iter().enumerate() {
-        match str_field(&e.value, "id") {
+fn branch(nodes: &[Node], session: &mut Session) -> Vec<usize> {
+    let mut by_id: HashMap<&Id, usize> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        match &n.id {
             Some(id) => {
                 by_id.insert(id, i);
             }
             None => session.warn(
-                Some(e.line),
+                Some(n.size.line),
                 "entry without an id skipped: pi cannot place it in the session's tree",
             ),
         }
     }
-    let leaf = entries
-        .iter()
-        .rposition(|e| str_field(&e.value, "id").is_some());
-    let mut path = Vec::new();
-    let mut seen = HashSet::new();
-    let mut at = leaf;
-    while let Some(i) = at {
-        if !seen.insert(i) {
-            session.warn(
-                Some(entries[i].line),
-                "the entries' parentId links loop here",
-            );
-            break;
-        }
-        path.push(i);
-        at = match entries[i].value.get("parentId") {
-            Some(Value::String(p)) => {
-                let parent = by_id.get(p.as_str()).copied();
-                if parent.is_none() {
-                    session.warn(
-                        Some(entries[i].line),
-                        format!("parentId {p} names no entry of the file: the context starts here"),
-                    );
-                }
-                parent
-            }
-            _ => None,
-        };
+    let leaf = nodes.iter().rposition(|n| n.id.is_some());
+    let walk = tree::walk_up(leaf, |i| match &nodes[i].parent {
+        Some(p) => by_id
+            .get(p)
+            .map_or_else(|| Parent::Missing(p.to_string()), |&at| Parent::At(at)),
+        None => Parent::Root,
+    });
+    if let Some(i) = walk.looped_at {
+        session.warn(
+            Some(nodes[i].size.line),
+            "the entries' parentId links loop here",
+        );
     }
-    path.reverse();
-    let ids = entries
-        .iter()
-        .filter(|e| e.value.get("id").is_some())
-        .count();
-    session.stats.abandoned_branch_lines = ids - path.len();
-    path
+    if let Some((i, p)) = walk.missing_parent {
+        session.warn(
+            Some(nodes[i].size.line),
+            format!("parentId {p} names no entry of the file: the context starts here"),
+        );
+    }
+    let ids = nodes.iter().filter(|n| n.has_id).count();
+    session.stats.abandoned_branch_lines = ids - walk.path.len();
+    walk.path
 }
 
 /// What the path's entries say of the whole session.
@@ -173,14 +338,15 @@ struct State {
 }
 
 /// One entry on the path.
-fn entry(e: &Entry, session: &mut Session, state: &mut State) {
-    let v = &e.value;
+fn entry(mut e: Entry, session: &mut Session, state: &mut State) {
+    let value = std::mem::take(&mut e.value);
+    let v = &value;
     let ts = v.get("timestamp").and_then(Timestamp::from_value);
     let kind = str_field(v, "type").unwrap_or_default();
     let summary = |key: &str| str_field(v, key).unwrap_or_default().to_string();
     match kind {
         "message" => match v.get("message") {
-            Some(m) => message(m, e, ts, session, state),
+            Some(m) => message(m, &mut e, ts, session, state),
             None => session.warn(Some(e.line), "message entry without a message skipped"),
         },
         "compaction" => {
@@ -244,7 +410,13 @@ fn skipped(session: &mut Session, kind: &str) {
 }
 
 /// A `message` entry's message.
-fn message(m: &Value, e: &Entry, ts: Option<Timestamp>, session: &mut Session, state: &mut State) {
+fn message(
+    m: &Value,
+    e: &mut Entry,
+    ts: Option<Timestamp>,
+    session: &mut Session,
+    state: &mut State,
+) {
     let base = |role: Role, text: String| {
         Message::new(role, text)
             .with_time(ts.clone())
@@ -252,7 +424,7 @@ fn message(m: &Value, e: &Entry, ts: Option<Timestamp>, session: &mut Session, s
     };
     match str_field(m, "role").unwrap_or_default() {
         "user" => {
-            let relayed_context = str_field(&e.value, super::RELAY_FIELD) == Some("context");
+            let relayed_context = e.relayed_context;
             let role = if relayed_context {
                 Role::System
             } else {
@@ -270,12 +442,13 @@ fn message(m: &Value, e: &Entry, ts: Option<Timestamp>, session: &mut Session, s
         }
         "assistant" => assistant(m, &base, session, state),
         "toolResult" => {
-            let mut r = base(Role::ToolResult, text_of(m.get("content")));
+            let mut r = base(Role::ToolResult, String::new());
             r.tool_call_id = str_field(m, "toolCallId").map(str::to_string);
             r.tool_name = str_field(m, "toolName").map(str::to_string);
             r.is_error = m.get("isError").and_then(Value::as_bool).unwrap_or(false);
-            if let Some(n) = e.cut_from {
-                r.state_mut().original_chars = Some(n);
+            match e.kept.take() {
+                Some(kept) => kept.apply_to(&mut r),
+                None => r.content = text_of(m.get("content")),
             }
             session.messages.push(r);
         }
@@ -319,6 +492,8 @@ fn assistant(
         state.model = Some(model.to_string());
     }
     let at = session.messages.len();
+    // Where the answer starts in the whole session, folded turns counted.
+    let at_whole = session.end();
     let blocks: &[Value] = match m.get("content") {
         Some(Value::Array(b)) => b,
         Some(Value::String(s)) => {
@@ -367,7 +542,7 @@ fn assistant(
     };
     let prompt = n("input") + n("cacheRead") + n("cacheWrite");
     if prompt > 0 {
-        session.record_context_usage(prompt, at, model);
+        session.record_context_usage(prompt, at_whole, model);
     }
 }
 
@@ -436,37 +611,42 @@ fn images(content: Option<&Value>) -> usize {
     }
 }
 
-/// Cuts a tool result's text to `max` characters while the line is parsed, so that a long
-/// session is never held with its outputs whole. Returns the text's full length when it cut.
-fn cut_result(v: &mut Value, max: usize) -> Option<usize> {
-    let m = v.get_mut("message")?;
-    if str_field(m, "role") != Some("toolResult") {
-        return None;
-    }
-    if let Some(o) = m.as_object_mut() {
+/// Entry `no` as the second pass keeps it, on the thread that parsed it: a tool result's
+/// output cut as `cut` says (a long session is never held with its outputs whole), and what
+/// is never read dropped.
+fn prepare(no: usize, mut v: Value, cut: Option<OutputCut>) -> Entry {
+    let relayed_context = str_field(&v, super::RELAY_FIELD) == Some("context");
+    let mut kept = None;
+    if let Some(m) = v.get_mut("message")
+        && str_field(m, "role") == Some("toolResult")
+        && let Some(o) = m.as_object_mut()
+    {
         // `details` repeats the output (an edit's diff) and is never read.
         o.remove("details");
+        if let Some(cut) = cut {
+            let text = text_of(o.get("content"));
+            kept = cut.keep(&text, text.chars().count());
+            if kept.is_some() {
+                o.remove("content");
+            }
+        }
     }
-    let text = text_of(m.get("content"));
-    let n = text.chars().count();
-    if n <= max {
-        return None;
+    Entry {
+        line: no,
+        value: v,
+        kept,
+        relayed_context,
     }
-    m["content"] = json!([{"type": "text", "text": crate::text::trim_output(&text, max)}]);
-    Some(n)
 }
 
-/// What the whole file says beyond the path: the title (the newest `session_info`, wherever it
-/// is), the model, the times.
-fn finish(session: &mut Session, entries: &[Entry], state: State) {
+/// What the whole file says beyond the path: the title (`title`: the newest `session_info`'s
+/// name, wherever it is), the model, the times.
+fn finish(session: &mut Session, title: Option<Option<String>>, state: State) {
     // pi's title is the newest `session_info`'s name; an empty one clears it.
-    let named = entries
-        .iter()
-        .rev()
-        .find(|e| str_field(&e.value, "type") == Some("session_info"))
-        .and_then(|e| str_field(&e.value, "name"))
+    let named = title
+        .flatten()
         .filter(|n| !n.trim().is_empty())
-        .map(crate::text::one_line);
+        .map(|n| crate::text::one_line(&n));
     session.title = named.or_else(|| session.first_user_prompt().map(crate::text::one_line));
     if let Some(model) = state.model {
         session.extra.insert("model".into(), json!(model));

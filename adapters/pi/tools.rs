@@ -60,7 +60,7 @@ pub fn native(call: &Message) -> Option<(String, Value)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Role;
+    use crate::model::test_call as call;
 
     #[test]
     fn every_tool_gets_a_kind_and_what_it_did() {
@@ -101,14 +101,6 @@ mod tests {
         for (name, input, kind, key) in cases {
             assert_eq!(classify(name, &input), (kind, key.to_string()), "{name}");
         }
-    }
-
-    fn call(kind: ToolKind, key: &str, input: Value) -> Message {
-        let mut m = Message::new(Role::ToolCall, "");
-        m.tool_kind = Some(kind);
-        m.key_arg = Some(key.into());
-        m.tool_input = Some(input);
-        m
     }
 
     #[test]

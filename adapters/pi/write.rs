@@ -14,30 +14,29 @@
 //!   person's words (the handoff brief, summaries) is a user message marked
 //!   `sessionRelay: "context"`, which pi sends as any user message.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use anyhow::Result;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+use crate::adapter::write::{Clock, ToolNames, call_args, call_name, extend, push_line, stamp};
 use crate::adapter::{NativeSession, WriteRequest};
-use crate::model::{Message, Role, Session, Timestamp};
+use crate::model::{Message, Role, Session};
 
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
-    let path = match &req.standalone {
-        Some(p) => p.clone(),
-        None => req
-            .home
+    let path = req.path_or(|| {
+        req.home
             .join("sessions")
             .join(super::project_dir(&req.cwd))
-            .join(file_name(&req.id, req.now)),
-    };
+            .join(file_name(&req.id, req.now))
+    });
     let mut w = Writer {
         out: Vec::new(),
         parent: None,
         ids: HashSet::new(),
-        clock: req.now,
-        names: HashMap::new(),
+        clock: Clock::new(req.now),
+        names: ToolNames::default(),
         pending: Vec::new(),
         pending_time: req.now,
         awaiting: HashSet::new(),
@@ -50,14 +49,10 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         "timestamp": stamp(req.now),
         "cwd": req.cwd,
     }));
-    if let Some(first) = shaped
-        .messages
-        .iter()
-        .find_map(|m| m.timestamp.as_ref().and_then(Timestamp::time))
-    {
-        w.clock = first.min(req.now);
+    if let Some(first) = crate::adapter::write::first_time(shaped) {
+        w.clock = Clock::new(first.min(req.now));
     }
-    let now = w.clock;
+    let now = w.clock.now;
     w.entry("session_info", now, json!({"name": req.title}));
     w.entry(
         super::RELAY_ENTRY,
@@ -69,14 +64,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     }
     w.flush();
     w.flush_deferred();
-    Ok(NativeSession {
-        id: req.id.clone(),
-        resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
-        path,
-        bytes: w.out,
-        mtime: None,
-        notes: Vec::new(),
-    })
+    Ok(NativeSession::new(&super::ADAPTER, req, path, w.out))
 }
 
 /// `<header time>_<id>.jsonl`, pi's own pattern: the time with `:` and `.` as `-`.
@@ -84,19 +72,14 @@ pub fn file_name(id: &str, now: DateTime<Utc>) -> String {
     format!("{}_{id}.jsonl", now.format("%Y-%m-%dT%H-%M-%S-%3fZ"))
 }
 
-fn stamp(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
 struct Writer {
     out: Vec<u8>,
     /// The id of the last entry written: the next one's parent.
     parent: Option<String>,
     ids: HashSet<String>,
-    /// Times never go backwards.
-    clock: DateTime<Utc>,
+    clock: Clock,
     /// Every call's tool name by id, for its result.
-    names: HashMap<String, String>,
+    names: ToolNames,
     /// The blocks of the assistant message being assembled, and its time.
     pending: Vec<Value>,
     pending_time: DateTime<Utc>,
@@ -109,8 +92,7 @@ struct Writer {
 
 impl Writer {
     fn line(&mut self, v: Value) {
-        serde_json::to_writer(&mut self.out, &v).expect("JSON to memory");
-        self.out.push(b'\n');
+        push_line(&mut self.out, &v);
     }
 
     /// A fresh 8-hex entry id, as pi makes them, never one used before in the file.
@@ -132,32 +114,19 @@ impl Writer {
             "parentId": self.parent,
             "timestamp": stamp(t),
         });
-        if let (Value::Object(v), Value::Object(f)) = (&mut v, fields) {
-            v.extend(f);
-        }
+        extend(&mut v, fields);
         self.line(v);
         self.parent = Some(id);
     }
 
     fn message_entry(&mut self, t: DateTime<Utc>, message: Value, extra: Value) {
         let mut fields = json!({"message": message});
-        if let (Value::Object(f), Value::Object(e)) = (&mut fields, extra) {
-            f.extend(e);
-        }
+        extend(&mut fields, extra);
         self.entry("message", t, fields);
     }
 
-    fn at(&mut self, m: &Message) -> DateTime<Utc> {
-        if let Some(t) = m.timestamp.as_ref().and_then(Timestamp::time)
-            && t > self.clock
-        {
-            self.clock = t;
-        }
-        self.clock
-    }
-
     fn message(&mut self, m: &Message) {
-        let t = self.at(m);
+        let t = self.clock.at_message(m);
         match m.role {
             Role::User | Role::System => {
                 self.flush();
@@ -183,9 +152,9 @@ impl Writer {
                     .tool_call_id
                     .clone()
                     .unwrap_or_else(|| format!("call_{}", self.names.len()));
-                let name = m.tool_name.clone().unwrap_or_else(|| "tool".into());
-                self.names.insert(id.clone(), name.clone());
-                let args = m.tool_input.clone().unwrap_or_else(|| json!({}));
+                let name = call_name(m);
+                self.names.insert(&id, &name);
+                let args = call_args(m);
                 self.block(
                     t,
                     json!({"type": "toolCall", "id": id, "name": name, "arguments": args}),
@@ -195,11 +164,7 @@ impl Writer {
                 self.flush();
                 let id = m.tool_call_id.clone().unwrap_or_default();
                 self.awaiting.remove(&id);
-                let name = self
-                    .names
-                    .get(&id)
-                    .cloned()
-                    .unwrap_or_else(|| "tool".into());
+                let name = self.names.of(&id);
                 let message = json!({
                     "role": "toolResult",
                     "toolCallId": id,
@@ -238,7 +203,7 @@ impl Writer {
     fn flush_deferred(&mut self) {
         if !self.deferred.is_empty() {
             self.pending = std::mem::take(&mut self.deferred);
-            self.pending_time = self.clock;
+            self.pending_time = self.clock.now;
             self.flush();
         }
     }
@@ -275,7 +240,7 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Message;
+    use crate::adapter::write::test_support::*;
 
     #[test]
     fn file_names_are_the_header_time_and_the_id() {
@@ -292,49 +257,33 @@ mod tests {
     /// message has its usage, and every entry chains to the one before.
     #[test]
     fn what_is_written_reads_back_and_chains() {
-        let call = |id: &str| {
-            let mut m = Message::new(Role::ToolCall, "");
-            m.tool_call_id = Some(id.into());
-            m.tool_name = Some("bash".into());
-            m.tool_input = Some(json!({"command": format!("echo {id}")}));
-            m
-        };
-        let result = |id: &str, error: bool| {
-            let mut m = Message::new(Role::ToolResult, format!("out {id}"));
-            m.tool_call_id = Some(id.into());
-            m.is_error = error;
-            m
-        };
-        let mut s = Session::new("pi", "relay", "id");
-        s.messages = vec![
-            Message::new(Role::System, "# Handoff brief"),
-            Message::new(Role::User, "/etc/hosts first"),
-            Message::new(Role::Reasoning, "think"),
-            Message::new(Role::Assistant, "Two at once."),
-            call("a"),
-            call("b"),
-            result("b", false),
-            result("a", true),
-            call("c"),
-            Message::new(Role::Reasoning, "c takes its time"),
-            Message::new(Role::Assistant, "c is slow"),
-            result("c", false),
-            call("d"),
-            Message::new(Role::Reasoning, "d is next"),
-            result("d", false),
-            Message::new(Role::Assistant, "Done."),
-        ];
+        let call = |id: &str| echo_call(id, "bash", false);
+        let result = echo_result;
+        let s = session(
+            "pi",
+            vec![
+                Message::new(Role::System, "# Handoff brief"),
+                Message::new(Role::User, "/etc/hosts first"),
+                Message::new(Role::Reasoning, "think"),
+                Message::new(Role::Assistant, "Two at once."),
+                call("a"),
+                call("b"),
+                result("b", false),
+                result("a", true),
+                call("c"),
+                Message::new(Role::Reasoning, "c takes its time"),
+                Message::new(Role::Assistant, "c is slow"),
+                result("c", false),
+                call("d"),
+                Message::new(Role::Reasoning, "d is next"),
+                result("d", false),
+                Message::new(Role::Assistant, "Done."),
+            ],
+        );
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("s.jsonl");
-        let req = WriteRequest {
-            home: dir.path().to_path_buf(),
-            id: "01a2495e-0000-7000-8000-00000000aaaa".into(),
-            cwd: "/tmp/x".into(),
-            title: "[relay from claude] t".into(),
-            provenance: json!({"tool": "session-relay", "source_agent": "claude", "source_id": "x"}),
-            now: Utc::now(),
-            standalone: Some(out.clone()),
-        };
+        let id = "01a2495e-0000-7000-8000-00000000aaaa";
+        let req = request(&out, id, "[relay from claude] t", from_claude());
         let native = write(&s, &req).unwrap();
         std::fs::write(&out, &native.bytes).unwrap();
         let back = super::super::read::read(&out, Default::default()).unwrap();
@@ -344,11 +293,7 @@ mod tests {
         assert_eq!(back.cwd.as_deref(), Some("/tmp/x"));
         assert!(back.extra.contains_key("provenance"));
         assert!(back.warnings.is_empty(), "{:?}", back.warnings);
-        let lines: Vec<Value> = String::from_utf8(native.bytes)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let lines = lines(&native);
         assert_eq!(lines[0]["version"], 3);
         for pair in lines[1..].windows(2) {
             assert_eq!(pair[1]["parentId"], pair[0]["id"]);

@@ -3,9 +3,10 @@
 //! Gemini-style `parts` in each record's `message`. `<project folder>` is the directory the
 //! session ran in with every character outside `[A-Za-z0-9]` replaced by `-`.
 //!
-//! The adapter's home is the folder Qwen Code calls its runtime base: `$QWEN_HOME`, else
-//! `~/.qwen`. Qwen Code lets `$QWEN_RUNTIME_DIR` and the `advanced.runtimeOutputDir` setting
-//! move it; those are not followed (`--home qwen=DIR` points at such a folder).
+//! The adapter's home is `$QWEN_HOME`, else `~/.qwen`, where Qwen Code keeps its settings and,
+//! by default, its runtime base. `$QWEN_RUNTIME_DIR` moves the runtime base: its `projects/`
+//! are listed too. The `advanced.runtimeOutputDir` setting moves it as well; it is not read
+//! (`--home qwen=DIR` points at such a folder).
 
 mod read;
 mod tools;
@@ -52,12 +53,15 @@ pub const AGENT: Agent = Agent {
     new_id: crate::adapter::uuid_v4,
 };
 
-/// `projects/<project folder>/chats/`.
+/// `projects/<project folder>/chats/`. Qwen Code keeps no index: it lists the files in the
+/// project's `chats/` folder.
 struct Projects;
 
 impl Store for Projects {
     fn dirs(&self, home: &Path) -> Vec<PathBuf> {
-        vec![home.join("projects")]
+        let mut dirs = vec![home.join("projects")];
+        dirs.extend(crate::fsutil::dir_from_env(RUNTIME_DIR_ENV).map(|d| d.join("projects")));
+        dirs
     }
 
     fn session_files(&self, home: &Path) -> Vec<PathBuf> {
@@ -182,10 +186,7 @@ impl Adapter for Qwen {
 
     fn native_tool(&self, call: &Message, same_agent: bool) -> Option<(String, Value)> {
         if same_agent {
-            return Some((
-                call.tool_name.clone()?,
-                call.tool_input.clone().unwrap_or(Value::Null),
-            ));
+            return crate::adapter::own_tool(call);
         }
         tools::native(call)
     }
@@ -196,21 +197,6 @@ impl Adapter for Qwen {
 
     fn write_session(&self, shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         write::write(shaped, req)
-    }
-
-    fn register(
-        &self,
-        _home: &Path,
-        _written: &NativeSession,
-        _shaped: &Session,
-        _title: &str,
-    ) -> Result<Vec<String>> {
-        // Qwen Code keeps no index: it lists the files in the project's `chats/` folder.
-        Ok(Vec::new())
-    }
-
-    fn unregister(&self, _home: &Path, _id: &str) -> Result<Vec<String>> {
-        Ok(Vec::new())
     }
 }
 
@@ -233,30 +219,20 @@ fn is_session_name(stem: &str) -> bool {
     (32..=36).contains(&stem.len()) && stem.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
 }
 
-/// Every session file: `projects/*/chats/*.jsonl`, without the archived ones (`chats/archive/`,
-/// which the CLI does not list) and the `*.runtime.json` sidecars.
+/// The environment variable that moves Qwen Code's runtime base, `projects/` with it, out of
+/// its home (the `advanced.runtimeOutputDir` setting does too; it is not read).
+pub(crate) const RUNTIME_DIR_ENV: &str = "QWEN_RUNTIME_DIR";
+
+/// Every session file: `projects/*/chats/*.jsonl` under the home and under
+/// `$QWEN_RUNTIME_DIR` when it is set, without the archived ones (`chats/archive/`, which the
+/// CLI does not list) and the `*.runtime.json` sidecars.
 fn session_files(home: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let Ok(projects) = std::fs::read_dir(home.join("projects")) else {
-        return out;
-    };
-    for project in projects.filter_map(|e| e.ok()) {
-        let Ok(chats) = std::fs::read_dir(project.path().join("chats")) else {
-            continue;
-        };
-        for e in chats.filter_map(|e| e.ok()) {
-            let p = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if e.file_type().is_ok_and(|t| t.is_file())
-                && name.ends_with(".jsonl")
-                // A relay's file before it takes its name, or one an interrupted relay left.
-                && !name.starts_with(crate::fsutil::TEMP_PREFIX)
-            {
-                out.push(p);
-            }
-        }
+    for root in Projects.dirs(home) {
+        out.extend(crate::fsutil::jsonl_files_by_project(&root, "chats"));
     }
     out.sort();
+    out.dedup();
     out
 }
 

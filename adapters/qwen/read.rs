@@ -5,13 +5,18 @@
 //! before it with its `compressedHistory`. The listing reads the same way (`summarize`), so
 //! `list` and `show` agree.
 
+use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use anyhow::Result;
+use serde::de::MapAccess;
 use serde_json::{Value, json};
 
-use crate::adapter::ReadOptions;
+use crate::adapter::part::{Cuts, LineSize};
+use crate::adapter::tree::{self, Id, InOrder, Parent};
+use crate::adapter::{FoldWindow, OutputCut, ReadOptions};
+use crate::jsonl::fields::{self, Fields, NoFields, Scalar, Str, Val};
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{GitInfo, Message, MessageKind, RelaySource, Role, Session, Summary, Timestamp};
 
@@ -36,70 +41,136 @@ pub const RELAY_RECORD: &str = "session-relay";
 pub const RELAY_FIELD: &str = "sessionRelay";
 
 /// The session in `path`, and the provenance record a relay embedded in it.
+///
+/// Read in two passes: the first keeps of each record what places it in the chain (`Rec`) and
+/// what the file says of itself; the second parses only the records of the branch, each
+/// converted as it comes, its tool outputs cut as `opts` ask and older turns folded.
 pub fn read(path: &Path, opts: &ReadOptions) -> Result<(Session, Option<Value>)> {
     let stem = path.file_stem().unwrap_or_default().to_string_lossy();
     let mut session = Session::new(super::NAME, "qwen-jsonl", stem.into_owned());
     session.source_path = Some(path.display().to_string());
-    let mut records: Vec<(usize, Value)> = Vec::new();
-    let pass = jsonl::for_each_line(
-        path,
-        jsonl::Pass::default(),
-        |_, _| None,
-        |_, v| lighten(v),
-        |no, line| {
-            if let Line::Json(v) = line {
-                records.push((no, v));
-            }
-            Ok(())
-        },
-    )?;
-    session.record_pass(&pass);
     let mut file = FileFacts::default();
-    let valid = validate(records, &mut session, &mut file);
+    let (valid, pass) = validate(path, &mut session, &mut file)?;
     let chain = resolve(&valid, &mut session);
-    let mut conv = Convert {
-        max: opts.max_tool_output,
-        ..Default::default()
-    };
-    let start = match chain
-        .iter()
-        .rposition(|r| compression(&valid[r[0]].1).is_some())
-    {
-        Some(at) => {
-            let (no, rec) = &valid[chain[at][0]];
-            let replaced = chain[..at]
-                .iter()
-                .flatten()
-                .filter(|&&i| carries(&valid[i].1))
-                .count();
-            for &i in chain[..at].iter().flatten() {
-                conv.effects(&valid[i].1, &mut session);
-            }
-            if replaced > 0 {
-                *session
-                    .stats
-                    .skipped_types
-                    .entry("replaced by chat_compression".into())
-                    .or_default() += replaced;
-            }
-            conv.compressed(rec, *no, &mut session);
-            at + 1
-        }
-        None => 0,
-    };
-    for records in &chain[start..] {
-        let (no, first) = &valid[records[0]];
-        match records.len() {
-            1 => conv.record(first, *no, &mut session),
-            _ => conv.record(
-                &aggregate(records.iter().map(|&i| &valid[i].1)),
-                *no,
-                &mut session,
-            ),
+    // The last compression on the branch replaces everything before it.
+    let start = chain.iter().rposition(|g| valid[g[0]].compression);
+    if let Some(at) = start {
+        let replaced = chain[..at]
+            .iter()
+            .flatten()
+            .filter(|&&i| valid[i].carries)
+            .count();
+        if replaced > 0 {
+            *session
+                .stats
+                .skipped_types
+                .entry("replaced by chat_compression".into())
+                .or_default() += replaced;
         }
     }
+    let sizes: Vec<LineSize> = match Cuts::want_sizes(opts) {
+        true => chain[start.map_or(0, |at| at + 1)..]
+            .iter()
+            .flatten()
+            .map(|&i| valid[i].size)
+            .collect(),
+        false => Vec::new(),
+    };
+    let cuts = Cuts::new(opts, &sizes);
+    drop(sizes);
+    let groups: Vec<Vec<usize>> = chain
+        .iter()
+        .map(|g| g.iter().map(|&i| valid[i].size.line).collect())
+        .collect();
+    drop(chain);
+    drop(valid);
+    let mut conv = Convert::default();
+    let branch = Branch {
+        groups,
+        compression: start,
+        cuts,
+    };
+    branch.read(path, &pass, opts, &mut conv, &mut session)?;
+    let provenance = file.provenance.take();
     finish(&mut session, file, conv);
-    Ok((session, file_provenance(&valid)))
+    Ok((session, provenance))
+}
+
+/// The branch's records, by uuid in the branch's order, as the second pass reads them.
+struct Branch<'a> {
+    /// Each uuid's lines.
+    groups: Vec<Vec<usize>>,
+    /// The group of the compression that replaces those before it.
+    compression: Option<usize>,
+    cuts: Cuts<'a>,
+}
+
+impl<'a> Branch<'a> {
+    fn read(
+        self,
+        path: &Path,
+        first: &jsonl::PassStats,
+        opts: &ReadOptions,
+        conv: &mut Convert<'a>,
+        session: &mut Session,
+    ) -> Result<()> {
+        let Some(from) = self.groups.iter().flatten().min().copied() else {
+            return Ok(());
+        };
+        let mut wanted = vec![false; self.groups.iter().flatten().max().map_or(0, |m| m + 1)];
+        for &l in self.groups.iter().flatten() {
+            wanted[l] = true;
+        }
+        let firsts: Vec<usize> = self.groups.iter().map(|g| g[0]).collect();
+        let mut order = InOrder::new(self.groups);
+        let mut window = opts.fold.as_ref().map(FoldWindow::new);
+        let (cuts, compression) = (self.cuts, self.compression);
+        let pass = jsonl::Pass {
+            step: None,
+            ..jsonl::Pass::from(from, first, None)
+        };
+        jsonl::for_each_line(
+            path,
+            pass,
+            // Records off the branch are not parsed at all.
+            |no, _| (!wanted.get(no).copied().unwrap_or(false)).then_some(None),
+            |_, v| Some(lighten(v)),
+            |no, line| {
+                let Line::Json(Some(v)) = line else {
+                    return Ok(());
+                };
+                order.put(no, v, |g, records| {
+                    let no = firsts[g];
+                    match compression.map(|c| g.cmp(&c)) {
+                        Some(Ordering::Less) => {
+                            for v in &records {
+                                conv.effects(v, session);
+                            }
+                        }
+                        Some(Ordering::Equal) => conv.compressed(&records[0], no, session),
+                        _ => {
+                            conv.cut = cuts.cut(no);
+                            match records.len() {
+                                1 => conv.record(&records[0], no, session),
+                                _ => conv.record(&aggregate(records.iter()), no, session),
+                            }
+                        }
+                    }
+                    if let Some(w) = window.as_mut() {
+                        w.after_messages(session);
+                    }
+                });
+                Ok(())
+            },
+        )?;
+        if order.done() < firsts.len() {
+            session.warn(
+                None,
+                "the file changed while it was read: the records after the first that changed are left out",
+            );
+        }
+        Ok(())
+    }
 }
 
 /// The listing row of a session file, as `read` reads it.
@@ -145,149 +216,323 @@ struct FileFacts {
     records: usize,
     first: Option<Timestamp>,
     last: Option<Timestamp>,
+    /// What the first record a relay wrote says of the relay.
+    provenance: Option<Value>,
 }
 
-/// The records the CLI accepts (line number, record), noting what the file says of itself;
-/// the others are counted and warned of with their line.
+/// What the first pass keeps of a record the CLI accepts.
+struct Rec {
+    /// Its `uuid`, when it may be on the branch (see `is_conversation`).
+    uuid: Option<Id>,
+    /// Its `parentUuid`, when a string.
+    parent: Option<Id>,
+    /// It adds to what the model is sent (it has a `message`).
+    carries: bool,
+    /// A `chat_compression` with its history.
+    compression: bool,
+    size: LineSize,
+}
+
+/// A record as the first pass parses it: the few fields it keeps, nothing else built.
+#[derive(Default)]
+struct Light<'a> {
+    kind: Str<'a>,
+    subtype: Str<'a>,
+    uuid: Str<'a>,
+    session_id: Str<'a>,
+    /// `parentUuid`: `None` when null, `Some` of what it is otherwise.
+    parent: Option<Str<'a>>,
+    has_parent: bool,
+    cwd: Str<'a>,
+    git_branch: Str<'a>,
+    version: Str<'a>,
+    timestamp: Scalar<'a>,
+    relay: Str<'a>,
+    payload: Val<'a, Payload<'a>>,
+    has_message: bool,
+    message: Val<'a, MessageParts<'a>>,
+    provenance: Option<Value>,
+}
+
+impl<'de> Fields<'de> for Light<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "type" => self.kind = map.next_value()?,
+            "subtype" => self.subtype = map.next_value()?,
+            "uuid" => self.uuid = map.next_value()?,
+            "sessionId" => self.session_id = map.next_value()?,
+            "parentUuid" => {
+                self.has_parent = true;
+                self.parent = map.next_value()?;
+            }
+            "cwd" => self.cwd = map.next_value()?,
+            "gitBranch" => self.git_branch = map.next_value()?,
+            "version" => self.version = map.next_value()?,
+            "timestamp" => self.timestamp = map.next_value()?,
+            RELAY_FIELD => self.relay = map.next_value()?,
+            "systemPayload" => self.payload = map.next_value()?,
+            "message" => {
+                self.has_message = true;
+                self.message = map.next_value()?;
+            }
+            "provenance" => self.provenance = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[derive(Default)]
+struct Payload<'a> {
+    custom_title: Str<'a>,
+    compressed_history: Val<'a, NoFields>,
+}
+
+impl<'de> Fields<'de> for Payload<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "customTitle" => self.custom_title = map.next_value()?,
+            "compressedHistory" => self.compressed_history = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[derive(Default)]
+struct MessageParts<'a> {
+    parts: Val<'a, TextPart<'a>>,
+}
+
+impl<'de> Fields<'de> for MessageParts<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "parts" => self.parts = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+#[derive(Default)]
+struct TextPart<'a> {
+    text: Str<'a>,
+    thought: bool,
+}
+
+impl<'de> Fields<'de> for TextPart<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
+        match key {
+            "text" => self.text = map.next_value()?,
+            "thought" => {
+                self.thought = true;
+                return Ok(false);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// A record as the first pass hands it on: what validation, the file's facts and the chain
+/// need of it.
+struct Seen {
+    kind: String,
+    /// It has a non-empty `uuid` and `sessionId`, and a `parentUuid` that is a string or null.
+    identified: bool,
+    session_id: Option<String>,
+    cwd: Option<String>,
+    git_branch: Option<String>,
+    version: Option<String>,
+    timestamp: Option<Timestamp>,
+    custom_title: Option<String>,
+    /// A user record's text parts, joined (for the listing's prompt).
+    text: Option<String>,
+    provenance: Option<Value>,
+    rec: Rec,
+}
+
+/// The first pass's view of line `no` (`None`: not JSON).
+fn seen(no: usize, text: &str) -> Option<Seen> {
+    let l = fields::parse::<Light>(text)?;
+    let owned = |s: &Str| s.get().filter(|s| !s.is_empty()).map(str::to_string);
+    let parent_ok = l.has_parent && l.parent.as_ref().is_none_or(|p| p.get().is_some());
+    let kind = l.kind.get().unwrap_or_default();
+    let subtype = l.subtype.get();
+    let conversation = TYPES.contains(&kind)
+        && !(kind == "system" && subtype.is_some_and(|s| NOT_CONVERSATION.contains(&s)));
+    let payload = l.payload.obj();
+    let parts = (kind == "user").then(|| {
+        l.message
+            .obj()
+            .into_iter()
+            .flat_map(|m| m.parts.objects())
+            .filter(|p| !p.thought)
+            .filter_map(|p| p.text.get())
+            .collect()
+    });
+    Some(Seen {
+        kind: kind.to_string(),
+        identified: owned(&l.uuid).is_some() && owned(&l.session_id).is_some() && parent_ok,
+        session_id: owned(&l.session_id),
+        cwd: owned(&l.cwd),
+        git_branch: owned(&l.git_branch),
+        version: owned(&l.version),
+        timestamp: l
+            .timestamp
+            .to_value()
+            .and_then(|t| Timestamp::from_value(&t)),
+        custom_title: payload
+            .and_then(|p| p.custom_title.get())
+            .filter(|_| subtype == Some("custom_title"))
+            .map(str::to_string),
+        text: parts,
+        provenance: l.provenance.filter(|_| kind == RELAY_RECORD),
+        rec: Rec {
+            uuid: l.uuid.get().filter(|_| conversation).map(Id::new),
+            parent: l.parent.as_ref().and_then(Str::get).map(Id::new),
+            carries: l.has_message,
+            compression: kind == "system"
+                && subtype == Some("chat_compression")
+                && payload.is_some_and(|p| matches!(p.compressed_history, Val::List(_))),
+            size: LineSize {
+                line: no,
+                bytes: text.len(),
+                turn: kind == "user" && subtype.is_none() && !l.relay.is("context"),
+            },
+        },
+    })
+}
+
+/// The first pass: the records the CLI accepts, noting what the file says of itself; the
+/// others are counted and warned of with their line.
 fn validate(
-    records: Vec<(usize, Value)>,
+    path: &Path,
     session: &mut Session,
     file: &mut FileFacts,
-) -> Vec<(usize, Value)> {
-    let mut valid = Vec::with_capacity(records.len());
+) -> Result<(Vec<Rec>, jsonl::PassStats)> {
+    let mut valid = Vec::new();
     let mut unknown: HashSet<String> = HashSet::new();
-    for (no, v) in records {
-        let kind = str_field(&v, "type").unwrap_or_default().to_string();
-        if kind == RELAY_RECORD {
-            *session.stats.skipped_types.entry(kind).or_default() += 1;
-            valid.push((no, v));
-            continue;
-        }
-        let nonempty = |k: &str| str_field(&v, k).is_some_and(|s| !s.is_empty());
-        let parent_ok = matches!(v.get("parentUuid"), Some(Value::String(_) | Value::Null));
-        if !(nonempty("uuid") && nonempty("sessionId") && parent_ok) {
-            session.warn(
-                Some(no),
-                "record skipped: no uuid, parentUuid or sessionId (Qwen Code skips it too)",
-            );
-            continue;
-        }
-        if !TYPES.contains(&kind.as_str()) {
-            if unknown.insert(kind.clone()) {
-                session.warn(
-                    Some(no),
-                    format!("record of unknown type {kind:?} skipped (Qwen Code skips it too)"),
-                );
+    let mut warnings = Vec::new();
+    let pass = jsonl::for_each_line(
+        path,
+        jsonl::Pass {
+            step: Some(CHAIN_STEP),
+            ..Default::default()
+        },
+        seen,
+        // Only a line `Light` could not parse comes here, and it is not JSON to `Value`
+        // either: this cannot be called.
+        |no, v| seen(no, &v.to_string()).expect("a Value is JSON"),
+        |no, line| {
+            let Line::Json(mut s) = line else {
+                return Ok(());
+            };
+            let kind = std::mem::take(&mut s.kind);
+            if kind == RELAY_RECORD {
+                *session.stats.skipped_types.entry(kind).or_default() += 1;
+                if file.provenance.is_none() {
+                    file.provenance = s.provenance.take();
+                }
+                return Ok(());
             }
-            *session.stats.unknown_types.entry(kind).or_default() += 1;
-            continue;
-        }
-        note_file_facts(&v, file);
-        valid.push((no, v));
+            if !s.identified {
+                warnings.push((
+                    no,
+                    "record skipped: no uuid, parentUuid or sessionId (Qwen Code skips it too)"
+                        .to_string(),
+                ));
+                return Ok(());
+            }
+            if !TYPES.contains(&kind.as_str()) {
+                if unknown.insert(kind.clone()) {
+                    let w =
+                        format!("record of unknown type {kind:?} skipped (Qwen Code skips it too)");
+                    warnings.push((no, w));
+                }
+                *session.stats.unknown_types.entry(kind).or_default() += 1;
+                return Ok(());
+            }
+            note_file_facts(&mut s, &kind, file);
+            valid.push(s.rec);
+            Ok(())
+        },
+    )?;
+    session.record_pass(&pass);
+    for (no, w) in warnings {
+        session.warn(Some(no), w);
     }
-    valid
+    Ok((valid, pass))
 }
 
-fn note_file_facts(v: &Value, file: &mut FileFacts) {
-    let s = |k: &str| {
-        str_field(v, k)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
+/// The progress step of the first pass: the read after it is `reading`.
+const CHAIN_STEP: &str = "finding the branch in";
+
+fn note_file_facts(s: &mut Seen, kind: &str, file: &mut FileFacts) {
     if file.id.is_none() {
         // The first record settles the session, its directory and branch, as in the listing.
-        file.id = s("sessionId");
-        file.cwd = s("cwd");
-        file.branch = s("gitBranch");
+        file.id = s.session_id.take();
+        file.cwd = s.cwd.take();
+        file.branch = s.git_branch.take();
     }
-    if let Some(version) = s("version") {
+    if let Some(version) = s.version.take() {
         file.version = Some(version);
     }
-    if let Some(ts) = v.get("timestamp").and_then(Timestamp::from_value)
+    if let Some(ts) = s.timestamp.take()
         && ts.time().is_some()
     {
         file.first.get_or_insert_with(|| ts.clone());
         file.last = Some(ts);
     }
-    if str_field(v, "subtype") == Some("custom_title")
-        && let Some(t) = v
-            .pointer("/systemPayload/customTitle")
-            .and_then(Value::as_str)
+    if let Some(t) = s.custom_title.take()
         && !t.trim().is_empty()
     {
-        file.title = Some(t.to_string());
+        file.title = Some(t);
     }
     file.records += 1;
-    if file.prompt.is_none() && file.records <= 10 && str_field(v, "type") == Some("user") {
-        let text: String = v
-            .pointer("/message/parts")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|p| p.get("thought").is_none())
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect();
-        file.prompt = Some(text).filter(|t| !t.trim().is_empty());
+    if file.prompt.is_none() && file.records <= 10 && kind == "user" {
+        file.prompt = s.text.take().filter(|t| !t.trim().is_empty());
     }
-}
-
-/// Whether a record may be the leaf of the loaded branch.
-fn is_conversation(v: &Value) -> bool {
-    let kind = str_field(v, "type");
-    TYPES.contains(&kind.unwrap_or_default())
-        && !(kind == Some("system")
-            && str_field(v, "subtype").is_some_and(|s| NOT_CONVERSATION.contains(&s)))
-}
-
-/// Whether a record adds to what the model is sent.
-fn carries(v: &Value) -> bool {
-    v.get("message").is_some()
 }
 
 /// The records on the branch the CLI loads, oldest first: for each uuid the indexes in `valid`
 /// of its records (a record written in fragments is one record whose parts add up).
-fn resolve(valid: &[(usize, Value)], session: &mut Session) -> Vec<Vec<usize>> {
-    let mut by_uuid: HashMap<&str, Vec<usize>> = HashMap::new();
+fn resolve(valid: &[Rec], session: &mut Session) -> Vec<Vec<usize>> {
+    let mut by_uuid: HashMap<&Id, usize> = HashMap::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut leaf = None;
-    for (i, (_, v)) in valid.iter().enumerate() {
-        if !is_conversation(v) {
-            continue;
-        }
-        let uuid = str_field(v, "uuid").unwrap_or_default();
-        by_uuid.entry(uuid).or_default().push(i);
-        leaf = Some(uuid);
+    for (i, r) in valid.iter().enumerate() {
+        let Some(uuid) = &r.uuid else { continue };
+        let g = *by_uuid.entry(uuid).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(i);
+        leaf = Some(g);
     }
-    let mut chain = Vec::new();
-    let mut seen = HashSet::new();
-    let mut at = leaf;
-    while let Some(uuid) = at {
-        let Some(records) = by_uuid.get(uuid) else {
-            break;
-        };
-        let first = records[0];
-        if !seen.insert(uuid) {
-            session.warn(Some(valid[first].0), "the parentUuid chain loops here: cut");
-            break;
-        }
-        chain.push(records.clone());
-        at = str_field(&valid[first].1, "parentUuid");
-        if let Some(parent) = at
-            && !by_uuid.contains_key(parent)
-        {
-            session.warn(
-                Some(valid[first].0),
-                format!(
-                    "parent record {parent} is missing: the branch starts here, as in Qwen Code"
-                ),
-            );
-            break;
-        }
+    let line = |g: usize| valid[groups[g][0]].size.line;
+    let walk = tree::walk_up(leaf, |g| match &valid[groups[g][0]].parent {
+        None => Parent::Root,
+        Some(p) => by_uuid
+            .get(p)
+            .map_or_else(|| Parent::Missing(p.to_string()), |&at| Parent::At(at)),
+    });
+    if let Some(g) = walk.looped_at {
+        session.warn(Some(line(g)), "the parentUuid chain loops here: cut");
     }
-    chain.reverse();
-    let on_chain: usize = chain.iter().map(Vec::len).sum();
-    let all: usize = by_uuid.values().map(Vec::len).sum();
+    if let Some((g, parent)) = walk.missing_parent {
+        session.warn(
+            Some(line(g)),
+            format!("parent record {parent} is missing: the branch starts here, as in Qwen Code"),
+        );
+    }
+    let on_chain: usize = walk.path.iter().map(|&g| groups[g].len()).sum();
+    let all: usize = groups.iter().map(Vec::len).sum();
     session.stats.abandoned_branch_lines = all - on_chain;
-    chain
+    walk.path
+        .into_iter()
+        .map(|g| std::mem::take(&mut groups[g]))
+        .collect()
 }
 
 /// One record of the fragments written under one uuid, as the CLI adds them up: the parts in
@@ -324,14 +569,6 @@ fn compression(v: &Value) -> Option<&Vec<Value>> {
         return None;
     }
     v.pointer("/systemPayload/compressedHistory")?.as_array()
-}
-
-/// The provenance record a relay wrote, if any.
-fn file_provenance(valid: &[(usize, Value)]) -> Option<Value> {
-    valid
-        .iter()
-        .find(|(_, v)| str_field(v, "type") == Some(RELAY_RECORD))
-        .and_then(|(_, v)| v.get("provenance").cloned())
 }
 
 /// The session's facts once the branch is converted.
@@ -371,8 +608,9 @@ fn finish(session: &mut Session, file: FileFacts, conv: Convert) {
 
 /// The conversion of the loaded records into messages.
 #[derive(Default)]
-struct Convert {
-    max: Option<usize>,
+struct Convert<'a> {
+    /// How the outputs of the record being converted are cut.
+    cut: Option<OutputCut<'a>>,
     /// Calls not yet answered: (id, tool name).
     open: Vec<(String, String)>,
     synthetic: usize,
@@ -380,7 +618,7 @@ struct Convert {
     model: Option<String>,
 }
 
-impl Convert {
+impl Convert<'_> {
     fn record(&mut self, v: &Value, no: usize, session: &mut Session) {
         let ts = v.get("timestamp").and_then(Timestamp::from_value);
         let parts = parts(v.get("message"));
@@ -394,7 +632,7 @@ impl Convert {
                     .and_then(jsonl::as_count)
                     .filter(|n| *n > 0)
                 {
-                    let at = session.messages.len();
+                    let at = session.end();
                     session.record_context_usage(n, at, str_field(v, "model"));
                 }
                 self.model_parts(&parts, &ts, no, session);
@@ -627,11 +865,8 @@ impl Convert {
             m.metadata.insert("exit_code", json!(code));
         }
         let n = content.chars().count();
-        match self.max.filter(|max| n > *max) {
-            Some(max) => {
-                m.content = crate::text::trim_output_of(&content, max, n);
-                m.state_mut().original_chars = Some(n);
-            }
+        match self.cut.and_then(|cut| cut.keep(&content, n)) {
+            Some(kept) => kept.apply_to(&mut m),
             None => m.content = content,
         }
         m

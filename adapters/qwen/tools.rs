@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::model::{Message, Todo, TodoStatus, ToolKind, generic_key_arg};
+use crate::model::{Message, Todo, TodoStatus, ToolKind, first_str, generic_key_arg, status_line};
 
 /// Tools whose `file_path` argument names a file they change.
 pub const WRITE_TOOLS: &[&str] = &["write_file", "edit", "notebook_edit"];
@@ -13,11 +13,7 @@ pub const TODO_TOOL: &str = "todo_write";
 
 /// The kind of one of Qwen Code's tools (0.24.4 names) and its key argument, in full.
 pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
-    let field = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| input.get(*k).and_then(Value::as_str))
-            .map(str::to_string)
-    };
+    let field = |keys: &[&str]| first_str(input, keys);
     let (kind, key) = match name {
         "run_shell_command" | "exec" | "monitor" => (ToolKind::Shell, field(&["command"])),
         "read_file" | "zoom_image" => (ToolKind::Read, field(&["file_path", "absolute_path"])),
@@ -25,7 +21,7 @@ pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
         "edit" | "notebook_edit" => (ToolKind::Edit, field(&["file_path", "notebook_path"])),
         "glob" | "grep_search" | "tool_search" => (ToolKind::Search, field(&["pattern", "query"])),
         "list_directory" => (ToolKind::Search, field(&["path", "dir_path"])),
-        TODO_TOOL => (ToolKind::Plan, todo_line(input)),
+        TODO_TOOL => (ToolKind::Plan, status_line(input, "todos", "content")),
         "web_fetch" => (ToolKind::Web, field(&["url", "prompt"])),
         "web_search" => (ToolKind::Web, field(&["query"])),
         "agent" | "task_create" => (
@@ -35,24 +31,6 @@ pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
         _ => (ToolKind::Other, None),
     };
     (kind, key.unwrap_or_else(|| generic_key_arg(input, "")))
-}
-
-/// `todo_write`'s list in one line: each item with its status.
-fn todo_line(input: &Value) -> Option<String> {
-    let items = input.get("todos")?.as_array()?;
-    Some(
-        items
-            .iter()
-            .map(|i| {
-                format!(
-                    "{} ({})",
-                    i.get("content").and_then(Value::as_str).unwrap_or("?"),
-                    i.get("status").and_then(Value::as_str).unwrap_or("?")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-    )
 }
 
 /// The todo list a `todo_write` call sets.
@@ -111,7 +89,6 @@ pub fn native(call: &Message) -> Option<(String, Value)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Role;
 
     #[test]
     fn every_tool_gets_a_kind_and_what_it_did() {
@@ -155,13 +132,7 @@ mod tests {
 
     #[test]
     fn writes_and_edits_become_qwen_tools_only_with_their_texts() {
-        let call = |kind, key: &str, input: Value| {
-            let mut m = Message::new(Role::ToolCall, "");
-            m.tool_kind = Some(kind);
-            m.key_arg = Some(key.into());
-            m.tool_input = Some(input);
-            m
-        };
+        let call = crate::model::test_call;
         let w = call(
             ToolKind::Write,
             "/p/a.py",

@@ -13,12 +13,15 @@
 //!   answers its call by id, with the `toolCallResult` the TUI draws.
 
 use anyhow::Result;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::read::{RELAY_FIELD, RELAY_RECORD};
+use crate::adapter::write::{
+    Clock, ToolNames, call_args, call_name, extend, first_time, push_line, stamp, time_of,
+};
 use crate::adapter::{NativeSession, WriteRequest};
-use crate::model::{Message, Role, Session, Timestamp};
+use crate::model::{Message, Role, Session};
 
 /// The transcript version written in every record's `version`: the CLI records its own there;
 /// this is the release whose loader the written shape was verified against.
@@ -28,25 +31,23 @@ pub const COMPAT_VERSION: &str = "0.24.4";
 const TITLE_WINDOW: usize = 64 * 1024;
 
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
-    let path = match &req.standalone {
-        Some(p) => p.clone(),
-        None => req
-            .home
+    let path = req.path_or(|| {
+        req.home
             .join("projects")
             .join(super::project_dir(&req.cwd))
             .join("chats")
-            .join(format!("{}.jsonl", req.id)),
-    };
-    let start = shaped.messages.iter().find_map(time_of).unwrap_or(req.now);
+            .join(format!("{}.jsonl", req.id))
+    });
+    let start = first_time(shaped).unwrap_or(req.now);
     let mut w = Writer {
         req,
         branch: shaped.git.as_ref().and_then(|g| g.branch.clone()),
         out: Vec::new(),
         parent: None,
-        clock: start,
+        clock: Clock::new(start),
         parts: Vec::new(),
         parts_time: None,
-        names: std::collections::HashMap::new(),
+        names: ToolNames::default(),
     };
     w.title();
     w.line(&json!({"type": RELAY_RECORD, "provenance": req.provenance, "sessionId": req.id}));
@@ -58,17 +59,9 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
         w.title();
     }
     Ok(NativeSession {
-        id: req.id.clone(),
-        resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
-        path,
-        bytes: w.out,
-        mtime: Some(w.clock),
-        notes: Vec::new(),
+        mtime: Some(w.clock.now),
+        ..NativeSession::new(&super::ADAPTER, req, path, w.out)
     })
-}
-
-fn time_of(m: &Message) -> Option<DateTime<Utc>> {
-    m.timestamp.as_ref().and_then(Timestamp::time)
 }
 
 struct Writer<'a> {
@@ -76,28 +69,17 @@ struct Writer<'a> {
     branch: Option<String>,
     out: Vec<u8>,
     parent: Option<String>,
-    /// Times never go backwards.
-    clock: DateTime<Utc>,
+    clock: Clock,
     /// The parts of the assistant record being assembled, and its time.
     parts: Vec<Value>,
     parts_time: Option<DateTime<Utc>>,
     /// Every call's tool name by id, for its result.
-    names: std::collections::HashMap<String, String>,
+    names: ToolNames,
 }
 
 impl Writer<'_> {
     fn line(&mut self, v: &Value) {
-        serde_json::to_writer(&mut self.out, v).expect("JSON to memory");
-        self.out.push(b'\n');
-    }
-
-    fn at(&mut self, t: Option<DateTime<Utc>>) -> DateTime<Utc> {
-        if let Some(t) = t
-            && t > self.clock
-        {
-            self.clock = t;
-        }
-        self.clock
+        push_line(&mut self.out, v);
     }
 
     /// A record on the chain: the fields every record carries, then `fields`.
@@ -107,7 +89,7 @@ impl Writer<'_> {
             "uuid": uuid,
             "parentUuid": self.parent,
             "sessionId": self.req.id,
-            "timestamp": t.to_rfc3339_opts(SecondsFormat::Millis, true),
+            "timestamp": stamp(t),
             "type": kind,
             "cwd": self.req.cwd,
             "version": COMPAT_VERSION,
@@ -115,15 +97,13 @@ impl Writer<'_> {
         if let Some(b) = &self.branch {
             v["gitBranch"] = json!(b);
         }
-        if let (Value::Object(v), Value::Object(f)) = (&mut v, fields) {
-            v.extend(f);
-        }
+        extend(&mut v, fields);
         self.line(&v);
         self.parent = Some(uuid);
     }
 
     fn title(&mut self) {
-        let t = self.clock;
+        let t = self.clock.now;
         let payload = json!({"customTitle": self.req.title, "titleSource": "manual"});
         self.record(
             "system",
@@ -136,7 +116,7 @@ impl Writer<'_> {
         match m.role {
             Role::User | Role::System => {
                 self.flush();
-                let t = self.at(time_of(m));
+                let t = self.clock.at_message(m);
                 let mut fields =
                     json!({"message": {"role": "user", "parts": [{"text": m.content}]}});
                 if m.role == Role::System {
@@ -161,9 +141,9 @@ impl Writer<'_> {
                     .tool_call_id
                     .clone()
                     .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-                let name = m.tool_name.clone().unwrap_or_else(|| "tool".into());
-                self.names.insert(id.clone(), name.clone());
-                let args = m.tool_input.clone().unwrap_or_else(|| json!({}));
+                let name = call_name(m);
+                self.names.insert(&id, &name);
+                let args = call_args(m);
                 self.part(
                     m,
                     json!({"functionCall": {"id": id, "name": name, "args": args}}),
@@ -190,7 +170,7 @@ impl Writer<'_> {
         }
         let parts = std::mem::take(&mut self.parts);
         let time = self.parts_time.take();
-        let t = self.at(time);
+        let t = self.clock.at(time);
         self.record(
             "assistant",
             t,
@@ -199,13 +179,9 @@ impl Writer<'_> {
     }
 
     fn result(&mut self, m: &Message) {
-        let t = self.at(time_of(m));
+        let t = self.clock.at_message(m);
         let id = m.tool_call_id.clone().unwrap_or_default();
-        let name = self
-            .names
-            .get(&id)
-            .cloned()
-            .unwrap_or_else(|| "tool".into());
+        let name = self.names.of(&id);
         let (response, status) = if m.is_error {
             (json!({"error": m.content}), "error")
         } else {
@@ -228,52 +204,36 @@ impl Writer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::write::test_support::*;
 
     /// What is written reads back as it was meant: words, context, thoughts, parallel calls
     /// and their results, a failure, and texts between a call and its result.
     #[test]
     fn a_written_session_reads_back_as_written() {
-        let call = |id: &str| {
-            let mut m = Message::new(Role::ToolCall, "");
-            m.tool_call_id = Some(id.into());
-            m.tool_name = Some("run_shell_command".into());
-            m.tool_input = Some(json!({"command": format!("echo {id}")}));
-            m.key_arg = Some(format!("echo {id}"));
-            m
-        };
-        let result = |id: &str, error: bool| {
-            let mut m = Message::new(Role::ToolResult, format!("out {id}"));
-            m.tool_call_id = Some(id.into());
-            m.is_error = error;
-            m
-        };
-        let mut s = Session::new("claude", "relay", "id");
-        s.messages = vec![
-            Message::new(Role::System, "# Handoff brief"),
-            Message::new(Role::User, "/etc/hosts first"),
-            Message::new(Role::Reasoning, "Two at once."),
-            Message::new(Role::Assistant, "Running both."),
-            call("a"),
-            call("b"),
-            result("b", false),
-            result("a", true),
-            call("c"),
-            Message::new(Role::Assistant, "c is slow"),
-            result("c", false),
-            Message::new(Role::Assistant, "Done."),
-            Message::new(Role::Assistant, "Really."),
-        ];
+        let call = |id: &str| echo_call(id, "run_shell_command", true);
+        let result = echo_result;
+        let s = session(
+            "claude",
+            vec![
+                Message::new(Role::System, "# Handoff brief"),
+                Message::new(Role::User, "/etc/hosts first"),
+                Message::new(Role::Reasoning, "Two at once."),
+                Message::new(Role::Assistant, "Running both."),
+                call("a"),
+                call("b"),
+                result("b", false),
+                result("a", true),
+                call("c"),
+                Message::new(Role::Assistant, "c is slow"),
+                result("c", false),
+                Message::new(Role::Assistant, "Done."),
+                Message::new(Role::Assistant, "Really."),
+            ],
+        );
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("s.jsonl");
-        let req = WriteRequest {
-            home: dir.path().to_path_buf(),
-            id: "5e1a0f00-0000-4000-8000-00000000aaaa".into(),
-            cwd: "/tmp/x".into(),
-            title: "[relay from claude] t".into(),
-            provenance: json!({"tool": "session-relay", "source_agent": "claude", "source_id": "x"}),
-            now: Utc::now(),
-            standalone: Some(out.clone()),
-        };
+        let id = "5e1a0f00-0000-4000-8000-00000000aaaa";
+        let req = request(&out, id, "[relay from claude] t", from_claude());
         let native = write(&s, &req).unwrap();
         std::fs::write(&out, &native.bytes).unwrap();
         let (back, provenance) = super::super::read::read(&out, &Default::default()).unwrap();

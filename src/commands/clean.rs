@@ -381,6 +381,7 @@ fn delete_confirmed(
             o.action = "deleted";
             o.reason = deletion_reason(superseded, continued);
             notes.append(&mut n);
+            notes.extend(remove_own_folder(e));
             let recorded = ledger::append(&Entry {
                 event: "clean".into(),
                 time: ledger::time_text(Utc::now()),
@@ -407,6 +408,19 @@ fn delete_confirmed(
             };
         }
     }
+}
+
+/// Removes the folder the target's store keeps for a deleted session alone (Copilot CLI's
+/// `session-state/<id>/`, which the relay made), when nothing is left in it: a file the agent or
+/// the person put there keeps it, and the folder of a session that shares it is never one.
+fn remove_own_folder(e: &Entry) -> Option<String> {
+    let adapter = crate::adapters::by_name(&e.target.agent)?;
+    let folder = adapter
+        .store()
+        .own_folder(Path::new(&e.target.path), &e.target.id)?;
+    // Removes only an empty folder, at the moment it is removed.
+    std::fs::remove_dir(&folder).ok()?;
+    Some(format!("{}: its empty folder removed", folder.display()))
 }
 
 /// The newest relay entry per target file, without those already cleaned; with `superseded`,

@@ -80,7 +80,7 @@ pub fn plan_relay(
             .messages
             .iter()
             .any(crate::model::Message::is_reduced);
-    let plan = match crate::plan::plan(cfg, source, target, folded) {
+    let plan = match crate::plan::plan(cfg, source, target, folded, redactor) {
         Ok(plan) => plan,
         // The budget too small: what must always be kept may cost more read in full, and the
         // error says what a full read says.
@@ -100,9 +100,17 @@ pub fn plan_relay(
         if let (Some(counts), Some(folded)) = (redactions.0.as_mut(), folded_counts) {
             crate::redact::add_counts(counts, folded);
         }
+        add_snapshot_counts(redactions, &plan);
         return Ok(plan);
     }
     plan_read_in_full(cfg, located, source, redactions, redactor, target)
+}
+
+/// Adds what masking the plan's file-state snapshot found to the relay's counts.
+fn add_snapshot_counts(redactions: &mut Redactions, plan: &crate::plan::Plan) {
+    if let (Some(counts), Some(found)) = (redactions.0.as_mut(), &plan.snapshot_redactions) {
+        crate::redact::add_counts(counts, found.clone());
+    }
 }
 
 /// `plan_relay` of `located` read again in full, which replaces `source` and `redactions`.
@@ -120,7 +128,9 @@ fn plan_read_in_full(
     })?;
     *redactions = redact(redactor, &mut full);
     *source = full;
-    crate::plan::plan(cfg, source, target, None)
+    let plan = crate::plan::plan(cfg, source, target, None, redactor)?;
+    add_snapshot_counts(redactions, &plan);
+    Ok(plan)
 }
 
 /// Set to read every turn of a relayed session in full, and every tool output of a session

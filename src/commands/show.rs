@@ -51,6 +51,9 @@ pub struct SessionReport {
     /// The agent's own record of its context at the newest request, next to our estimate of
     /// the conversation up to it.
     pub context_check: Option<ContextCheck>,
+    /// The files the session changed and how they stand now, as a relay's brief gives them
+    /// (every file here), read in the session's working directory.
+    pub file_snapshot: plan::snapshot::Snapshot,
 }
 
 #[derive(Debug, Serialize)]
@@ -127,7 +130,10 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             if let Some(r) = &redactor {
                 r.header(&mut s);
             }
-            let report = session_report_with(&s, counted.as_ref());
+            let mut report = session_report_with(&s, counted.as_ref());
+            if let Some(r) = &redactor {
+                report.file_snapshot.mask(r);
+            }
             // Freeing a long session takes a while and nothing waits for it (see `relay`).
             std::thread::spawn(move || drop(s));
             Ok(Report::Session(Box::new(report)))
@@ -393,6 +399,7 @@ fn session_report_with(s: &Session, counted: Option<&Counted>) -> SessionReport 
     });
     SessionReport {
         context_check,
+        file_snapshot: file_snapshot(s),
         session: header,
         messages,
         counts,
@@ -401,6 +408,14 @@ fn session_report_with(s: &Session, counted: Option<&Counted>) -> SessionReport 
         estimated_tokens,
         tokenizer,
     }
+}
+
+/// The file-state snapshot of `s` in its own working directory (not masked).
+fn file_snapshot(s: &Session) -> plan::snapshot::Snapshot {
+    let cwd = s.cwd.as_deref().unwrap_or_default();
+    let git = plan::brief::live_git_state(cwd)
+        .unwrap_or_else(|| plan::brief::recorded_git_state(s.git.as_ref()));
+    plan::snapshot::Snapshot::take(s.file_facts.as_deref(), cwd, s.cwd.as_deref(), git)
 }
 
 /// `show --to AGENT`: how a relay of this session would fit the target's budget.

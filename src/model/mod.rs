@@ -3,10 +3,12 @@
 //! - `session`: the neutral session, its messages, todos and read statistics;
 //! - `state`: what a message is and what was done to it (its kind, how its output was cut);
 //! - `summary`: one session as the cheap listing sees it;
+//! - `files`: what a session did to files, from its tool calls;
 //! - `tools`: agent-neutral tool kinds, so that no adapter needs another agent's tool names;
 //! - `neutral`: the session as neutral JSONL (export and read back);
 //! - `markdown`: the session as a Markdown handoff document.
 
+pub mod files;
 mod ids;
 pub mod markdown;
 mod meta;
@@ -21,4 +23,6 @@ pub use meta::Meta;
 pub use session::*;
 pub use state::{MaskedCounts, MessageKind, OutputState};
 pub use summary::{RecordedUsage, RelaySource, Summary, named_for};
-pub use tools::{ToolKind, generic_key_arg};
+#[cfg(test)]
+pub use tools::test_call;
+pub use tools::{ToolKind, first_str, generic_key_arg, status_line};

@@ -635,6 +635,10 @@ pub struct Session {
     /// `messages` then holds only the rest. A relay's own; never written.
     #[serde(skip)]
     pub folded: Option<Box<Folded>>,
+    /// What the session did to files (see `files`), found when it was read, before anything
+    /// was masked. A reader leaves it `None`; `select::Located::read_with` fills it.
+    #[serde(skip)]
+    pub file_facts: Option<Box<super::files::FileFacts>>,
     /// Kept last so that the neutral JSONL export can stream it one message per line (its
     /// header is the session without messages).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -669,11 +673,14 @@ pub struct Folded {
     /// A later message paired with one of those: the folded turns were not shaped as the whole
     /// session shapes them, and the session must be read again without folding.
     pub broken: bool,
+    /// What the messages before them and they did to files (see `files::FileFacts::of`).
+    pub files: super::files::FileLog,
 }
 
 impl Folded {
     /// Takes note of a turn folded after what was folded before.
     pub fn add(&mut self, messages: &[Message]) {
+        self.files.add_all(messages);
         let ids = |role: Role| -> foldhash::HashSet<&str> {
             messages
                 .iter()
@@ -783,6 +790,7 @@ impl Session {
             warnings: Vec::new(),
             extra: BTreeMap::new(),
             folded: None,
+            file_facts: None,
             messages: Vec::new(),
         }
     }
@@ -818,6 +826,7 @@ impl Session {
             warnings: self.warnings.clone(),
             extra: self.extra.clone(),
             folded: None,
+            file_facts: None,
             messages: Vec::new(),
         }
     }

@@ -81,10 +81,64 @@ pub fn generic_key_arg(input: &Value, content: &str) -> String {
     }
 }
 
+/// The first of `keys` whose value in a call's input is a string: tools of different releases
+/// (or of one family) name the same argument differently.
+pub fn first_str(input: &Value, keys: &[&str]) -> Option<String> {
+    keys.iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str))
+        .map(str::to_string)
+}
+
+/// A todo list or plan in one line: each item of the array `list` by its `text` field, with its
+/// `status`, `; ` between them (`read (completed); fix (pending)`).
+pub fn status_line(input: &Value, list: &str, text: &str) -> Option<String> {
+    let items = input.get(list)?.as_array()?;
+    Some(
+        items
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} ({})",
+                    i.get(text).and_then(Value::as_str).unwrap_or("?"),
+                    i.get("status").and_then(Value::as_str).unwrap_or("?")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
+}
+
+/// A tool call of `kind` whose key argument is `key` and input `input`, for the tests of the
+/// writers' tool maps.
+#[cfg(test)]
+pub fn test_call(kind: ToolKind, key: &str, input: Value) -> super::Message {
+    let mut m = super::Message::new(super::Role::ToolCall, "");
+    m.tool_kind = Some(kind);
+    m.key_arg = Some(key.into());
+    m.tool_input = Some(input);
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn lists_read_as_one_line_of_items_and_states() {
+        let plan = json!({"plan": [{"step": "read", "status": "completed"}, {"step": "fix"}]});
+        assert_eq!(
+            status_line(&plan, "plan", "step").as_deref(),
+            Some("read (completed); fix (?)")
+        );
+        assert_eq!(status_line(&plan, "todos", "content"), None);
+        let input = json!({"path": 1, "file_path": "/a", "dir_path": "/b"});
+        assert_eq!(
+            first_str(&input, &["path", "file_path", "dir_path"]).as_deref(),
+            Some("/a")
+        );
+        assert_eq!(first_str(&input, &["url"]), None);
+    }
 
     #[test]
     fn the_generic_key_takes_the_field_that_says_what_a_call_did() {

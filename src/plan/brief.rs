@@ -1,12 +1,15 @@
-//! The handoff brief: what the next agent reads first. It stays short at any session size
-//! (about `BRIEF_MAX_TOKENS`): the goal, the current step and every open todo in full, then the
-//! files changed most recently and most often, the completed steps, the user's rules and the
-//! decisions taken, each deduplicated and capped. Deterministic: no model is called.
+//! The handoff brief: what the next agent reads first. Besides the file-state snapshot, which
+//! the budget sizes (`snapshot`), it stays short at any session size (about
+//! `BRIEF_MAX_TOKENS`): the goal, the current step and every open todo in full, then the
+//! completed steps, the user's rules and the decisions taken, each deduplicated and capped.
+//! Deterministic: no model is called.
 
 use foldhash::{HashSet, HashSetExt};
 use std::collections::VecDeque;
 use std::path::Path;
 use std::process::Command;
+
+use serde::Serialize;
 
 use super::cues;
 use crate::model::{GitInfo, IdSet, Message, Role, Session, TodoStatus};
@@ -18,39 +21,89 @@ use crate::tokens;
 pub const BRIEF_MAX_TOKENS: usize = 1200;
 
 /// The repository state at relay time, read from the working directory when it is a checkout.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct GitState {
     pub branch: Option<String>,
     pub commit: Option<String>,
+    /// HEAD's abbreviated hash and subject, as `git log` gives them.
+    pub short: Option<String>,
+    pub subject: Option<String>,
     pub dirty: Option<bool>,
+    /// The files with uncommitted changes, relative to the working directory when under it,
+    /// each with its `git status` code (`M src/a.rs`, `?? notes.md`).
+    pub dirty_files: Vec<String>,
     /// Read from the repository now (true) or taken from what the session recorded (false).
     pub live: bool,
 }
 
-/// The state `git status` reports of `cwd` now, when it is a checkout with a commit.
+/// The state `git status` reports of `cwd` now, when it is a checkout with a commit, with
+/// HEAD's subject.
 pub fn live_git_state(cwd: &str) -> Option<GitState> {
     if !Path::new(cwd).is_dir() || !may_be_in_a_checkout(Path::new(cwd)) {
         return None;
     }
-    // One `git status` gives the commit, the branch and whether the tree is dirty: a relay
-    // starts one process instead of three.
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(cwd)
-        .args([
-            "status",
-            "--porcelain=v2",
-            "--branch",
-            "--untracked-files=normal",
-        ])
-        // Never take the index lock: reading the state must not write to the repository.
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .output()
-        .ok()?;
+    let git = |args: &[&str]| {
+        let mut c = Command::new("git");
+        c.arg("-C")
+            .arg(cwd)
+            .args(args)
+            // Never take the index lock: reading the state must not write to the repository.
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c
+    };
+    // HEAD's subject beside the status: the two take no longer than one.
+    let log = git(&["log", "-1", "--no-show-signature", "--format=%h%x00%s"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .ok();
+    // One `git status` gives the commit, the branch and the files not committed.
+    let out = git(&[
+        "status",
+        "--porcelain=v2",
+        "--branch",
+        "--untracked-files=normal",
+    ])
+    .output()
+    .ok()?;
+    let log = log.and_then(|l| l.wait_with_output().ok());
     if !out.status.success() {
         return None;
     }
-    parse_status(&String::from_utf8_lossy(&out.stdout))
+    let mut state = parse_status(&String::from_utf8_lossy(&out.stdout))?;
+    if let Some(log) = log.filter(|l| l.status.success()) {
+        let text = String::from_utf8_lossy(&log.stdout);
+        if let Some((short, subject)) = text.trim_end_matches('\n').split_once('\0') {
+            state.short = Some(short.to_string());
+            state.subject = Some(subject.to_string());
+        }
+    }
+    if let Some(top) = checkout_top(Path::new(cwd)) {
+        let real = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.into());
+        for f in state.dirty_files.iter_mut() {
+            if let Some((code, path)) = f.split_once(' ') {
+                let under = top.join(path);
+                let shown = under.strip_prefix(&real).map_or(under.as_path(), |p| p);
+                // An untracked folder keeps its `/`.
+                let slash = if path.ends_with('/') { "/" } else { "" };
+                *f = format!("{code} {}{slash}", shown.display());
+            }
+        }
+    }
+    Some(state)
+}
+
+/// The folder of the checkout `dir` is in (where git finds its `.git`), when `GIT_DIR` does
+/// not point elsewhere.
+fn checkout_top(dir: &Path) -> Option<std::path::PathBuf> {
+    if std::env::var_os("GIT_DIR").is_some() {
+        return None;
+    }
+    let real = std::fs::canonicalize(dir).ok()?;
+    real.ancestors()
+        .find(|d| d.join(".git").symlink_metadata().is_ok())
+        .map(Path::to_path_buf)
 }
 
 /// Whether git could find a repository for `dir`: a `.git` (folder, or file in a worktree or
@@ -72,8 +125,7 @@ pub fn recorded_git_state(recorded: Option<&GitInfo>) -> GitState {
     GitState {
         branch: recorded.and_then(|g| g.branch.clone()),
         commit: recorded.and_then(|g| g.commit.clone()),
-        dirty: None,
-        live: false,
+        ..Default::default()
     }
 }
 
@@ -83,28 +135,51 @@ pub fn recorded_git_state(recorded: Option<&GitInfo>) -> GitState {
 fn parse_status(status: &str) -> Option<GitState> {
     let mut commit = None;
     let mut branch = None;
-    let mut dirty = false;
+    let mut dirty_files = Vec::new();
     for line in status.lines() {
         if let Some(oid) = line.strip_prefix("# branch.oid ") {
             commit = (oid != "(initial)").then(|| oid.to_string());
         } else if let Some(head) = line.strip_prefix("# branch.head ") {
             branch = Some(if head == "(detached)" { "HEAD" } else { head }.to_string());
         } else if !line.starts_with('#') && !line.is_empty() {
-            dirty = true;
+            dirty_files.push(status_entry(line));
         }
     }
     Some(GitState {
         branch,
         commit: Some(commit?),
-        dirty: Some(dirty),
+        dirty: Some(!dirty_files.is_empty()),
+        dirty_files,
         live: true,
+        ..Default::default()
     })
+}
+
+/// A changed entry of `git status --porcelain=v2` as its code and path (`M src/a.rs`, `R b.rs`
+/// for a rename, `?? new.txt`); the path relative to the checkout's top.
+fn status_entry(line: &str) -> String {
+    // Ordinary, renamed and unmerged entries have 8, 9 and 10 fields before the path.
+    let fields = match line.as_bytes()[0] {
+        b'1' => 9,
+        b'2' => 10,
+        b'u' => 11,
+        _ => 2,
+    };
+    let parts: Vec<&str> = line.splitn(fields, ' ').collect();
+    let code = match parts.first() {
+        Some(&"?") => "??".to_string(),
+        Some(&"!") => "!!".to_string(),
+        _ => parts.get(1).unwrap_or(&"").replace('.', ""),
+    };
+    let path = parts.last().unwrap_or(&"");
+    // A rename's path is followed by a tab and the path it had.
+    let path = path.split('\t').next().unwrap_or(path);
+    format!("{code} {path}")
 }
 
 /// How much of each capped section the brief shows; halved until the brief fits.
 #[derive(Debug, Clone, Copy)]
 struct Caps {
-    files: usize,
     completed: usize,
     constraints: usize,
     decisions: usize,
@@ -113,7 +188,6 @@ struct Caps {
 
 impl Caps {
     const FULL: Caps = Caps {
-        files: 20,
         completed: 8,
         constraints: 8,
         decisions: 5,
@@ -121,11 +195,10 @@ impl Caps {
     };
 
     fn smaller(self) -> Option<Caps> {
-        if self.files <= 3 && self.completed <= 1 && self.constraints <= 2 && self.decisions <= 1 {
+        if self.completed <= 1 && self.constraints <= 2 && self.decisions <= 1 {
             return None;
         }
         Some(Caps {
-            files: (self.files / 2).max(3),
             completed: (self.completed / 2).max(1),
             constraints: (self.constraints / 2).max(2),
             decisions: (self.decisions / 2).max(1),
@@ -372,48 +445,14 @@ fn keep_strongest_latest(mut found: Vec<(usize, usize, String)>, max: usize) -> 
     found.into_iter().map(|f| f.2).collect()
 }
 
-/// Touched files, most recently and most often changed first: the most recent half of the
-/// places, then the most often changed of the rest, each with its count.
-pub fn ranked_files(s: &Session) -> Vec<(String, usize)> {
-    let mut by_recency: Vec<(&String, usize, usize)> = s
-        .files_touched
-        .iter()
-        .map(|p| {
-            let c = s.file_changes.get(p);
-            (p, c.map_or(1, |c| c.count), c.map_or(0, |c| c.last))
-        })
-        .collect();
-    by_recency.sort_by(|a, b| b.2.cmp(&a.2).then(b.1.cmp(&a.1)).then(a.0.cmp(b.0)));
-    let mut by_count = by_recency.clone();
-    by_count.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(b.0)));
-    let mut out: Vec<(String, usize)> = Vec::new();
-    let mut seen = HashSet::new();
-    let (mut r, mut c) = (by_recency.iter(), by_count.iter());
-    // Alternate: one recent, one frequent, so that both kinds lead the list.
-    loop {
-        let mut progressed = false;
-        for it in [&mut r, &mut c] {
-            for f in it.by_ref() {
-                if seen.insert(f.0) {
-                    out.push((f.0.clone(), f.1));
-                    progressed = true;
-                    break;
-                }
-            }
-        }
-        if !progressed {
-            break;
-        }
-    }
-    out
-}
-
 pub struct BriefInput<'a> {
     pub session: &'a Session,
     pub source_display: &'a str,
     pub title: &'a str,
-    pub cwd: &'a str,
-    pub git: &'a GitState,
+    /// The file-state snapshot as the brief gives it (`snapshot::Snapshot::render`): the
+    /// working directory, its repository and the files the session changed. Sized by the
+    /// budget, not by the brief's own cap.
+    pub snapshot: &'a str,
     /// What was found in the messages folded while reading, if any.
     pub folded: Option<&'a BriefFound>,
 }
@@ -426,33 +465,32 @@ pub fn brief(b: &BriefInput) -> String {
     let found = Found {
         turns: s.messages.iter().filter(|m| m.role == Role::User).count()
             + b.folded.map_or(0, |f| f.user_messages),
-        files: ranked_files(s),
         rules: constraints_found(s, b.folded, Caps::FULL.constraints),
         decisions: decisions_found(s, b.folded, Caps::FULL.decisions),
     };
     let mut caps = Caps::FULL;
     loop {
-        let text = render(b, &found, caps);
+        let text = render(b, &found, caps, "");
         if tokens::estimate(&text) <= BRIEF_MAX_TOKENS {
-            return text;
+            break;
         }
         match caps.smaller() {
             Some(c) => caps = c,
-            None => return text,
+            None => break,
         }
     }
+    render(b, &found, caps, b.snapshot)
 }
 
 /// What the brief shows of the whole session, before it is capped.
 struct Found {
     /// User turns.
     turns: usize,
-    files: Vec<(String, usize)>,
     rules: Vec<(usize, usize, String)>,
     decisions: Vec<String>,
 }
 
-fn render(b: &BriefInput, found: &Found, caps: Caps) -> String {
+fn render(b: &BriefInput, found: &Found, caps: Caps, snapshot: &str) -> String {
     let s = b.session;
     let t = caps.text;
     let mut out = String::new();
@@ -473,10 +511,8 @@ fn render(b: &BriefInput, found: &Found, caps: Caps) -> String {
         ));
     }
     push_steps(&mut out, s, caps);
-    push_files(&mut out, &found.files, caps.files);
-    out.push_str(&format!("\nWorking directory: {}", b.cwd));
-    out.push_str(&git_state(b.git));
     out.push('\n');
+    out.push_str(snapshot);
     let rules = keep_strongest_latest(found.rules.clone(), caps.constraints);
     if !rules.is_empty() {
         out.push_str("\nThe user's constraints and preferences, quoted:\n");
@@ -527,51 +563,53 @@ fn push_steps(out: &mut String, s: &Session, caps: Caps) {
     }
 }
 
-/// The files changed, ranked (see `ranked_files`), at most `most` of them named.
-fn push_files(out: &mut String, files: &[(String, usize)], most: usize) {
-    if files.is_empty() {
-        return;
-    }
-    out.push_str("\nFiles changed (most recent and most often first; changes in brackets): ");
-    let shown: Vec<String> = files
-        .iter()
-        .take(most)
-        .map(|(p, n)| format!("{p} ({n})"))
-        .collect();
-    out.push_str(&shown.join(", "));
-    if files.len() > most {
-        out.push_str(&format!(", and {} more", files.len() - most));
-    }
-    out.push('\n');
-}
-
-/// What the brief says of the repository after the working directory (nothing when neither
-/// the repository nor the session tells anything), and where it was read.
-fn git_state(g: &GitState) -> String {
-    if !(g.live || g.branch.is_some() || g.commit.is_some()) {
-        return String::new();
-    }
-    let mut parts = Vec::new();
-    if let Some(br) = &g.branch {
-        parts.push(format!("branch {br}"));
-    }
-    if let Some(c) = &g.commit {
-        parts.push(format!("commit {}", &c[..c.len().min(12)]));
-    }
-    match g.dirty {
-        Some(true) => parts.push("uncommitted changes present".into()),
-        Some(false) => parts.push("working tree clean".into()),
-        None => {}
-    }
-    format!(
-        "; git: {} ({})",
-        parts.join(", "),
-        if g.live {
-            "read from the repository at relay time"
-        } else {
-            "as the session recorded it"
+impl GitState {
+    /// What the brief says of the repository after the working directory (nothing when
+    /// neither the repository nor the session tells anything), and where it was read: the
+    /// branch, HEAD's short hash and subject, and the files not committed, at most
+    /// `most_dirty` of them named (all when `None`).
+    pub fn describe(&self, most_dirty: Option<usize>) -> String {
+        if !(self.live || self.branch.is_some() || self.commit.is_some()) {
+            return String::new();
         }
-    )
+        let mut parts = Vec::new();
+        if let Some(br) = &self.branch {
+            parts.push(format!("branch {br}"));
+        }
+        match (&self.short, &self.commit) {
+            (Some(short), _) => parts.push(format!("commit {short}")),
+            (None, Some(c)) => parts.push(format!("commit {}", &c[..c.len().min(12)])),
+            (None, None) => {}
+        }
+        if let Some(subject) = &self.subject {
+            parts.push(format!("\"{}\"", one_line_cut(subject, 120)));
+        }
+        match self.dirty {
+            Some(true) => {
+                let n = self.dirty_files.len();
+                let most = most_dirty.unwrap_or(n);
+                let mut named = self.dirty_files[..n.min(most)].join(", ");
+                if n > most {
+                    named.push_str(&format!(", and {} more", n - most));
+                }
+                parts.push(format!(
+                    "uncommitted changes in {n} file{}: {named}",
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
+            Some(false) => parts.push("working tree clean".into()),
+            None => {}
+        }
+        format!(
+            "; git: {} ({})",
+            parts.join(", "),
+            if self.live {
+                "read from the repository at relay time"
+            } else {
+                "as the session recorded it"
+            }
+        )
+    }
 }
 
 /// Items without repeats (compared case-insensitively), first occurrence kept.
@@ -759,60 +797,42 @@ mod tests {
         );
         let g = parse_status(&dirty).unwrap();
         assert_eq!((g.branch.as_deref(), g.dirty), (Some("HEAD"), Some(true)));
+        assert_eq!(g.dirty_files, ["M a.txt", "?? new.txt"]);
+        let renamed = format!(
+            "# branch.oid {oid}\n2 R. N... 100644 100644 100644 aa bb R100 new name.rs\told.rs\n"
+        );
+        assert_eq!(
+            parse_status(&renamed).unwrap().dirty_files,
+            ["R new name.rs"]
+        );
         let untracked_only = format!("# branch.oid {oid}\n# branch.head main\n? new.txt\n");
         assert_eq!(parse_status(&untracked_only).unwrap().dirty, Some(true));
         // No commit yet: nothing to name, as `git rev-parse HEAD` fails there.
         assert!(parse_status("# branch.oid (initial)\n# branch.head main\n? a.txt\n").is_none());
     }
 
-    fn session_with_files(changes: &[(&str, usize)]) -> Session {
+    #[test]
+    fn a_brief_of_thousands_of_rules_stays_short() {
         let mut s = Session::new("claude", "test", "id");
-        for (path, n) in changes {
-            for _ in 0..*n {
-                s.messages.push(Message::new(Role::Assistant, "x"));
-                s.touch_file(path);
-            }
-        }
-        s
-    }
-
-    #[test]
-    fn files_lead_with_the_most_recent_and_the_most_often_changed() {
-        let s = session_with_files(&[("/a", 9), ("/b", 1), ("/c", 1), ("/d", 1)]);
-        let ranked = ranked_files(&s);
-        assert_eq!(ranked[0], ("/d".to_string(), 1), "the latest change first");
-        assert_eq!(ranked[1], ("/a".to_string(), 9), "then the most changed");
-        assert_eq!(ranked.len(), 4);
-    }
-
-    #[test]
-    fn a_brief_of_thousands_of_files_and_rules_stays_short() {
-        let mut s = session_with_files(&[]);
         for i in 0..3000 {
             s.messages.push(Message::new(
                 Role::User,
                 format!("We must keep module {i} small. Never rename file {i}."),
             ));
-            s.touch_file(&format!("/project/src/module_{i:04}/with/a/long/path.rs"));
         }
-        let git = GitState::default();
         let text = brief(&BriefInput {
             session: &s,
             source_display: "Claude Code",
             title: "t",
-            cwd: "/project",
-            git: &git,
+            snapshot: "Working directory: /project\n",
             folded: None,
         });
         assert!(tokens::estimate(&text) <= BRIEF_MAX_TOKENS, "{text}");
         assert!(
-            text.contains("and 2980 more") || text.contains("more"),
-            "{text}"
-        );
-        assert!(
             text.contains("Never rename file 2999"),
             "the latest rule kept: {text}"
         );
+        assert!(text.contains("\nWorking directory: /project\n"), "{text}");
     }
 
     #[test]

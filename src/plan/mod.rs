@@ -3,6 +3,7 @@
 //! - `shape`: which messages travel, which tool calls stay structured (the target has a tool of
 //!   the same kind) and which become text;
 //! - `brief`: the handoff brief the next agent reads first;
+//! - `snapshot`: the files the session changed and how they stand now, which the brief carries;
 //! - `summary`: the extractive summary of the turns left out;
 //! - `fit`: the layered fit to the target's token budget;
 //! - `calls`: tool calls as text (a transcript, or one line).
@@ -15,6 +16,7 @@ pub mod cues;
 pub mod fit;
 pub mod fold;
 pub mod shape;
+pub mod snapshot;
 pub mod summary;
 
 use anyhow::Result;
@@ -99,6 +101,11 @@ pub fn budget_for(cfg: &Config, target: &dyn Adapter, flag: Option<usize>) -> (u
 pub struct Plan {
     /// The session to write: the brief first, then what fits.
     pub session: Session,
+    /// The file-state snapshot the brief carries (masked).
+    pub snapshot: snapshot::Snapshot,
+    /// The secrets masked in the snapshot that the session does not hold (the repository's
+    /// branch, HEAD's subject, the files not committed); `None` when the relay does not mask.
+    pub snapshot_redactions: Option<crate::redact::Counts>,
     pub shape: ShapeStats,
     pub fit: FitReport,
     pub budget_from: String,
@@ -145,18 +152,27 @@ pub fn plan(
     source: &mut Session,
     t: &Target,
     folded: Option<fold::FoldedPart>,
+    redactor: Option<&crate::redact::Redactor>,
 ) -> Result<Plan> {
     let git = t
         .live_git
         .clone()
         .unwrap_or_else(|| brief::live_git_state(t.cwd))
         .unwrap_or_else(|| brief::recorded_git_state(source.git.as_ref()));
+    let (budget, budget_from) = budget_for(cfg, t.adapter, t.budget);
+    let mut snap = snapshot::Snapshot::take(
+        source.file_facts.as_deref(),
+        t.cwd,
+        source.cwd.as_deref(),
+        git.clone(),
+    );
+    let snapshot_redactions = redactor.map(|r| snap.mask(r));
+    let snapshot_text = snap.render(Some(snapshot::files_for_budget(budget)));
     let brief_text = brief::brief(&brief::BriefInput {
         session: source,
         source_display: crate::adapters::display_name(&source.agent),
         title: t.title,
-        cwd: t.cwd,
-        git: &git,
+        snapshot: &snapshot_text,
         folded: folded.as_ref().map(|f| &f.brief),
     });
     let messages = std::mem::take(&mut source.messages);
@@ -170,7 +186,6 @@ pub fn plan(
     };
     let (shaped, shape_stats) =
         shape::shape_after(source, messages, shaper, t.id, brief_text.clone());
-    let (budget, budget_from) = budget_for(cfg, t.adapter, t.budget);
     let params = fit::FitParams {
         budget,
         tokenizer: cfg.agent(t.adapter.name()).tokenizer,
@@ -196,6 +211,8 @@ pub fn plan(
     }
     Ok(Plan {
         session: fitted,
+        snapshot: snap,
+        snapshot_redactions,
         shape: shape_stats,
         fit: report,
         budget_from,

@@ -94,6 +94,7 @@ impl Text for SessionReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         self.header(out)?;
         self.counts(out)?;
+        self.snapshot(out)?;
         lists(&self.session, out)?;
         read_stats(&self.session, out)
     }
@@ -170,6 +171,19 @@ impl SessionReport {
         Ok(())
     }
 
+    /// The files it changed and how they stand now, as a relay's brief gives them.
+    fn snapshot(&self, out: &mut dyn Write) -> io::Result<()> {
+        let snap = &self.file_snapshot;
+        if snap.files.is_empty() && !snap.repository.live {
+            return Ok(());
+        }
+        writeln!(out, "\n{}", "File-state snapshot:".bold())?;
+        for line in snap.render(None).lines() {
+            writeln!(out, "  {}", safe(line))?;
+        }
+        Ok(())
+    }
+
     /// Its messages, tool calls, tokens and context.
     fn counts(&self, out: &mut dyn Write) -> io::Result<()> {
         let s = &self.session;
@@ -197,14 +211,8 @@ impl SessionReport {
     }
 }
 
-/// The files it touched, its todos and its subagents.
+/// Its todos and its subagents.
 fn lists(s: &crate::model::Session, out: &mut dyn Write) -> io::Result<()> {
-    if !s.files_touched.is_empty() {
-        writeln!(out, "\n{}", "Files touched:".bold())?;
-        for f in &s.files_touched {
-            writeln!(out, "  {}", safe(f))?;
-        }
-    }
     if !s.todos.is_empty() {
         writeln!(out, "\n{}", "Todo / plan:".bold())?;
         for t in &s.todos {

@@ -311,12 +311,15 @@ impl Located {
     }
 
     pub fn read_with(&self, opts: ReadOptions) -> Result<Session> {
-        match self.adapter {
+        let mut s = match self.adapter {
             Some(a) => a
                 .read_with(&self.path, self.home.as_deref(), opts.for_file(&self.path))
-                .with_context(|| format!("reading {}", self.path.display())),
-            None => neutral::read(&self.path),
-        }
+                .with_context(|| format!("reading {}", self.path.display()))?,
+            None => neutral::read(&self.path)?,
+        };
+        // Now, before anything is masked: the facts name files as they are on disk.
+        s.file_facts = Some(Box::new(crate::model::files::FileFacts::of(&s)));
+        Ok(s)
     }
 }
 

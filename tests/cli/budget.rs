@@ -8,9 +8,10 @@ use crate::common::Rng;
 
 use session_relay::adapters;
 use session_relay::model::{Message, Role, Session, Timestamp, Todo, TodoStatus};
-use session_relay::plan::brief::{BriefInput, GitState, brief, ranked_files};
+use session_relay::plan::brief::{BriefInput, GitState, brief};
 use session_relay::plan::fit::{FitParams, cost, fit};
 use session_relay::plan::shape::shape;
+use session_relay::plan::snapshot::Snapshot;
 use session_relay::tokens::Tokenizer;
 
 const WORDS: &[&str] = &[
@@ -195,13 +196,14 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
         let names = adapters::names();
         let target = adapters::by_name(names[r.index(names.len())]).unwrap();
         let tokenizer = target.default_tokenizer();
-        let git = GitState::default();
+        let facts = session_relay::model::files::FileFacts::of(&source);
+        let cwd = source.cwd.as_deref().unwrap();
+        let snapshot = Snapshot::take(Some(&facts), cwd, Some(cwd), GitState::default());
         let brief_text = brief(&BriefInput {
             session: &source,
             source_display: "Generated",
             title: "a title",
-            cwd: source.cwd.as_deref().unwrap(),
-            git: &git,
+            snapshot: &snapshot.render(Some(20)),
             folded: None,
         });
         let (shaped, _) = shape(
@@ -285,12 +287,15 @@ fn fitted_sessions_respect_the_budget_and_keep_what_matters() {
                 t.text
             );
         }
-        // The files changed most recently and most often lead the brief's list (at most 20).
-        for (f, _) in ranked_files(&source).iter().take(3) {
-            assert!(
-                brief_msg.content.contains(f.as_str()),
-                "case {case}: file {f} lost"
-            );
+        // Every file changed is in the brief's snapshot, by name (at most 20 here).
+        if snapshot.files.len() <= 20 {
+            for f in &snapshot.files {
+                assert!(
+                    brief_msg.content.contains(&format!("  {}: ", f.name)),
+                    "case {case}: file {} lost",
+                    f.path
+                );
+            }
         }
         check_pairs(&out).unwrap_or_else(|e| panic!("case {case}: {e}"));
         // The report adds up: every source turn and message is kept, summarized or left out.
@@ -510,13 +515,12 @@ fn long_session_with_a_rule_halfway(turns: usize) -> Session {
 fn a_rule_stated_halfway_through_a_long_session_survives_a_60k_relay() {
     let source = long_session_with_a_rule_halfway(3000);
     let target = adapters::by_name("codex").unwrap();
-    let git = GitState::default();
     let brief_text = brief(&BriefInput {
         session: &source,
         source_display: "Claude Code",
         title: "long",
-        cwd: "/nonexistent/long",
-        git: &git,
+        snapshot: &Snapshot::take(None, "/nonexistent/long", None, GitState::default())
+            .render(Some(20)),
         folded: None,
     });
     let (shaped, _) = shape(

@@ -103,12 +103,20 @@ fn line_separators_in_a_prompt_are_escaped_in_the_log() {
     assert!(text.contains("\\u2028 separator"), "{text}");
 }
 
+/// `clean` removes a relay's log and workspace, and its folder when nothing else is left in
+/// it; what Copilot CLI or the person put in a folder stays, and so does the folder.
 #[test]
 fn clean_removes_the_log_and_its_workspace_but_not_what_copilot_made() {
     let env = TestEnv::with_fixtures();
     let proj = env.project();
     let (_, kept_folder) = relay_to_copilot(&env, "771ce1df", &proj);
     let (_, folder) = relay_to_copilot(&env, "b62416f1", &proj);
+    let (_, emptied) = relay_to_copilot(&env, "4b2030ed", &proj);
+    let others: Vec<PathBuf> = std::fs::read_dir(env.home("copilot").join("session-state"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| ![&kept_folder, &folder, &emptied].contains(&p))
+        .collect();
     // Copilot CLI adds files of its own to a session's folder when it resumes it, and may
     // rename the session (then the workspace.yaml is its own, without our first line).
     std::fs::create_dir_all(folder.join("checkpoints")).unwrap();
@@ -125,6 +133,13 @@ fn clean_removes_the_log_and_its_workspace_but_not_what_copilot_made() {
         std::fs::read_to_string(kept_folder.join("workspace.yaml")).unwrap(),
         renamed
     );
+    assert!(!emptied.exists(), "{out}");
+    assert!(out.contains("its empty folder removed"), "{out}");
+    // The sessions Copilot CLI wrote itself keep their folders.
+    assert!(!others.is_empty());
+    for p in &others {
+        assert!(p.is_dir(), "{}", p.display());
+    }
 }
 
 #[test]

@@ -1768,7 +1768,8 @@ fn folding_a_claude_transcript_changes_nothing() {
 }
 
 /// `show` and a plain export (JSONL and Markdown) of generated sessions with what makes folding
-/// hard (see `write_awkward_codex_session`, `write_awkward_claude_session`) say, byte for byte,
+/// hard (see `write_awkward_codex_session`, `write_awkward_claude_session`,
+/// `write_awkward_session_of` for pi, Qwen Code and Copilot CLI) say, byte for byte,
 /// what they say holding every turn: whether the older turns were counted or written as they
 /// were read, or the session was read again; also when a Claude Code branch chosen ahead is
 /// not the one the parse finds before any turn was folded (seed 4).
@@ -1783,6 +1784,11 @@ fn showing_and_exporting_awkward_sessions_while_folding_changes_nothing() {
         let turns = 120 + 40 * seed as usize;
         paths.push(write_awkward_codex_session(&env, seed, turns));
         paths.push(write_awkward_claude_session(&env, seed, turns, seed == 4));
+        if seed == 1 {
+            for agent in ["pi", "qwen", "copilot"] {
+                paths.push(write_awkward_session_of(&env, seed, agent));
+            }
+        }
     }
     let mut outcomes = std::collections::BTreeMap::new();
     for path in &paths {
@@ -2611,4 +2617,119 @@ fn a_long_line_cut_off_or_after_a_byte_order_mark_reads_as_a_short_one() {
         assert_eq!(listed["messages"], shown["messages"], "{name}");
     }
     assert_eq!(seen[0], seen[1]);
+}
+
+/// An awkward Codex session (`write_awkward_codex_session`) relayed whole into `to` (pi, Qwen
+/// Code or Copilot CLI), then made awkward in that agent's own ways: pi and Qwen Code get a
+/// branch left behind in the middle (entries off the path, which the read must not parse into
+/// the session), Qwen Code also a record written in two parts under one uuid and a
+/// `chat_compression` a third of the way in (what comes before it is replaced), and each a
+/// malformed line.
+fn write_awkward_session_of(env: &TestEnv, seed: u64, to: &str) -> std::path::PathBuf {
+    let source = write_awkward_codex_session(env, seed, 150 + 40 * seed as usize);
+    let r = env.json(&[
+        "relay",
+        source.to_str().unwrap(),
+        "--to",
+        to,
+        "--budget",
+        "500000000",
+        "--cwd",
+        "/tmp/lazy",
+        "--json",
+    ]);
+    let path = std::path::PathBuf::from(r["target"]["path"].as_str().unwrap());
+    let id_key = match to {
+        "pi" => "id",
+        _ => "uuid",
+    };
+    let parent_key = match to {
+        "pi" => "parentId",
+        _ => "parentUuid",
+    };
+    edit_lines(&path, |lines| {
+        let n = lines.len();
+        if to != "copilot" {
+            // Four entries copied as a branch from the one before them, left behind: nothing
+            // after chains to them.
+            let at = n / 2;
+            let parent: Value = serde_json::from_str(&lines[at - 1]).unwrap();
+            let mut prev = parent[id_key].clone();
+            let copies: Vec<String> = (0..4)
+                .map(|k| {
+                    let mut v: Value = serde_json::from_str(&lines[at + k]).unwrap();
+                    let id = format!("{:08x}-0000-4000-8000-{seed:04x}{k:08x}", 0xab00 + k);
+                    v[parent_key] = prev.clone();
+                    v[id_key] = json!(id);
+                    prev = json!(id);
+                    v.to_string()
+                })
+                .collect();
+            lines.splice(at..at, copies);
+        }
+        if to == "qwen" {
+            // The first answer with two parts or more, written as two records of one uuid.
+            let at = (1..lines.len())
+                .find(|&i| {
+                    let v: Value = serde_json::from_str(&lines[i]).unwrap();
+                    v["type"] == "assistant"
+                        && v["message"]["parts"]
+                            .as_array()
+                            .is_some_and(|p| p.len() > 1)
+                })
+                .expect("an answer with two parts");
+            let mut first: Value = serde_json::from_str(&lines[at]).unwrap();
+            let mut second = first.clone();
+            let parts = first["message"]["parts"].as_array().unwrap().clone();
+            first["message"]["parts"] = json!(parts[..1]);
+            second["message"]["parts"] = json!(parts[1..]);
+            lines.splice(at..=at, [first.to_string(), second.to_string()]);
+            // A compression a third of the way in, on the chain, before a prompt: the turns
+            // after it may fold (calls before the first request keep a fold from starting).
+            let at = (lines.len() / 3..lines.len())
+                .find(|&i| {
+                    let v: Value = serde_json::from_str(&lines[i]).unwrap_or_default();
+                    v["type"] == "user" && !lines[i].contains("functionResponse")
+                })
+                .expect("a prompt after the first third");
+            let before: Value = serde_json::from_str(&lines[at - 1]).unwrap();
+            let mut after: Value = serde_json::from_str(&lines[at]).unwrap();
+            let uuid = format!("c0c0c0c0-0000-4000-8000-{seed:012x}");
+            let compression = json!({
+                "uuid": uuid, "parentUuid": before["uuid"], "sessionId": before["sessionId"],
+                "timestamp": before["timestamp"], "type": "system", "subtype": "chat_compression",
+                "cwd": "/tmp/lazy", "version": "0.24.4",
+                "systemPayload": {"compressedHistory": [
+                    {"role": "user", "parts": [{"text": "What came before, in short."}]},
+                    {"role": "model", "parts": [{"text": "Understood."}]}
+                ]}
+            });
+            after["parentUuid"] = json!(uuid);
+            lines.splice(at..=at, [compression.to_string(), after.to_string()]);
+        }
+        let at = lines.len() / 4;
+        lines.insert(at, "{\"type\": \"cut off".to_string());
+    });
+    path
+}
+
+/// A relay that folds the older turns of a pi, Qwen Code or Copilot CLI session while reading
+/// it writes what a full read writes, whatever the branches, parts and pairs: the branch is
+/// found in a first pass, only its entries are parsed in the second, and a fold whose turn
+/// pairs with a later one is given up. Each agent must both fold and keep the fold, and fold
+/// and read again, or the test proves nothing.
+#[test]
+fn folding_a_pi_qwen_or_copilot_session_changes_nothing() {
+    let env = TestEnv::empty();
+    for agent in ["pi", "qwen", "copilot"] {
+        let (mut kept, mut read_again) = (0, 0);
+        for seed in chosen([1], 1..=4u64) {
+            let path = write_awkward_session_of(&env, seed, agent);
+            let (k, r) = fold_outcomes(&env, &path, seed, 6);
+            (kept, read_again) = (kept + k, read_again + r);
+        }
+        eprintln!("{agent}: folded and kept {kept} times, read again {read_again} times");
+        assert!(kept > 0, "{agent}: never folded and kept");
+        assert!(read_again > 0, "{agent}: never read again after folding");
+    }
 }

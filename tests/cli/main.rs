@@ -10,6 +10,7 @@ mod clean;
 mod copilot;
 mod doctor;
 mod export;
+mod file_state;
 mod first_hour;
 mod fuzz_readers;
 mod gemini;

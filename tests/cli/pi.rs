@@ -99,3 +99,48 @@ fn sessions_are_found_by_the_id_in_their_header() {
     assert!(path.ends_with("/relay-minimal.jsonl"), "{path}");
     assert_eq!(shown["session"]["title"], "handmade first prompt");
 }
+
+/// With `PI_CODING_AGENT_SESSION_DIR` set, pi keeps its sessions straight in that folder (no
+/// folder per project): they are listed and read from there, beside those of the agent dir.
+#[test]
+fn sessions_in_the_folder_pi_coding_agent_session_dir_names_are_listed() {
+    let env = TestEnv::with_fixtures();
+    let moved = env.dir.path().join("elsewhere/pi-sessions");
+    std::fs::create_dir_all(&moved).unwrap();
+    let fixture = crate::common::fixtures().join(
+        "pi/sessions/--home-dev-proj-pi--/2026-12-06T03-21-02-369Z_01a2495e-8aa0-731f-a814-3fc6fa7371e6.jsonl",
+    );
+    let text = std::fs::read_to_string(fixture).unwrap().replace(
+        "01a2495e-8aa0-731f-a814-3fc6fa7371e6",
+        "01a2495e-8aa0-731f-a814-00000000e5d1",
+    );
+    std::fs::write(moved.join("2026-12-06T03-21-02-369Z_moved.jsonl"), text).unwrap();
+    let list = |with_env: bool| -> Vec<String> {
+        let mut cmd = env.cmd();
+        if with_env {
+            cmd.env("PI_CODING_AGENT_SESSION_DIR", &moved);
+        }
+        let out = cmd
+            .args(["list", "--agent", "pi", "--all", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (without, with) = (list(false), list(true));
+    let moved_id = "01a2495e-8aa0-731f-a814-00000000e5d1".to_string();
+    assert!(!without.contains(&moved_id), "{without:?}");
+    assert!(with.contains(&moved_id), "{with:?}");
+    // The agent dir's own sessions are still listed.
+    assert_eq!(with.len(), without.len() + 1, "{with:?}");
+}

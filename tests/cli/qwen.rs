@@ -122,3 +122,46 @@ fn status_reads_the_usage_qwen_recorded() {
     assert_eq!(usage.tokens, 15300);
     assert_eq!(usage.model.as_deref(), Some("qwen3-coder-plus"));
 }
+
+/// With `QWEN_RUNTIME_DIR` set, Qwen Code keeps its `projects/` there instead of in its home:
+/// those sessions are listed too, beside the home's.
+#[test]
+fn sessions_under_qwen_runtime_dir_are_listed() {
+    let env = TestEnv::with_fixtures();
+    let runtime = env.dir.path().join("elsewhere/qwen-runtime");
+    let chats = runtime.join("projects/-home-dev-proj-moved/chats");
+    std::fs::create_dir_all(&chats).unwrap();
+    let id = "67a11450-ffa9-4452-9780-00000000e5d1";
+    let fixture = crate::common::fixtures()
+        .join("qwen/projects/-home-dev-proj-qwen/chats/67a11450-ffa9-4452-9780-2decc9462a72.jsonl");
+    let text = std::fs::read_to_string(fixture)
+        .unwrap()
+        .replace("67a11450-ffa9-4452-9780-2decc9462a72", id);
+    std::fs::write(chats.join(format!("{id}.jsonl")), text).unwrap();
+    let list = |with_env: bool| -> Vec<String> {
+        let mut cmd = env.cmd();
+        if with_env {
+            cmd.env("QWEN_RUNTIME_DIR", &runtime);
+        }
+        let out = cmd
+            .args(["list", "--agent", "qwen", "--all", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (without, with) = (list(false), list(true));
+    assert!(!without.iter().any(|s| s == id), "{without:?}");
+    assert!(with.iter().any(|s| s == id), "{with:?}");
+    assert_eq!(with.len(), without.len() + 1, "{with:?}");
+}

@@ -505,8 +505,12 @@ fn the_brief_reads_the_repository_at_relay_time() {
     let brief = written[1]["payload"]["content"][0]["text"]
         .as_str()
         .unwrap();
-    assert!(brief.contains("branch relay-test"), "{brief}");
-    assert!(brief.contains("uncommitted changes present"), "{brief}");
+    // The branch, HEAD's short hash and subject, and the files not committed, by name.
+    assert!(brief.contains("branch relay-test, commit "), "{brief}");
+    assert!(
+        brief.contains("\"first\", uncommitted changes in 1 file: M a.txt"),
+        "{brief}"
+    );
     assert!(
         brief.contains("read from the repository at relay time"),
         "{brief}"
@@ -517,8 +521,13 @@ fn the_brief_reads_the_repository_at_relay_time() {
         "{brief}"
     );
     assert!(brief.contains("- [ ] Count malformed lines"), "{brief}");
+    // Relative to where the session ran, which does not exist here: not looked at.
     assert!(
-        brief.contains("/home/dev/projects/handmade/src/parser.rs"),
+        brief.contains("relative to /home/dev/projects/handmade, where the session ran"),
+        "{brief}"
+    );
+    assert!(
+        brief.contains("\nsrc/\n  parser.rs: edited once, turn 1\n"),
         "{brief}"
     );
     assert!(brief.contains("do not redo completed steps"), "{brief}");
@@ -543,8 +552,8 @@ fn the_brief_reads_the_repository_at_relay_time() {
         .unwrap();
     assert!(
         brief.contains(&format!(
-            "branch HEAD, commit {}, working tree clean",
-            &head[..12]
+            "branch HEAD, commit {}, \"second\", working tree clean",
+            &head[..7]
         )),
         "{brief}"
     );

@@ -126,7 +126,8 @@ def lint(db, sid, project, report):
                 report.fail("lint", f"{mid}: an assistant message lacks {missing}")
             if info.get("parentID") != last_user:
                 report.fail("lint", f"{mid}: parentID {info.get('parentID')} is not the request before it")
-            answer = "\n".join(t for t in texts if t)
+            # Each text part on its own: OpenCode joins a message's parts as it sends them.
+            answer = [t for t in texts if t]
             if answer:
                 session.answers.append(answer)
         else:
@@ -223,7 +224,7 @@ def check_model(oc, mock, db, sid, session, expects, timeout, report):
     sent = sent_text(body)
     report.info(f"the request carries {len(body.get('messages') or [])} messages")
     missing = []
-    last = session.answers[-1:] if session.answers else []
+    last = session.answers[-1] if session.answers else []
     for what, texts in (("prompt", session.prompts), ("answer", last), ("tool output", session.outputs),
                         ("--expect", expects)):
         lost = [t for t in texts if t.strip() and squash(t)[:80] not in sent]
