@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::model::{Message, Todo, TodoStatus, ToolKind, generic_key_arg};
+use crate::model::{Message, Todo, TodoStatus, ToolKind, first_str, generic_key_arg, status_line};
 
 /// Tools whose `filePath` names a file they change.
 pub const WRITE_TOOLS: &[&str] = &["write", "edit"];
@@ -14,11 +14,7 @@ pub const TODO_TOOL: &str = "todowrite";
 
 /// The kind of one of OpenCode's tools and its key argument, in full.
 pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
-    let field = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| input.get(*k).and_then(Value::as_str))
-            .map(str::to_string)
-    };
+    let field = |keys: &[&str]| first_str(input, keys);
     let (kind, key) = match name {
         "bash" => (ToolKind::Shell, field(&["command"])),
         "read" => (ToolKind::Read, field(&["filePath"])),
@@ -26,25 +22,13 @@ pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
         "edit" | "multiedit" | "apply_patch" => (ToolKind::Edit, field(&["filePath"])),
         "glob" | "grep" => (ToolKind::Search, field(&["pattern"])),
         "list" => (ToolKind::Search, field(&["path"])),
-        TODO_TOOL => (ToolKind::Plan, todo_line(input)),
+        TODO_TOOL => (ToolKind::Plan, status_line(input, "todos", "content")),
         "webfetch" => (ToolKind::Web, field(&["url"])),
         "websearch" => (ToolKind::Web, field(&["query"])),
         "task" => (ToolKind::Subagent, field(&["description", "prompt"])),
         _ => (ToolKind::Other, None),
     };
     (kind, key.unwrap_or_else(|| generic_key_arg(input, "")))
-}
-
-/// `todowrite`'s list in one line: each item with its status.
-fn todo_line(input: &Value) -> Option<String> {
-    let items = todos(input)?;
-    Some(
-        items
-            .iter()
-            .map(|t| format!("{} ({})", t.text, t.status.as_str()))
-            .collect::<Vec<_>>()
-            .join("; "),
-    )
 }
 
 /// The todo list a `todowrite` call sets.
@@ -72,11 +56,7 @@ pub fn todos(input: &Value) -> Option<Vec<Todo>> {
 pub fn native(call: &Message) -> Option<(String, Value)> {
     let key = call.key_arg.as_deref()?;
     let input = call.tool_input.as_ref();
-    let text = |names: &[&str]| {
-        names
-            .iter()
-            .find_map(|n| input?.get(*n)?.as_str().map(str::to_string))
-    };
+    let text = |names: &[&str]| first_str(input?, names);
     let path = !key.trim().is_empty() && !key.contains('\n');
     match call.tool_kind? {
         ToolKind::Shell if !key.trim().is_empty() => Some(("bash".into(), json!({"command": key}))),

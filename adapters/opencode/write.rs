@@ -24,7 +24,7 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use crate::adapter::{NativeSession, WriteRequest};
-use crate::model::{Message, Role, Session, Timestamp};
+use crate::model::{Message, Role, Session};
 
 /// The provider and model a relayed message names. OpenCode answers a resumed session with the
 /// user's own model; the TUI only needs a message to name one.
@@ -32,14 +32,8 @@ const PROVIDER: &str = "session-relay";
 const MODEL: &str = "relayed";
 
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
-    let path = match &req.standalone {
-        Some(p) => p.clone(),
-        None => super::relayed_file(&req.home, &req.id),
-    };
-    let first = shaped
-        .messages
-        .iter()
-        .find_map(|m| m.timestamp.as_ref().and_then(Timestamp::time))
+    let path = req.path_or(|| super::relayed_file(&req.home, &req.id));
+    let first = crate::adapter::write::first_time(shaped)
         .unwrap_or(req.now)
         .min(req.now);
     let mut w = Writer {
@@ -83,14 +77,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     });
     let mut bytes = serde_json::to_vec(&doc)?;
     bytes.push(b'\n');
-    Ok(NativeSession {
-        id: req.id.clone(),
-        resume_command: crate::adapter::Adapter::resume_command(&super::ADAPTER, &req.id, &req.cwd),
-        path,
-        bytes,
-        mtime: None,
-        notes: Vec::new(),
-    })
+    Ok(NativeSession::new(&super::ADAPTER, req, path, bytes))
 }
 
 struct Writer {
@@ -119,11 +106,7 @@ impl Writer {
     /// The time of message `m`: its own, if later than the last one written, else a millisecond
     /// after that.
     fn tick(&mut self, m: &Message) -> i64 {
-        let own = m
-            .timestamp
-            .as_ref()
-            .and_then(Timestamp::time)
-            .map(|t| t.timestamp_millis());
+        let own = crate::adapter::write::time_of(m).map(|t| t.timestamp_millis());
         self.clock = own.filter(|t| *t > self.clock).unwrap_or(self.clock + 1);
         self.clock
     }
