@@ -7,6 +7,7 @@ pub mod claude;
 pub mod codex;
 pub mod copilot;
 pub mod gemini;
+pub mod opencode;
 pub mod pi;
 pub mod qwen;
 
@@ -17,6 +18,7 @@ static REGISTRY: &[&dyn Adapter] = &[
     &copilot::ADAPTER,
     &qwen::ADAPTER,
     &pi::ADAPTER,
+    &opencode::ADAPTER,
 ];
 
 /// Every adapter, in a stable order.

@@ -618,6 +618,13 @@ pub trait Store: Sync {
     fn index_titles(&self, _home: &Path) -> HashMap<String, String> {
         HashMap::new()
     }
+    /// For a store that keeps its sessions as rows of one database instead of a file each
+    /// (OpenCode), `session_files` names each session by a path under the database file, which
+    /// is no file: these are the bytes that stand for such a session, which the ledger hashes
+    /// and compares as it does a session file's. `None`: `path` is a file of its own.
+    fn session_bytes(&self, _path: &Path) -> Option<Result<Vec<u8>>> {
+        None
+    }
     /// The folder the store keeps for session `id`, whose file is `path`, and for nothing else
     /// (Copilot CLI's `session-state/<id>/`; `None` where sessions share a folder): `clean`
     /// removes it with a relayed session when nothing is left in it.
@@ -723,6 +730,9 @@ impl dyn Adapter + '_ {
     }
     pub fn index_titles(&self, home: &Path) -> HashMap<String, String> {
         self.store().index_titles(home)
+    }
+    pub fn session_bytes(&self, path: &Path) -> Option<Result<Vec<u8>>> {
+        self.store().session_bytes(path)
     }
     /// Reads one session file whole (see `Adapter::read_with`).
     pub fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session> {

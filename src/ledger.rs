@@ -406,10 +406,21 @@ impl Snapshot {
         Ok(s)
     }
 
+    /// The snapshot of a session that is no file of its own: the bytes that stand for it
+    /// (`Store::session_bytes`), named `path`.
+    pub fn of_bytes(bytes: &[u8], path: &Path) -> Result<Snapshot> {
+        Snapshot::read_from(bytes, u64::MAX, path)
+    }
+
     /// At most the first `len` bytes of `path`.
     fn read(path: &Path, len: u64) -> Result<Snapshot> {
         let f =
             std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        Snapshot::read_from(f, len, path)
+    }
+
+    /// At most the first `len` bytes `f` gives, read from `path`.
+    fn read_from(f: impl std::io::Read, len: u64, path: &Path) -> Result<Snapshot> {
         let mut f = std::io::Read::take(f, len);
         let mut h = Sha256::new();
         let mut buf = vec![0u8; 1 << 16];
@@ -440,6 +451,23 @@ impl Snapshot {
             head,
             tail,
         })
+    }
+
+    /// `unchanged_since` of a session that is no file of its own, given the bytes that stand
+    /// for it now (`Store::session_bytes`).
+    pub fn unchanged_in(&self, now: &[u8], path: &Path) -> Result<()> {
+        let len = self.len as usize;
+        if now.len() < len {
+            return Err(shrank(path, self.len, now.len() as u64));
+        }
+        if !now.starts_with(&self.head) || !now[..len].ends_with(&self.tail) {
+            bail!(
+                "{} changed while it was read: it was rewritten, not only appended to. Relay it \
+                 again.",
+                path.display()
+            );
+        }
+        Ok(())
     }
 
     /// Fails unless `path` still has the snapshot's length and the bytes it saw at each end:

@@ -1,7 +1,8 @@
 //! Every fixture relayed into every agent (other agents' sessions, and same-agent forks) in
 //! temporary homes, then judged by the REAL Codex, Claude Code, Gemini, GitHub Copilot, Qwen
-//! Code and pi CLIs through the checks in `tests/realclients/` (`check_codex.py`,
-//! `check_claude.py`, `check_gemini.py`, `check_copilot.py`, `check_qwen.py`, `check_pi.py`).
+//! Code, pi and OpenCode CLIs through the checks in `tests/realclients/` (`check_codex.py`,
+//! `check_claude.py`, `check_gemini.py`, `check_copilot.py`, `check_qwen.py`, `check_pi.py`,
+//! `check_opencode.py`).
 //!
 //! These tests need the clients that `tests/realclients/install.sh` installs (`.ci/run` runs
 //! it), so they are ignored by a plain `cargo test`; run them with
@@ -27,6 +28,7 @@ fn realclients() -> PathBuf {
         "check_copilot.py",
         "check_qwen.py",
         "check_pi.py",
+        "check_opencode.py",
     ] {
         assert!(
             dir.join(check).exists(),
@@ -41,7 +43,9 @@ fn realclients() -> PathBuf {
                 .unwrap()
                 .join(".cache/session-relay-realclients")
         });
-    for cli in ["codex", "claude", "gemini", "copilot", "qwen", "pi"] {
+    for cli in [
+        "codex", "claude", "gemini", "copilot", "qwen", "pi", "opencode",
+    ] {
         assert!(
             cache.join("node_modules/.bin").join(cli).exists(),
             "the real CLIs are not installed in {}: run `bash {}/install.sh` (needs the npm registry)",
@@ -63,6 +67,7 @@ fn check(script: &Path, args: &[&str]) -> Result<(), String> {
         .env_remove("COPILOT_HOME")
         .env_remove("QWEN_HOME")
         .env_remove("PI_CODING_AGENT_DIR")
+        .env_remove("SESSION_RELAY_OPENCODE_HOME")
         .output()
         .unwrap_or_else(|e| panic!("cannot run python3 {}: {e}", script.display()));
     if out.status.success() {
@@ -151,6 +156,16 @@ fn relay_and_check(
                 &["--checks", "lint,list,model"][..],
                 &expect,
                 &[env.home("pi").to_str().unwrap(), proj, &id],
+            ]
+            .concat(),
+        ),
+        // Listed for the directory, and sent to a mock model with a new prompt, which OpenCode
+        // appends to the session.
+        "opencode" => check(
+            &scripts.join("check_opencode.py"),
+            &[
+                &expect[..],
+                &[env.home("opencode").to_str().unwrap(), proj, &id],
             ]
             .concat(),
         ),
@@ -247,6 +262,12 @@ fn every_fixture_relayed_to_pi_opens_in_real_pi() {
     every_fixture_to("pi");
 }
 
+#[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
+fn every_fixture_relayed_to_opencode_opens_in_real_opencode() {
+    every_fixture_to("opencode");
+}
+
 /// A Codex session of more than 20 MB (tool outputs dominate, as in real long sessions).
 fn write_big_codex_session(home: &Path, cwd: &str) -> (PathBuf, u64) {
     let id = "0199e000-0000-7000-8000-00000000b16b";
@@ -330,7 +351,9 @@ fn a_generated_20_mb_session_relays_to_every_agent() {
     // Fitted to the default budget, the transcript loads without Claude Code compacting it
     // (relayed whole, its first request would be a compaction and the probe would follow a
     // summary: the load check catches that).
-    for to in ["claude", "codex", "gemini", "copilot", "qwen", "pi"] {
+    for to in [
+        "claude", "codex", "gemini", "copilot", "qwen", "pi", "opencode",
+    ] {
         // Gemini CLI's 1M window takes all 520 turns; a terminal's scrollback cannot hold them
         // drawn, so the TUI check looks for the last answer (the request check still sees all).
         let expect: &[&str] = if to == "gemini" {
@@ -368,7 +391,9 @@ fn small_budget_relays_still_open_in_every_cli() {
         "01a2495e-dc76",
         "0199a0dd",
     ] {
-        for to in ["claude", "codex", "gemini", "copilot", "qwen", "pi"] {
+        for to in [
+            "claude", "codex", "gemini", "copilot", "qwen", "pi", "opencode",
+        ] {
             let r = relay_and_check(&env, &scripts, id, to, &proj, &["--budget", "1200"], &[]);
             if let Err(e) = r {
                 failures.push(e);

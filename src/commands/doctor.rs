@@ -216,7 +216,8 @@ fn check_agent(cfg: &Config, a: &'static dyn Adapter, problems: &mut Vec<Problem
         .store_dirs(home)
         .into_iter()
         .map(|d| StoreDir {
-            exists: d.is_dir(),
+            // A folder, or a store's database file (OpenCode).
+            exists: d.exists(),
             path: d.display().to_string(),
         })
         .collect();

@@ -277,14 +277,24 @@ fn read_source(cfg: &Config, opts: &Options, target: &'static dyn Adapter) -> Re
     });
     // The relay is of the source as long as it is now: an agent may append to it while it is
     // read (`ledger::Snapshot`). The parse reads to the end, so at least that far.
-    let source_len = std::fs::metadata(&located.path)
-        .with_context(|| format!("cannot read {}", located.path.display()))?
-        .len();
+    let standin = located
+        .adapter
+        .and_then(|a| a.session_bytes(&located.path))
+        .transpose()?;
+    let source_len = match &standin {
+        Some(bytes) => bytes.len() as u64,
+        None => std::fs::metadata(&located.path)
+            .with_context(|| format!("cannot read {}", located.path.display()))?
+            .len(),
+    };
     // The source's hash is read beside the parse: a core waits while the parser's blocks are
     // read and handed on.
     let hashing = {
         let path = located.path.clone();
-        std::thread::spawn(move || ledger::Snapshot::take(&path, source_len))
+        std::thread::spawn(move || match standin {
+            Some(bytes) => ledger::Snapshot::of_bytes(&bytes, &path),
+            None => ledger::Snapshot::take(&path, source_len),
+        })
     };
     let mut warnings = Vec::new();
     let read = super::read_masked(cfg, &located, read, opts.no_redact, &mut warnings);
@@ -293,7 +303,7 @@ fn read_source(cfg: &Config, opts: &Options, target: &'static dyn Adapter) -> Re
         .join()
         .map_err(|_| anyhow::anyhow!("hashing {} failed", located.path.display()))??;
     // A source rewritten while it was read explains any odd thing the read found in it.
-    snapshot.unchanged_since(&located.path)?;
+    unchanged_since(&located, &snapshot)?;
     let (mut session, redactor, folder) = read?;
     let redactions = redact(redactor.as_deref(), &mut session);
     if opts.dry_run {
@@ -322,6 +332,15 @@ fn read_source(cfg: &Config, opts: &Options, target: &'static dyn Adapter) -> Re
         warnings,
         git_status,
     })
+}
+
+/// Fails unless the source is at most appended to since `snapshot` (`Snapshot::unchanged_since`),
+/// a session kept in a database by the bytes that stand for it.
+fn unchanged_since(located: &crate::select::Located, snapshot: &ledger::Snapshot) -> Result<()> {
+    match located.adapter.and_then(|a| a.session_bytes(&located.path)) {
+        Some(now) => snapshot.unchanged_in(&now?, &located.path),
+        None => snapshot.unchanged_since(&located.path),
+    }
 }
 
 /// The notes of a relay answered from the ledger: the same source was relayed to the same place
@@ -463,7 +482,7 @@ fn plan_and_write(
         src.folder.as_deref(),
     )?;
     // The plan may have read the source again in full.
-    src.snapshot.unchanged_since(&src.located.path)?;
+    unchanged_since(&src.located, &src.snapshot)?;
     if let Some(counts) = src.redactions.0.as_mut() {
         crate::redact::add_counts(counts, title_counts);
     }

@@ -134,10 +134,20 @@ fn newest_relays<'e, 'a>(
     out
 }
 
+/// The SHA-256 of a listed session as the ledger hashed it when it was relayed: its file's, or
+/// for a session kept in a database the bytes that stand for it.
+fn source_sha256(s: &Summary) -> Option<String> {
+    let standin = crate::adapters::by_name(&s.agent).and_then(|a| a.session_bytes(&s.path));
+    match standin {
+        Some(bytes) => bytes.ok().map(|b| ledger::sha256_bytes(&b)),
+        None => ledger::sha256_file(&s.path).ok(),
+    }
+}
+
 fn relay_state(e: &EntryRef, s: &Summary) -> RelayState {
     // A source that changed size changed; one of the same size is hashed to be sure.
     let up_to_date = e.source_bytes.is_none_or(|b| b == s.size)
-        && ledger::sha256_file(&s.path).is_ok_and(|h| h == e.source.sha256);
+        && source_sha256(s).is_some_and(|h| h == e.source.sha256);
     RelayState {
         up_to_date,
         resume_command: crate::adapters::by_name(&e.target.agent)

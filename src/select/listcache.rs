@@ -76,7 +76,10 @@ impl ListCache {
         path: &Path,
         scan: impl FnOnce(&Path) -> Result<Summary>,
     ) -> Result<Summary> {
-        let meta = std::fs::metadata(path)?;
+        // A session kept in a database has no file of its own to key on: it is scanned.
+        let Ok(meta) = std::fs::metadata(path) else {
+            return scan(path);
+        };
         let mtime_ns = meta
             .modified()
             .ok()

@@ -34,11 +34,13 @@ impl Store {
             })
     }
 
+    /// Whether one of its folders is there (or its database file, for a store that keeps its
+    /// sessions in one: OpenCode's `dirs` name it).
     pub fn exists(&self) -> bool {
         self.adapter
             .store_dirs(&self.home)
             .iter()
-            .any(|d| d.is_dir())
+            .any(|d| d.exists())
     }
 }
 
@@ -462,14 +464,49 @@ fn latest(cfg: &Config, scope: &SelectScope) -> Result<Located> {
     }
 }
 
+/// A session a store keeps in a database file, named as its listing names it: a path under
+/// that file (see `Store::session_bytes`) in one of the store's folders.
+fn in_database(cfg: &Config, path: &Path) -> Option<Located> {
+    if !path.parent().is_some_and(Path::is_file) {
+        return None;
+    }
+    let given = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let in_store = stores(cfg, None)
+        .into_iter()
+        .find(|s| s.holds(&given) && s.adapter.id_from_name(&given).is_some());
+    if let Some(s) = in_store {
+        return Some(Located {
+            path: given,
+            adapter: Some(s.adapter),
+            home: Some(s.home),
+        });
+    }
+    // A database outside the stores (a copy of one): the agent that reads the session there.
+    let adapter = adapters::registry()
+        .iter()
+        .copied()
+        .find(|a| a.session_bytes(&given).is_some_and(|b| b.is_ok()))?;
+    Some(Located {
+        path: given,
+        adapter: Some(adapter),
+        home: None,
+    })
+}
+
 /// A session named by its file: the adapter is chosen by the store it is in, else by content.
 pub fn locate_file(cfg: &Config, path: &Path) -> Result<Located> {
-    let meta = std::fs::metadata(path).map_err(|e| {
-        CliError::new(
-            ExitCode::NotFound,
-            format!("cannot open session file {}: {e}", path.display()),
-        )
-    })?;
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) => {
+            return in_database(cfg, path).ok_or_else(|| {
+                CliError::new(
+                    ExitCode::NotFound,
+                    format!("cannot open session file {}: {e}", path.display()),
+                )
+                .into()
+            });
+        }
+    };
     if meta.is_dir() {
         return Err(CliError::new(
             ExitCode::NotFound,

@@ -180,7 +180,20 @@ fn clean_deletes_exactly_the_old_unchanged_relays() {
     for (_, path) in crate::common::fixture_sessions() {
         let rel = path.strip_prefix(crate::common::fixtures()).unwrap();
         let in_env = env.dir.path().join(rel);
-        assert!(in_env.exists(), "{} deleted", in_env.display());
+        let adapter = session_relay::adapters::by_name(
+            rel.components()
+                .next()
+                .unwrap()
+                .as_os_str()
+                .to_str()
+                .unwrap(),
+        )
+        .unwrap();
+        let there = match adapter.session_bytes(&in_env) {
+            Some(rows) => rows.is_ok(),
+            None => in_env.exists(),
+        };
+        assert!(there, "{} deleted", in_env.display());
     }
 }
 
@@ -293,8 +306,11 @@ fn clean_is_cron_safe() {
     assert!(out.contains("Claude Code store not found"), "{out}");
     for a in session_relay::adapters::registry() {
         for dir in a.store_dirs(&env.home(a.name())) {
-            if dir.exists() {
+            if dir.is_dir() {
                 std::fs::remove_dir_all(dir).unwrap();
+            } else if dir.exists() {
+                // A store's database file (OpenCode).
+                std::fs::remove_file(dir).unwrap();
             }
         }
     }

@@ -67,10 +67,12 @@ fn doctor_compares_each_installed_cli_with_the_verified_versions() {
             ("copilot", "GitHub Copilot CLI 1.0.102."),
             ("qwen", "0.24.4"),
             ("pi", "0.73.1"),
+            ("opencode", "1.18.33"),
         ],
     );
     let v = doctor(&env, &bin, &[]);
     assert_eq!(agent(&v, "copilot")["cli"]["status"], "verified");
+    assert_eq!(agent(&v, "opencode")["cli"]["status"], "verified");
     let codex = agent(&v, "codex");
     assert_eq!(codex["home_exists"], true);
     assert_eq!(codex["home_from"], "env");

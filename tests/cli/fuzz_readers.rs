@@ -97,7 +97,12 @@ fn mutate(r: &mut Rng, input: &[u8]) -> Vec<u8> {
 /// mutated copies are placed at the same path in a scratch home.
 fn seeds() -> Vec<(&'static str, PathBuf, PathBuf)> {
     let mut out = Vec::new();
+    // A database's rows are not a file to mutate: OpenCode's are fuzzed as its documents
+    // (the relay's and `opencode export`'s), whose reader is the same.
     for (agent, path) in crate::common::fixture_sessions() {
+        if !crate::common::is_file_session(&path) {
+            continue;
+        }
         let rel = path
             .strip_prefix(crate::common::fixtures().join(agent))
             .unwrap()

@@ -299,6 +299,30 @@ const EXPECTED: &[(&str, &str, Option<&str>, &str)] = &[
         Some("/home/dev/proj-pi-odd"),
         "Odd hand-made session",
     ),
+    (
+        "ses_db6a1a539ffeY9fU0B9TmElKxJ",
+        "opencode",
+        Some("/home/dev/proj-oc"),
+        "## Summary",
+    ),
+    (
+        "ses_db6a0bf41ffeVg2sdKoSaY2B12",
+        "opencode",
+        Some("/home/dev/proj-oc"),
+        "Tool session",
+    ),
+    (
+        "ses_db6a46e27ffelEahjBjRa0P6P1",
+        "opencode",
+        Some("/home/dev/proj-oc-hand"),
+        "[relay] hand-placed session",
+    ),
+    (
+        "ses_db6a00000ffeOddHandMade0001",
+        "opencode",
+        Some("/home/dev/proj-oc-odd"),
+        "Odd hand-made session",
+    ),
 ];
 
 #[test]
@@ -556,6 +580,8 @@ fn an_ambiguous_prefix_lists_the_candidates() {
 #[test]
 fn a_missing_store_names_the_paths_tried_and_how_to_point_elsewhere() {
     let env = TestEnv::empty();
+    // OpenCode not started yet: no database.
+    std::fs::remove_file(env.home("opencode").join("opencode.db")).unwrap();
     let (code, err) = env.fails(&["list", "--all"]);
     assert_eq!(code, 4);
     assert!(

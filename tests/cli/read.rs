@@ -60,7 +60,7 @@ fn show_json_of_every_fixture() {
 fn small_fixtures_export_to_pinned_neutral_jsonl() {
     let env = TestEnv::with_fixtures();
     for (agent, path) in fixture_sessions() {
-        if std::fs::metadata(&path).unwrap().len() > 16 * 1024 {
+        if std::fs::metadata(&path).map_or(0, |m| m.len()) > 16 * 1024 {
             continue;
         }
         let out = env.ok(&["export", path.to_str().unwrap(), "--format", "jsonl"]);
@@ -391,8 +391,10 @@ fn the_claude_estimate_matches_real_recorded_usage() {
         let Some(check) = v.get("context_check").filter(|c| !c.is_null()) else {
             continue;
         };
-        // Sessions written against a mock model record a constant: nothing grows.
-        if check["recorded_growth"].as_u64().unwrap() < 500 {
+        // Sessions written against a mock model record a constant: nothing grows. The
+        // OpenCode sessions' mock recorded a quarter of each request's bytes, which grows as
+        // the request does but is no model's count.
+        if check["recorded_growth"].as_u64().unwrap() < 500 || agent == "opencode" {
             continue;
         }
         assert_eq!(agent, "claude");

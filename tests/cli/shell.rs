@@ -316,6 +316,7 @@ fn errors_start_with_error_and_say_what_to_do() {
     let empty = TestEnv::empty();
     std::fs::remove_dir_all(empty.home("codex")).unwrap();
     std::fs::remove_dir_all(empty.home("claude")).unwrap();
+    std::fs::remove_dir_all(empty.home("opencode")).unwrap();
     let (code, err) = empty.fails(&["list"]);
     assert_eq!(code, 4);
     assert!(err.starts_with("error: no session store found"), "{err}");

@@ -31,6 +31,19 @@ impl Drop for TestEnv {
         for (agent, path) in fixture_sessions() {
             let rel = path.strip_prefix(fixtures().join(agent)).unwrap();
             let copy = self.dir.path().join(agent).join(rel);
+            let adapter = session_relay::adapters::by_name(agent).unwrap();
+            // A session kept in a database (which relays write to) by its own rows.
+            if let Some(original) = adapter.session_bytes(&path) {
+                match adapter.session_bytes(&copy) {
+                    Some(Ok(now)) => assert!(
+                        now == original.unwrap(),
+                        "source session {} was modified by a command",
+                        copy.display()
+                    ),
+                    _ => panic!("source session {} is gone", copy.display()),
+                }
+                continue;
+            }
             let original = std::fs::read(&path).unwrap();
             match std::fs::read(&copy) {
                 Ok(now) => assert!(
@@ -54,6 +67,13 @@ impl TestEnv {
         {
             std::fs::create_dir_all(dir.path().join(d)).unwrap();
         }
+        // OpenCode as its first start leaves it: a database with its schema and no session (a
+        // relay into OpenCode needs one; it never creates OpenCode's schema itself).
+        std::fs::copy(
+            fixtures().join("opencode-new/opencode.db"),
+            dir.path().join("opencode/opencode.db"),
+        )
+        .unwrap();
         TestEnv {
             dir,
             sources: false,
@@ -179,9 +199,20 @@ impl TestEnv {
         )
     }
 
-    /// Hash of every file under the temp dir except the scratch `work` folder.
+    /// Hash of every file under the temp dir except the scratch `work` folder; a store's
+    /// database (which a relay into it writes to) by each session it holds.
     pub fn snapshot_stores(&self) -> BTreeMap<PathBuf, u64> {
         let mut out = BTreeMap::new();
+        let mut databases = std::collections::HashSet::new();
+        for a in session_relay::adapters::registry() {
+            let home = self.home(a.name());
+            databases.extend(a.store_dirs(&home).into_iter().filter(|d| d.is_file()));
+            for p in a.session_files(&home) {
+                if let Some(Ok(rows)) = a.session_bytes(&p) {
+                    out.insert(p, fnv(&rows));
+                }
+            }
+        }
         for root in session_relay::adapters::names()
             .into_iter()
             .map(|a| self.home(a))
@@ -190,6 +221,9 @@ impl TestEnv {
                 .into_iter()
                 .filter_map(|e| e.ok())
             {
+                if e.file_type().is_file() && databases.contains(e.path()) {
+                    continue;
+                }
                 if e.file_type().is_file() {
                     let bytes = std::fs::read(e.path()).unwrap();
                     out.insert(e.path().to_path_buf(), fnv(&bytes));
@@ -246,6 +280,12 @@ pub fn fixture_sessions() -> Vec<(&'static str, PathBuf)> {
     }
     out.sort();
     out
+}
+
+/// Whether a fixture session is a file of its own (not rows of a database, as OpenCode's):
+/// the tests that rewrite, mutate or measure session files take those only.
+pub fn is_file_session(path: &Path) -> bool {
+    !path.parent().is_some_and(Path::is_file)
 }
 
 /// Whether this is the slow tier, `cargo test --locked --features slow-tests` (CI runs it):

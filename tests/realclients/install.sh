@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the real-client tests (tests/realclients.rs) need: the real Codex CLI, Claude Code
-# CLI, Gemini CLI, GitHub Copilot CLI, Qwen Code and pi from the npm registry, pinned to the
+# CLI, Gemini CLI, GitHub Copilot CLI, Qwen Code, pi and OpenCode from the npm registry, pinned to the
 # versions the checks were written against, plus tmux and python3.
 #
 #   REALCLIENTS_HOME      where the CLIs go (default ~/.cache/session-relay-realclients); the
 #                         checks look there
 #   CODEX_VERSION, CLAUDE_CODE_VERSION, GEMINI_CLI_VERSION, COPILOT_VERSION, QWEN_CODE_VERSION,
-#   PI_VERSION
+#   PI_VERSION, OPENCODE_VERSION
 #                         override a pin, e.g. CODEX_VERSION=latest to look for drift
 #
 # Idempotent: when the stamp file says these versions are installed and the binaries are there,
@@ -21,9 +21,11 @@ gemini_v=${GEMINI_CLI_VERSION:-0.61.0}
 copilot_v=${COPILOT_VERSION:-1.0.102}
 qwen_v=${QWEN_CODE_VERSION:-0.24.4}
 pi_v=${PI_VERSION:-0.73.1}
+opencode_v=${OPENCODE_VERSION:-1.18.33}
 packages=("@openai/codex@$codex_v" "@anthropic-ai/claude-code@$claude_v" "@google/gemini-cli@$gemini_v")
 packages+=("@github/copilot@$copilot_v" "@qwen-code/qwen-code@$qwen_v" "@mariozechner/pi-coding-agent@$pi_v")
-binaries=(codex claude gemini copilot qwen pi)
+packages+=("opencode-ai@$opencode_v")
+binaries=(codex claude gemini copilot qwen pi opencode)
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
@@ -79,7 +81,8 @@ fi
 gemini_home=$(mktemp -d)
 copilot_home=$(mktemp -d)
 pi_home=$(mktemp -d)
-trap 'rm -rf "$gemini_home" "$copilot_home" "$pi_home"' EXIT
+opencode_home=$(mktemp -d)
+trap 'rm -rf "$gemini_home" "$copilot_home" "$pi_home" "$opencode_home"' EXIT
 version() { "$@" --version 2>/dev/null | awk 'NF { line = $0 } END { print line }'; }
 codex_version=$(version "$bin/codex") || true
 claude_version=$(version "$bin/claude") || true
@@ -91,12 +94,18 @@ qwen_version=$(HOME=$gemini_home QWEN_HOME=$gemini_home/.qwen version "$bin/qwen
 # pi says its version on standard error.
 pi_version=$(cd "$pi_home" && PI_CODING_AGENT_DIR=$pi_home/agent PI_OFFLINE=1 "$bin/pi" --version 2>&1 \
   | awk 'NF { line = $0 } END { print line }') || true
+# `opencode --version` prints it without opening its database; its XDG folders are throw-away
+# ones all the same.
+opencode_version=$(XDG_DATA_HOME=$opencode_home/data XDG_CONFIG_HOME=$opencode_home/config \
+  XDG_STATE_HOME=$opencode_home/state XDG_CACHE_HOME=$opencode_home/cache \
+  OPENCODE_DISABLE_AUTOUPDATE=1 version "$bin/opencode") || true
 echo "codex:   $bin/codex ($codex_version)"
 echo "claude:  $bin/claude ($claude_version)"
 echo "gemini:  $bin/gemini ($gemini_version)"
 echo "copilot: $bin/copilot ($copilot_version)"
 echo "qwen:    $bin/qwen ($qwen_version)"
 echo "pi:      $bin/pi ($pi_version)"
+echo "opencode: $bin/opencode ($opencode_version)"
 echo "tmux:    $(command -v tmux) ($(tmux -V))"
 echo "python3: $(command -v python3) ($(python3 --version 2>&1))"
 # A pinned version must be the one that runs (a stale cache or a broken npm install is not).
@@ -112,3 +121,4 @@ check_version gemini "$gemini_v" "$gemini_version"
 check_version copilot "$copilot_v" "$copilot_version"
 check_version qwen "$qwen_v" "$qwen_version"
 check_version pi "$pi_v" "$pi_version"
+check_version opencode "$opencode_v" "$opencode_version"

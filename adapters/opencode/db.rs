@@ -1,0 +1,532 @@
+//! OpenCode's database: a session's rows read into the document `opencode export` writes, and a
+//! relay's document copied in as rows (and taken out again).
+//!
+//! Reads go through read-only connections and never change the database. A write is one
+//! `BEGIN IMMEDIATE` transaction under OpenCode's own busy timeout: while OpenCode (or anything
+//! else) holds the write lock longer, the relay is refused, naming the database, and nothing
+//! is written; a write lands whole or not at all.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use serde_json::{Value, json};
+
+/// How long a write waits for the lock: as long as OpenCode itself waits (`busy_timeout=5000`).
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A session's rows as one `opencode export` document, what could not be read in them, and the
+/// bytes that stand for the session (`Store::session_bytes`): each row's id and JSON as stored,
+/// in the order read, so that a change to any of them changes the hash.
+pub struct Rows {
+    pub doc: Value,
+    pub warnings: Vec<String>,
+    pub bytes: Vec<u8>,
+    /// The current todo list (`todo` rows): content and status.
+    pub todos: Vec<(String, String)>,
+}
+
+fn open_read_only(db: &Path) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        db,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .with_context(|| format!("cannot open OpenCode's database {}", db.display()))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Ok(conn)
+}
+
+/// The ids of every session in the database.
+pub fn session_ids(db: &Path) -> Result<Vec<String>> {
+    let conn = open_read_only(db)?;
+    let mut stmt = conn.prepare("SELECT id FROM session ORDER BY id")?;
+    let ids = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    Ok(ids)
+}
+
+/// Session `id`'s rows.
+pub fn load(db: &Path, id: &str) -> Result<Rows> {
+    let conn = open_read_only(db)?;
+    let cannot = || format!("cannot read session {id} in {}", db.display());
+    let mut rows = Rows {
+        doc: Value::Null,
+        warnings: Vec::new(),
+        bytes: Vec::new(),
+        todos: Vec::new(),
+    };
+    let info = session_info(&conn, id, &mut rows)
+        .with_context(cannot)?
+        .with_context(|| format!("no session {id} in {}", db.display()))?;
+    let mut parts = parts_of(&conn, id, &mut rows).with_context(cannot)?;
+    let mut messages = Vec::new();
+    let mut stmt = conn
+        .prepare("SELECT id, data FROM message WHERE session_id = ?1 ORDER BY time_created, id")
+        .with_context(cannot)?;
+    let mut q = stmt.query([id]).with_context(cannot)?;
+    while let Some(r) = q.next().with_context(cannot)? {
+        let (mid, data): (String, String) = (r.get(0)?, r.get(1)?);
+        push_row(&mut rows.bytes, &mid, &data);
+        let Some(mut info) = object(&data, &format!("message {mid}"), &mut rows) else {
+            if let Some(lost) = parts.remove(&mid) {
+                rows.warnings.push(format!(
+                    "message {mid}: its {} part(s) left out with it",
+                    lost.len()
+                ));
+            }
+            continue;
+        };
+        info.insert("id".into(), json!(mid));
+        info.insert("sessionID".into(), json!(id));
+        let mut mine = parts.remove(&mid).unwrap_or_default();
+        for (pid, pdata, _) in &mine {
+            push_row(&mut rows.bytes, pid, pdata);
+        }
+        let mine: Vec<Value> = mine.drain(..).filter_map(|(_, _, v)| v).collect();
+        messages.push(json!({"info": info, "parts": mine}));
+    }
+    for (mid, orphans) in parts {
+        rows.warnings.push(format!(
+            "{} part(s) belong to message {mid}, which the session does not hold: left out",
+            orphans.len()
+        ));
+    }
+    rows.todos = todos(&conn, id).unwrap_or_default();
+    rows.doc = json!({"info": info, "messages": messages});
+    Ok(rows)
+}
+
+/// The `session` row as an export's `info`, its text recorded in `rows.bytes`.
+fn session_info(conn: &Connection, id: &str, rows: &mut Rows) -> Result<Option<Value>> {
+    let row = conn
+        .query_row(
+            "SELECT id, project_id, parent_id, slug, directory, path, title, version, metadata, \
+             model, time_created, time_updated, time_archived FROM session WHERE id = ?1",
+            [id],
+            |r| {
+                let s = |i: usize| r.get::<_, Option<String>>(i);
+                Ok((
+                    [s(0)?, s(1)?, s(2)?, s(3)?, s(4)?, s(5)?, s(6)?, s(7)?],
+                    [s(8)?, s(9)?],
+                    [r.get::<_, Option<i64>>(10)?, r.get(11)?, r.get(12)?],
+                ))
+            },
+        )
+        .optional()?;
+    let Some((text, json_cols, times)) = row else {
+        return Ok(None);
+    };
+    let [_, project, parent, slug, directory, path, title, version] = text;
+    let [metadata, model] = json_cols;
+    for t in [&title, &directory, &metadata] {
+        push_row(&mut rows.bytes, id, t.as_deref().unwrap_or_default());
+    }
+    let parse = |t: Option<String>| t.and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let mut info = json!({
+        "id": id, "slug": slug, "projectID": project, "directory": directory, "path": path,
+        "title": title, "version": version,
+        "time": {"created": times[0], "updated": times[1]},
+    });
+    if let Some(p) = parent {
+        info["parentID"] = json!(p);
+    }
+    if let Some(a) = times[2] {
+        info["time"]["archived"] = json!(a);
+    }
+    for (key, v) in [("metadata", parse(metadata)), ("model", parse(model))] {
+        if let Some(v) = v {
+            info[key] = v;
+        }
+    }
+    Ok(Some(info))
+}
+
+/// One part as read: id, data as stored, and as an export's part (`None` if it did not parse).
+type PartRow = (String, String, Option<Value>);
+
+/// Every part of session `id` by message, in id order (OpenCode's ids grow with time).
+fn parts_of(conn: &Connection, id: &str, rows: &mut Rows) -> Result<HashMap<String, Vec<PartRow>>> {
+    let mut out: HashMap<String, Vec<PartRow>> = HashMap::new();
+    let mut stmt =
+        conn.prepare("SELECT id, message_id, data FROM part WHERE session_id = ?1 ORDER BY id")?;
+    let mut q = stmt.query([id])?;
+    while let Some(r) = q.next()? {
+        let (pid, mid, data): (String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        let what = format!("part {pid} of message {mid}");
+        let part = object(&data, &what, rows).map(|mut o| {
+            o.insert("id".into(), json!(pid));
+            o.insert("sessionID".into(), json!(id));
+            o.insert("messageID".into(), json!(mid));
+            Value::Object(o)
+        });
+        out.entry(mid).or_default().push((pid, data, part));
+    }
+    Ok(out)
+}
+
+/// A row's JSON object, or a warning naming the row (the session's path names the database).
+fn object(data: &str, what: &str, rows: &mut Rows) -> Option<serde_json::Map<String, Value>> {
+    match serde_json::from_str::<Value>(data) {
+        Ok(Value::Object(o)) => Some(o),
+        Ok(_) => {
+            rows.warnings
+                .push(format!("{what}: data is not a JSON object: left out"));
+            None
+        }
+        Err(e) => {
+            rows.warnings
+                .push(format!("{what}: data is not JSON ({e}): left out"));
+            None
+        }
+    }
+}
+
+fn push_row(bytes: &mut Vec<u8>, id: &str, data: &str) {
+    bytes.extend_from_slice(id.as_bytes());
+    bytes.push(b'\t');
+    bytes.extend_from_slice(data.as_bytes());
+    bytes.push(b'\n');
+}
+
+/// The session's todo list, when the database keeps one.
+fn todos(conn: &Connection, id: &str) -> Result<Vec<(String, String)>> {
+    let mut stmt =
+        conn.prepare("SELECT content, status FROM todo WHERE session_id = ?1 ORDER BY position")?;
+    let v = stmt
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(v)
+}
+
+/// Opens the database to write, refusing when it does not exist (OpenCode creates it, with its
+/// schema, the first time it starts).
+fn open_to_write(db: &Path) -> Result<Connection> {
+    if !db.is_file() {
+        bail!(
+            "OpenCode's database {} does not exist: start `opencode` once (it creates it), then relay again",
+            db.display()
+        );
+    }
+    let conn = Connection::open_with_flags(
+        db,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .with_context(|| format!("cannot open OpenCode's database {}", db.display()))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(conn)
+}
+
+/// Begins the write, or says that the database stayed locked.
+fn begin<'c>(conn: &'c mut Connection, db: &Path) -> Result<rusqlite::Transaction<'c>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| locked(e, db))
+}
+
+/// A lock held past the busy timeout as the refusal it is; any other error as it is.
+fn locked(e: rusqlite::Error, db: &Path) -> anyhow::Error {
+    let busy = matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    );
+    if busy {
+        anyhow::anyhow!(
+            "OpenCode's database {} stayed locked for {} s (OpenCode or another program is writing to it): nothing was written; relay again once it is idle",
+            db.display(),
+            BUSY_TIMEOUT.as_secs()
+        )
+    } else {
+        anyhow::Error::new(e).context(format!("cannot write to {}", db.display()))
+    }
+}
+
+/// The columns each table must have for the rows `register` writes.
+const WRITTEN: &[(&str, &[&str])] = &[
+    (
+        "project",
+        &[
+            "id",
+            "worktree",
+            "vcs",
+            "time_created",
+            "time_updated",
+            "sandboxes",
+        ],
+    ),
+    (
+        "session",
+        &[
+            "id",
+            "project_id",
+            "slug",
+            "directory",
+            "path",
+            "title",
+            "version",
+            "metadata",
+            "agent",
+            "time_created",
+            "time_updated",
+        ],
+    ),
+    (
+        "message",
+        &["id", "session_id", "time_created", "time_updated", "data"],
+    ),
+    (
+        "part",
+        &[
+            "id",
+            "message_id",
+            "session_id",
+            "time_created",
+            "time_updated",
+            "data",
+        ],
+    ),
+];
+
+/// Why the database's schema cannot take the rows, if it cannot: a table or column missing.
+fn unknown_schema(conn: &Connection) -> Result<Option<String>> {
+    for (table, columns) in WRITTEN {
+        let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
+        let have: Vec<String> = stmt
+            .query_map([], |r| r.get(1))?
+            .collect::<rusqlite::Result<_>>()?;
+        if let Some(c) = columns.iter().find(|c| !have.iter().any(|h| h == *c)) {
+            return Ok(Some(format!("table {table} has no column {c}")));
+        }
+    }
+    Ok(None)
+}
+
+/// Copies the relay's document at `file` into the database as session `id`'s rows, in one
+/// transaction, bound to the project OpenCode gives the session's directory.
+pub fn register(db: &Path, file: &Path, id: &str) -> Result<Vec<String>> {
+    let doc: Value = serde_json::from_slice(
+        &std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?,
+    )
+    .with_context(|| format!("{} is not JSON", file.display()))?;
+    let info = &doc["info"];
+    let dir = info["directory"].as_str().unwrap_or("/");
+    let project = super::project::of_dir(dir);
+    let mut conn = open_to_write(db)?;
+    if let Some(why) = unknown_schema(&conn)? {
+        bail!(
+            "{} has a schema session-relay does not know ({why}): not registered",
+            db.display()
+        );
+    }
+    let tx = begin(&mut conn, db)?;
+    let there: Option<Option<String>> = tx
+        .query_row("SELECT metadata FROM session WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    if let Some(metadata) = there {
+        let ours = relay_mark(metadata.as_deref())
+            .is_some_and(|m| m == info["metadata"][super::RELAY_FIELD]);
+        if ours {
+            return Ok(vec![format!("{} already holds {id}", db.display())]);
+        }
+        bail!(
+            "{} holds another session {id} already: not registered",
+            db.display()
+        );
+    }
+    let modelled =
+        insert(&tx, &doc, id, &project).map_err(|e| match e.downcast::<rusqlite::Error>() {
+            Ok(e) => locked(e, db),
+            Err(e) => e,
+        })?;
+    tx.commit().map_err(|e| locked(e, db))?;
+    let mut notes = vec![format!(
+        "registered in OpenCode's database {} (project {})",
+        db.display(),
+        project.id
+    )];
+    if !modelled {
+        notes.push(
+            "OpenCode's config sets no model and no prompt in its database names one: pick a model in OpenCode (`/models`, or `opencode run -m PROVIDER/MODEL`) before the first prompt".into(),
+        );
+    }
+    Ok(notes)
+}
+
+/// The relay's mark in a session row's `metadata`, when it carries one.
+fn relay_mark(metadata: Option<&str>) -> Option<Value> {
+    let v: Value = serde_json::from_str(metadata?).ok()?;
+    v.get(super::RELAY_FIELD).cloned()
+}
+
+/// Writes the document's rows; whether its prompts now name a model the user has (else they
+/// keep the relay's placeholder).
+fn insert(
+    tx: &rusqlite::Transaction,
+    doc: &Value,
+    id: &str,
+    project: &super::project::Project,
+) -> Result<bool> {
+    let info = &doc["info"];
+    let now = chrono::Utc::now().timestamp_millis();
+    let ms = |v: &Value| v.as_i64().unwrap_or(now);
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    tx.execute(
+        "INSERT OR IGNORE INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) \
+         VALUES (?1, ?2, ?3, ?4, ?4, '[]')",
+        params![project.id, project.worktree, project.vcs, now],
+    )?;
+    let dir = text(&info["directory"]);
+    tx.execute(
+        "INSERT INTO session (id, project_id, slug, directory, path, title, version, metadata, \
+         agent, time_created, time_updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'build', ?9, ?10)",
+        params![
+            id,
+            project.id,
+            text(&info["slug"]),
+            dir,
+            project.path_of(&dir),
+            text(&info["title"]),
+            text(&info["version"]),
+            info["metadata"].to_string(),
+            ms(&info["time"]["created"]),
+            ms(&info["time"]["updated"]),
+        ],
+    )?;
+    let mut message = tx.prepare(
+        "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+    )?;
+    let mut part = tx.prepare(
+        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) \
+         VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+    )?;
+    let model = user_model(tx);
+    let placeholder = model.is_none();
+    for m in doc["messages"].as_array().into_iter().flatten() {
+        let mut data = m["info"].clone();
+        if data["role"] == "user"
+            && let Some(model) = &model
+        {
+            data["model"] = model.clone();
+        }
+        let mid = text(&data["id"]);
+        let at = ms(&data["time"]["created"]);
+        strip(&mut data, &["id", "sessionID"]);
+        message.execute(params![mid, id, at, data.to_string()])?;
+        for p in m["parts"].as_array().into_iter().flatten() {
+            let mut data = p.clone();
+            let pid = text(&data["id"]);
+            strip(&mut data, &["id", "sessionID", "messageID"]);
+            part.execute(params![pid, mid, id, at, data.to_string()])?;
+        }
+    }
+    Ok(!placeholder)
+}
+
+/// The model a relayed prompt names, which OpenCode answers the next prompt with: the one
+/// OpenCode's config sets, else the one of the newest prompt in the database (the user's last
+/// choice). `None` leaves the relay's placeholder, and the user picks one in OpenCode.
+fn user_model(tx: &rusqlite::Transaction) -> Option<Value> {
+    let configured = config_model().and_then(|m| {
+        let (provider, model) = m.split_once('/')?;
+        Some(json!({"providerID": provider, "modelID": model}))
+    });
+    configured.or_else(|| {
+        let data: String = tx
+            .query_row(
+                // A row whose data is not JSON (OpenCode never writes one) is passed over.
+                "SELECT data FROM message WHERE CASE WHEN json_valid(data) THEN \
+                 json_extract(data, '$.role') = 'user' \
+                 AND json_extract(data, '$.model.providerID') IS NOT NULL END \
+                 ORDER BY time_created DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .ok()?;
+        let v: Value = serde_json::from_str(&data).ok()?;
+        Some(json!({"providerID": v["model"]["providerID"], "modelID": v["model"]["modelID"]}))
+    })
+}
+
+/// The `model` OpenCode's global config file sets (`OPENCODE_CONFIG`, else
+/// `$XDG_CONFIG_HOME/opencode/opencode.json`), when it is plain JSON.
+fn config_model() -> Option<String> {
+    let file = match std::env::var_os("OPENCODE_CONFIG").filter(|v| !v.is_empty()) {
+        Some(f) => std::path::PathBuf::from(f),
+        None => std::env::var_os("XDG_CONFIG_HOME")
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| dirs::home_dir().map(|h| h.join(".config")))?
+            .join("opencode/opencode.json"),
+    };
+    let v: Value = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
+    v.get("model")?.as_str().map(str::to_string)
+}
+
+fn strip(v: &mut Value, keys: &[&str]) {
+    if let Some(o) = v.as_object_mut() {
+        for k in keys {
+            o.remove(*k);
+        }
+    }
+}
+
+/// Takes a relayed session's rows out of the database, in one transaction: only a session that
+/// carries a relay's mark, and only while it holds no more messages than the relay wrote (one
+/// continued in OpenCode is the user's now, and stays).
+pub fn unregister(db: &Path, id: &str) -> Result<Vec<String>> {
+    if !db.is_file() {
+        return Ok(Vec::new());
+    }
+    let mut conn = open_to_write(db)?;
+    let tx = begin(&mut conn, db)?;
+    let Some(metadata) = tx
+        .query_row("SELECT metadata FROM session WHERE id = ?1", [id], |r| {
+            r.get::<_, Option<String>>(0)
+        })
+        .optional()?
+    else {
+        return Ok(Vec::new());
+    };
+    let Some(mark) = relay_mark(metadata.as_deref()) else {
+        bail!(
+            "session {id} in {} carries no session-relay mark: left alone",
+            db.display()
+        );
+    };
+    let written = mark.get("messages").and_then(Value::as_u64);
+    let held: i64 = tx.query_row(
+        "SELECT count(*) FROM message WHERE session_id = ?1",
+        [id],
+        |r| r.get(0),
+    )?;
+    if written != Some(held as u64) {
+        bail!(
+            "session {id} was continued in OpenCode after the relay ({} messages written, {held} now): its rows stay in {}; `opencode session delete {id}` deletes it",
+            written.map_or("?".into(), |n| n.to_string()),
+            db.display()
+        );
+    }
+    for table in ["part", "message", "todo", "session"] {
+        let column = if table == "session" {
+            "id"
+        } else {
+            "session_id"
+        };
+        // A table an older schema lacks holds nothing to delete.
+        let sql = format!("DELETE FROM {table} WHERE {column} = ?1");
+        if let Err(e) = tx.execute(&sql, [id])
+            && !(table == "todo" && e.to_string().contains("no such table"))
+        {
+            return Err(locked(e, db));
+        }
+    }
+    tx.commit().map_err(|e| locked(e, db))?;
+    Ok(vec![format!(
+        "{id}: its rows removed from {}",
+        db.display()
+    )])
+}

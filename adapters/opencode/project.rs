@@ -1,0 +1,199 @@
+//! The project OpenCode 1.18.33 binds a directory's sessions to (it lists a session only under
+//! its `project_id`), found as OpenCode finds it:
+//! 1. outside a git checkout: `global`;
+//! 2. a checkout with an `origin` remote: the SHA-1 of `git-remote:<host>/<path>`;
+//! 3. else the id cached in `<git common dir>/opencode`;
+//! 4. else the first root commit of HEAD.
+
+use std::path::Path;
+use std::process::Command;
+
+pub struct Project {
+    pub id: String,
+    /// The checkout's top folder (`/` for `global`).
+    pub worktree: String,
+    pub vcs: Option<&'static str>,
+}
+
+impl Project {
+    /// A session's `path`: its directory relative to the worktree, as OpenCode records it.
+    pub fn path_of(&self, dir: &str) -> String {
+        let rest = dir.strip_prefix(&self.worktree).unwrap_or(dir);
+        rest.trim_start_matches('/').to_string()
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let text = text.trim_end_matches(['\r', '\n']).to_string();
+    (out.status.success() && !text.is_empty()).then_some(text)
+}
+
+pub fn of_dir(dir: &str) -> Project {
+    let global = Project {
+        id: "global".into(),
+        worktree: "/".into(),
+        vcs: None,
+    };
+    let Some(top) = git(Path::new(dir), &["rev-parse", "--show-toplevel"]) else {
+        return global;
+    };
+    let top_path = Path::new(&top);
+    let common = git(top_path, &["rev-parse", "--git-common-dir"]).map(|c| top_path.join(c));
+    let from_remote = git(top_path, &["remote", "get-url", "origin"])
+        .and_then(|url| remote_key(&url))
+        .map(|key| sha1_hex(format!("git-remote:{key}").as_bytes()));
+    let cached = || {
+        let text = std::fs::read_to_string(common.as_ref()?.join("opencode")).ok()?;
+        Some(text.trim().to_string()).filter(|t| !t.is_empty())
+    };
+    let root = || {
+        let roots = git(top_path, &["rev-list", "--max-parents=0", "HEAD"])?;
+        let mut roots: Vec<&str> = roots.lines().map(str::trim).collect();
+        roots.sort();
+        roots.first().map(|r| r.to_string())
+    };
+    Project {
+        id: from_remote
+            .or_else(cached)
+            .or_else(root)
+            .unwrap_or_else(|| "global".into()),
+        worktree: top,
+        vcs: Some("git"),
+    }
+}
+
+/// `<host>/<path>` of a remote URL as OpenCode keys it (host lowercased; path without leading
+/// `/`, trailing `.git` or `/`), for a URL or an scp-like `user@host:path`; `None` for a
+/// `file:` URL or anything else.
+pub fn remote_key(url: &str) -> Option<String> {
+    let url = url.trim();
+    let (host, path) = match url.split_once("://") {
+        Some((scheme, rest)) => {
+            if scheme.eq_ignore_ascii_case("file") {
+                return None;
+            }
+            let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+            let host = authority.rsplit('@').next()?;
+            let host = host.split(':').next()?;
+            (host.to_string(), format!("/{path}"))
+        }
+        None => {
+            let (before, path) = url.split_once(':')?;
+            let host = before.rsplit_once('@').map_or(before, |(_, h)| h);
+            if host.is_empty() || host.contains('/') || path.is_empty() {
+                return None;
+            }
+            (host.to_string(), path.to_string())
+        }
+    };
+    let path = path.trim_start_matches('/');
+    let path = path
+        .strip_suffix(".git/")
+        .or_else(|| path.strip_suffix(".git"))
+        .unwrap_or(path);
+    let path = path.trim_end_matches('/');
+    (!host.is_empty() && !path.is_empty()).then(|| format!("{}/{path}", host.to_lowercase()))
+}
+
+/// SHA-1 of `data` in hex (FIPS 180-4), the hash OpenCode names remote-keyed projects by.
+pub fn sha1_hex(data: &[u8]) -> String {
+    let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
+    let mut msg = data.to_vec();
+    msg.push(0x80);
+    while msg.len() % 64 != 56 {
+        msg.push(0);
+    }
+    msg.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
+    for block in msg.chunks(64) {
+        let mut w = [0u32; 80];
+        for (i, word) in block.chunks(4).enumerate() {
+            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+        }
+        for i in 16..80 {
+            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
+        }
+        let [mut a, mut b, mut c, mut d, mut e] = h;
+        for (i, wi) in w.iter().enumerate() {
+            let (f, k) = match i {
+                0..=19 => ((b & c) | (!b & d), 0x5A827999),
+                20..=39 => (b ^ c ^ d, 0x6ED9EBA1),
+                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1BBCDC),
+                _ => (b ^ c ^ d, 0xCA62C1D6),
+            };
+            let t = a
+                .rotate_left(5)
+                .wrapping_add(f)
+                .wrapping_add(e)
+                .wrapping_add(k)
+                .wrapping_add(*wi);
+            (e, d, c, b, a) = (d, c, b.rotate_left(30), a, t);
+        }
+        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
+            *x = x.wrapping_add(y);
+        }
+    }
+    h.iter().map(|x| format!("{x:08x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha1_is_the_standard_one() {
+        assert_eq!(sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+        assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+        let long = "a".repeat(1000);
+        assert_eq!(
+            sha1_hex(long.as_bytes()),
+            "291e9a6c66994949b57ba5e650361e98fc36b1ba"
+        );
+    }
+
+    /// The id OpenCode 1.18.33 gave a checkout whose origin is
+    /// `https://github.com/example/demo.git` (formats note, verified), and the spellings of
+    /// that remote it takes alike.
+    #[test]
+    fn remote_projects_are_keyed_as_opencode_keys_them() {
+        for url in [
+            "https://github.com/example/demo.git",
+            "git@github.com:example/demo.git",
+            "ssh://git@GitHub.com/example/demo/",
+        ] {
+            assert_eq!(
+                remote_key(url).as_deref(),
+                Some("github.com/example/demo"),
+                "{url}"
+            );
+        }
+        let id = sha1_hex(b"git-remote:github.com/example/demo");
+        assert!(id.starts_with("1acf5bf3"), "{id}");
+        assert_eq!(remote_key("file:///srv/demo.git"), None);
+    }
+
+    #[test]
+    fn paths_are_relative_to_the_worktree() {
+        let p = Project {
+            id: "x".into(),
+            worktree: "/home/dev/p".into(),
+            vcs: Some("git"),
+        };
+        assert_eq!(p.path_of("/home/dev/p"), "");
+        assert_eq!(p.path_of("/home/dev/p/src/a"), "src/a");
+        let g = Project {
+            id: "global".into(),
+            worktree: "/".into(),
+            vcs: None,
+        };
+        assert_eq!(g.path_of("/home/dev/nogit"), "home/dev/nogit");
+    }
+}
