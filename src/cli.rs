@@ -125,8 +125,8 @@ pub enum Command {
     /// Live sessions with how full their context is and whether an up-to-date relay exists.
     #[command(after_help = status_examples())]
     Status(ListArgs),
-    /// The lineage of a task across agents: the chain of sessions relayed one from another,
-    /// oldest first, with what each relay kept and whether its session was continued.
+    /// The lineage of a task across agents: the sessions relayed one from another, what each
+    /// relay kept, and which were continued.
     #[command(after_help = log_examples())]
     Log(LogArgs),
     /// Export one session as neutral JSONL or as a Markdown handoff document.
