@@ -197,7 +197,31 @@ fn log_shows_a_task_relayed_across_four_agents_from_any_of_its_sessions() {
     let all = env.json(&["log", "--all", "--json"]);
     assert_eq!(all["chains"].as_array().unwrap().len(), 1, "{all:#}");
     assert_eq!(all["chains"][0]["asked"], Value::Null);
-    assert_eq!(shape(&all["chains"][0]), (gone, want_gone));
+    assert_eq!(shape(&all["chains"][0]), (gone.clone(), want_gone.clone()));
+
+    // `clean` takes the one relay nobody continued, the Gemini session: gone, and said so.
+    let cleaned = env.json(&["clean", "--older-than", "0m", "--yes", "--json"]);
+    let deleted: Vec<&Value> = cleaned["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["action"] == "deleted")
+        .map(|s| &s["id"])
+        .collect();
+    assert_eq!(deleted, [&json!(gemini)], "{cleaned:#}");
+    let (chain, text) = log_chain(&env, &["log", &source]);
+    let mut both = gone;
+    both[3].2 = true;
+    let mut want = want_gone;
+    want[2].2 = Value::Null;
+    assert_eq!(shape(&chain), (both, want));
+    assert_eq!(chain["sessions"][3]["cleaned"], true);
+    assert!(
+        text.contains(&format!(
+            "gemini {gemini}  [gone: deleted by session-relay clean]"
+        )),
+        "{text}"
+    );
 }
 
 /// A session no relay touched is a chain of one; a ledger written before relays recorded
@@ -238,6 +262,26 @@ fn log_of_a_lone_session_and_of_an_older_ledger_line() {
     assert_eq!(r["continued"], false);
     assert!(
         text.contains("kept       not recorded (an older relay)"),
+        "{text}"
+    );
+
+    // Without the ledger (lost, or kept on another machine), the relayed session's provenance
+    // record still links it to its source.
+    std::fs::remove_file(&ledger).unwrap();
+    let (chain, text) = log_chain(&env, &["log", &source]);
+    let ids: Vec<&Value> = chain["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["id"])
+        .collect();
+    assert_eq!(ids, [&json!(source), &json!(target)]);
+    let r = &chain["relays"][0];
+    assert_eq!((r["from"].as_u64(), r["to"].as_u64()), (Some(0), Some(1)));
+    assert_eq!(r["in_ledger"], false);
+    assert!(r["relayed_at"].is_string(), "{r}");
+    assert!(
+        text.contains("known by its provenance record only"),
         "{text}"
     );
 }
