@@ -921,7 +921,9 @@ mod tests {
                     ("tokens", json!("many")),
                     ("source_bytes", Value::Null),
                     ("event", json!(["relay"])),
-                ][next(12)]
+                    ("fit", json!("kept")),
+                    ("secrets", Value::Null),
+                ][next(14)]
                 .clone();
                 o.insert(key.to_string(), value);
             }
