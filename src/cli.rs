@@ -10,8 +10,8 @@ mod help;
 
 use help::{
     about, clean_examples, completions_examples, doctor_examples, export_examples, hook_examples,
-    hooks_examples, list_examples, long_about, man_examples, relay_examples, show_examples,
-    status_examples, top_examples,
+    hooks_examples, list_examples, log_examples, long_about, man_examples, relay_examples,
+    show_examples, status_examples, top_examples,
 };
 pub use help::{completions, man, man_pages};
 
@@ -125,6 +125,10 @@ pub enum Command {
     /// Live sessions with how full their context is and whether an up-to-date relay exists.
     #[command(after_help = status_examples())]
     Status(ListArgs),
+    /// The lineage of a task across agents: the sessions relayed one from another, what each
+    /// relay kept, and which were continued.
+    #[command(after_help = log_examples())]
+    Log(LogArgs),
     /// Export one session as neutral JSONL or as a Markdown handoff document.
     #[command(after_help = export_examples())]
     Export(ExportArgs),
@@ -310,6 +314,33 @@ pub struct ShowArgs {
     pub no_redact: bool,
     #[arg(long, help = JSON_HELP)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Any session of the chain: a full id, a unique id prefix, a file path, or `latest`
+    /// (the default: this directory's newest session). A session deleted since is found by
+    /// its id or path in the ledger.
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+    #[command(flatten)]
+    pub scope: Scope,
+    /// Every chain the ledger and the stores know, not only SESSION's.
+    #[arg(short, long, conflicts_with = "session")]
+    pub all: bool,
+    #[arg(long, help = JSON_HELP)]
+    pub json: bool,
+}
+
+impl LogArgs {
+    pub fn options(&self, progress: progress::Handle) -> commands::log::Options {
+        commands::log::Options {
+            session: self.session.clone().unwrap_or_else(|| "latest".into()),
+            scope: self.scope.options(false),
+            every_chain: self.all,
+            progress,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -90,6 +90,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             drop(bar);
             render::emit(&report, a.json)
         }
+        Command::Log(a) => {
+            let bar = Bar::for_command(a.json);
+            let report = commands::log::run(&cfg, &a.options(handle(&bar)))?;
+            drop(bar);
+            render::emit(&report, a.json)
+        }
         Command::Hooks(h) => match &h.action {
             HooksAction::Install(a) => render::emit(
                 &commands::hooks::install(&cfg, &a.options(cli.config.as_deref()))?,

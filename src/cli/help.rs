@@ -175,6 +175,23 @@ pub(super) fn status_examples() -> String {
     ])
 }
 
+pub(super) fn log_examples() -> String {
+    examples(&[
+        (
+            "session-relay log".into(),
+            "the chain of this directory's newest session, across agents",
+        ),
+        (
+            "session-relay log 771ce1df".into(),
+            "the chain of any session in it, first, middle or last",
+        ),
+        (
+            "session-relay log --all --json".into(),
+            "every chain, for scripts",
+        ),
+    ])
+}
+
 pub(super) fn hooks_examples() -> String {
     let (a, b) = example_agents();
     examples(&[

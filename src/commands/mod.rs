@@ -7,6 +7,7 @@ pub mod export;
 pub mod hook_run;
 pub mod hooks;
 pub mod list;
+pub mod log;
 pub mod pick;
 pub mod relay;
 pub mod show;

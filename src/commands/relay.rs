@@ -122,7 +122,8 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     };
     if !opts.dry_run {
         let sides = (source_side.clone(), target_side.clone());
-        let entry = ledger_entry(&written, sides, &cwd, src.snapshot.len, &supersedes);
+        let mut entry = ledger_entry(&written, sides, &cwd, src.snapshot.len, &supersedes);
+        entry.secrets = secrets_record(&src.redactions);
         land(target, &written, &entry, &home, &mut notes)?;
     }
     // Freeing a long session's tens of thousands of messages one by one takes a tenth of a
@@ -238,7 +239,32 @@ fn ledger_entry(
         supersedes: supersedes.to_vec(),
         title: Some(written.title.clone()),
         registered: written.standalone.is_none().then_some(false),
+        fit: serde_json::value::to_raw_value(&kept(&written.plan.fit)).ok(),
+        secrets: None,
     }
+}
+
+/// Where the source's turns went, as the ledger records it for `log`.
+fn kept(fit: &plan::fit::FitReport) -> ledger::Kept {
+    let count = |p: &plan::fit::Part| ledger::Count {
+        turns: p.turns,
+        messages: p.messages,
+    };
+    ledger::Kept {
+        verbatim: count(&fit.verbatim),
+        shortened: count(&fit.shortened),
+        summarized: count(&fit.summarized),
+        left_out: count(&fit.left_out),
+    }
+}
+
+/// The secrets a relay masked, as the ledger records them for `log`.
+fn secrets_record(r: &Redactions) -> Option<Box<serde_json::value::RawValue>> {
+    serde_json::value::to_raw_value(&ledger::Secrets {
+        redacted: r.0.is_some(),
+        masked: r.0.clone().unwrap_or_default(),
+    })
+    .ok()
 }
 
 /// `git status` of a directory as the brief reads it, and the directory.

@@ -7,6 +7,7 @@ mod export;
 mod fit;
 mod hooks;
 mod list;
+mod log;
 pub mod picker;
 pub mod progress;
 mod relay;

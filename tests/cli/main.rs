@@ -19,6 +19,7 @@ mod hostile;
 mod layout;
 mod lazy;
 mod list_and_select;
+mod log;
 mod opencode;
 mod out_folder;
 mod pi;

@@ -62,6 +62,7 @@ fn help_leads_with_relay_and_every_command_ends_with_examples() {
             "list",
             "show",
             "status",
+            "log",
             "export",
             "hooks",
             "clean",
