@@ -138,7 +138,9 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     )?;
     let (entries, mut warnings) = ledger::read();
     warnings.extend(listing.warnings);
-    let graph = Graph::build(&entries, listing.sessions);
+    let mut graph = Graph::build(&entries, listing.sessions);
+    graph.scan_outside_stores(cfg, &redactor, &mut warnings);
+    graph.provenance_edges();
     let components = graph.components();
     let picked: Vec<(Vec<usize>, Option<usize>)> = if opts.every_chain {
         let mut chains: Vec<Vec<usize>> = components
@@ -204,8 +206,38 @@ impl<'e> Graph<'e> {
                 g.nodes[n].cleaned = true;
             }
         }
-        g.provenance_edges();
         g
+    }
+
+    /// A relay's source named by a file outside every store (an export, a copied session)
+    /// is not listed, yet still there: it is read at the ledger's path, not shown as gone.
+    fn scan_outside_stores(
+        &mut self,
+        cfg: &Config,
+        redactor: &crate::redact::Redactor,
+        warnings: &mut Vec<String>,
+    ) {
+        for node in self.nodes.iter_mut().filter(|n| n.summary.is_none()) {
+            let Some(path) = node.path.as_deref().map(Path::new) else {
+                continue;
+            };
+            if !path.is_file() {
+                continue;
+            }
+            let Some(adapter) = select::locate_file(cfg, path).ok().and_then(|l| l.adapter) else {
+                continue;
+            };
+            if adapter.name() != node.key.0 {
+                continue;
+            }
+            match adapter.scan(path) {
+                Ok(mut summary) => {
+                    redactor.title(&mut summary.title);
+                    node.summary = Some(summary);
+                }
+                Err(e) => warnings.push(format!("{}: {e:#}", path.display())),
+            }
+        }
     }
 
     /// The node of `(agent, id)`, added when new.

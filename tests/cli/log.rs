@@ -285,3 +285,41 @@ fn log_of_a_lone_session_and_of_an_older_ledger_line() {
         "{text}"
     );
 }
+
+/// A relay's source named by a file outside every store (a copy, an export) is read where it
+/// is: it is there, not gone.
+#[test]
+fn log_reads_a_source_outside_the_stores_where_it_is() {
+    let env = TestEnv::empty();
+    let proj = env.project();
+    let id = session_with_prompts(&env, "claude", &["Hello", "More"]);
+    let stored = walkdir::WalkDir::new(env.home("claude"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy() == format!("{id}.jsonl"))
+        .expect("the written session")
+        .into_path();
+    let outside = env.dir.path().join("elsewhere/copy.jsonl");
+    std::fs::create_dir_all(outside.parent().unwrap()).unwrap();
+    std::fs::rename(&stored, &outside).unwrap();
+    let outside = outside.to_str().unwrap();
+
+    let (target, _) = relay(&env, outside, "codex", &proj);
+    let (chain, text) = log_chain(&env, &["log", &target]);
+    let (sessions, relays) = shape(&chain);
+    assert_eq!(
+        sessions,
+        [
+            ("claude".to_string(), id.clone(), false),
+            ("codex".to_string(), target.clone(), false),
+        ],
+        "{text}"
+    );
+    assert_eq!(relays.len(), 1);
+    assert!(!text.contains("gone"), "{text}");
+    assert_eq!(chain["sessions"][0]["turns"], 2, "{chain}");
+
+    std::fs::remove_file(outside).unwrap();
+    let (chain, _) = log_chain(&env, &["log", &target]);
+    assert_eq!(chain["sessions"][0]["gone"], true, "{chain}");
+}
