@@ -142,6 +142,9 @@ pub struct Target<'a> {
     /// `cwd`'s repository state when it was already read (`brief::live_git_state`), beside
     /// the session; `None` to read it here.
     pub live_git: Option<Option<brief::GitState>>,
+    /// For a session from a bundle: the directory it ran in on the machine that bundled it,
+    /// which the brief names.
+    pub bundled_from: Option<&'a str>,
 }
 
 /// Shapes a source session for the target and fits it to the budget: what a relay writes.
@@ -167,7 +170,16 @@ pub fn plan(
         git.clone(),
     );
     let snapshot_redactions = redactor.map(|r| snap.mask(r));
-    let snapshot_text = snap.render(Some(snapshot::files_for_budget(budget)));
+    let mut snapshot_text = snap.render(Some(snapshot::files_for_budget(budget)));
+    if let Some(ran) = t.bundled_from {
+        snapshot_text.insert_str(
+            0,
+            &format!(
+                "Relayed from a bundle: the session ran in {ran} on the machine that bundled it; it goes on here in {}.\n",
+                t.cwd
+            ),
+        );
+    }
     let brief_text = brief::brief(&brief::BriefInput {
         session: source,
         source_display: crate::adapters::display_name(&source.agent),

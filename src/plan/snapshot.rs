@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::brief::GitState;
 use crate::model::files::{FileFacts, FileRecord};
@@ -18,7 +18,7 @@ use crate::redact::{Counts, Redactor};
 const SAME_CHANGE_SECS: i64 = 2;
 
 /// How a file stands on disk now against the session's last change to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileState {
     /// As the session left it: present and not modified since, or still gone.
@@ -47,7 +47,7 @@ impl FileState {
 }
 
 /// One file of the snapshot.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SnapshotFile {
     /// Relative to the working directory when it is under it (or under the session's own),
     /// else as the session named it.
@@ -69,12 +69,12 @@ pub struct SnapshotFile {
     pub changed_at: Option<String>,
     pub state: FileState,
     /// Where the last change was among the session's messages (ranks the files by recency).
-    #[serde(skip)]
+    #[serde(skip, default)]
     place: usize,
 }
 
 /// The snapshot: the working directory, its repository, and the files.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Snapshot {
     pub working_directory: String,
     /// Where the session ran, when it says: the paths under it are relative to it.
