@@ -307,9 +307,12 @@ fn apply_changes_refuses_a_dirty_checkout_or_one_without_the_base_commit() {
     let (bundle, _) = make_bundle(&first, &repo1);
     let second = TestEnv::empty();
     // Another repository: it lacks the commit the changes are on.
-    let other = repo(&second.work().join("other"));
+    let other = second.work().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    git(&other, &["init", "-q"]);
     std::fs::write(other.join("a.txt"), "unrelated\n").unwrap();
-    git(&other, &["commit", "-q", "-am", "Unrelated"]);
+    git(&other, &["add", "."]);
+    git(&other, &["commit", "-q", "-m", "Unrelated"]);
     let relay = |dir: &Path| {
         second.fails(&[
             "relay",
