@@ -17,9 +17,20 @@ use crate::exit::{CliError, ExitCode};
 use crate::redact::Redactor;
 
 /// `git` in `dir`, with no optional locks (a plain `git status` may otherwise refresh the
-/// index) and nothing asked on a terminal.
+/// index), nothing asked on a terminal, and none of the variables that point git at another
+/// repository or index (set when session-relay runs from a git hook).
 fn git(dir: &Path) -> Command {
     let mut c = Command::new("git");
+    for v in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR",
+    ] {
+        c.env_remove(v);
+    }
     c.arg("-C")
         .arg(dir)
         .env("GIT_OPTIONAL_LOCKS", "0")

@@ -260,7 +260,8 @@ pub fn open(path: &Path) -> Result<Opened> {
     }
     check_payload(path, &manifest, &found)?;
     Ok(Opened {
-        path: path.to_path_buf(),
+        // As the ledger records it, whatever the current directory later is.
+        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
         manifest,
         dir,
     })
