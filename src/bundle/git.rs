@@ -178,28 +178,63 @@ fn scan(top: &Path, base: &str, tree: &str, redactor: &Redactor) -> Result<Vec<S
     ]);
     let diff = run(c, "read the changes")?;
     let mut found = Vec::new();
-    let (mut file, mut line) = (String::new(), 0usize);
+    for h in hunks(&diff) {
+        for (n, added) in h.lines.iter().enumerate() {
+            if let Some(kinds) = secret_kinds(redactor, added) {
+                found.push(format!("{}:{} ({kinds})", h.file, h.start + n));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The kinds of secret the masking rules find in `text`, if any.
+fn secret_kinds(redactor: &Redactor, text: &str) -> Option<String> {
+    let mut counts = crate::redact::Counts::new();
+    match redactor.text(text, &mut counts) {
+        std::borrow::Cow::Owned(_) => Some(
+            counts
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        std::borrow::Cow::Borrowed(_) => None,
+    }
+}
+
+/// The lines one hunk of a diff adds to a file, from line `start` on.
+struct Hunk<'a> {
+    file: String,
+    start: usize,
+    lines: Vec<&'a str>,
+}
+
+/// The hunks of `git diff -U0`, with what each adds.
+fn hunks(diff: &str) -> Vec<Hunk<'_>> {
+    let mut out: Vec<Hunk> = Vec::new();
+    let mut file = String::new();
     for l in diff.lines() {
         if let Some(name) = l.strip_prefix("+++ ") {
             file = name.strip_prefix("b/").unwrap_or(name).to_string();
         } else if l.starts_with("@@ ") {
             // `@@ -a,b +c,d @@`: the added lines start at c.
-            line = l
+            let start = l
                 .split(' ')
                 .find_map(|p| p.strip_prefix('+'))
                 .and_then(|p| p.split(',').next())
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(0);
-        } else if let Some(added) = l.strip_prefix('+') {
-            let mut counts = crate::redact::Counts::new();
-            if let std::borrow::Cow::Owned(_) = redactor.text(added, &mut counts) {
-                let kinds: Vec<&str> = counts.keys().map(String::as_str).collect();
-                found.push(format!("{file}:{line} ({})", kinds.join(", ")));
-            }
-            line += 1;
+            out.push(Hunk {
+                file: file.clone(),
+                start,
+                lines: Vec::new(),
+            });
+        } else if let (Some(added), Some(h)) = (l.strip_prefix('+'), out.last_mut()) {
+            h.lines.push(added);
         }
     }
-    Ok(found)
+    out
 }
 
 /// Writes a git bundle of `captured`'s commit, as the branch `branch` on its base, to `out`.

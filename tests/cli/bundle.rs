@@ -377,7 +377,25 @@ fn git_changes_holding_a_secret_are_refused_naming_the_file_and_line() {
             .unwrap()
             .starts_with("config.env:2")
     );
+    // A private key block is named by its first line (the rules take its BEGIN line alone).
+    std::fs::remove_file(repo.join("config.env")).unwrap();
+    std::fs::write(repo.join("notes.md"), "# Notes\n\nNothing secret.\n").unwrap();
+    std::fs::write(repo.join("deploy_key"), PRIVATE_KEY).unwrap();
+    let again = env.work().join("k.bundle");
+    let (_, err) = env.fails(&["bundle", ID, "-o", again.to_str().unwrap(), "--git"]);
+    assert!(err.contains("deploy_key:1"), "{err}");
+    assert!(!err.contains("notes.md"), "{err}");
+    assert!(!err.contains("MIIEow"), "the refusal shows the key");
+    assert!(!again.exists());
 }
+
+/// A private key block (not a real key) as a file holds it.
+const PRIVATE_KEY: &str = "-----BEGIN RSA PRIVATE KEY-----
+MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun
+VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK
+LxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo
+-----END RSA PRIVATE KEY-----
+";
 
 /// The bundle's archive with `edit` applied to its uncompressed bytes, written to `to`.
 fn altered(bundle: &Path, to: &Path, edit: impl FnOnce(&mut Vec<u8>)) {
