@@ -411,14 +411,18 @@ fn truncated_altered_and_newer_bundles_are_refused_and_nothing_is_written() {
     session(&env, &repo);
     let bundle = env.work().join("ok.bundle");
     env.ok(&["bundle", ID, "-o", bundle.to_str().unwrap()]);
-    // Relaying it works, so each refusal below is the alteration's.
-    env.ok(&[
+    // Relaying it works, so each refusal below is the alteration's; without --cwd, into the
+    // current directory, not the one the session ran in.
+    let dry = env.json(&[
         "relay",
         bundle.to_str().unwrap(),
         "--to",
         "codex",
         "--dry-run",
+        "--json",
     ]);
+    let here = std::fs::canonicalize(env.work()).unwrap();
+    assert_eq!(dry["cwd"], here.display().to_string());
     let whole = std::fs::read(&bundle).unwrap();
     let truncated = env.work().join("truncated.bundle");
     std::fs::write(&truncated, &whole[..whole.len() * 2 / 3]).unwrap();
