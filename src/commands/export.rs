@@ -202,6 +202,7 @@ impl FitFor<'_> {
                 budget: self.opts.budget,
                 live_git: None,
                 bundled_from: None,
+                bundled_snapshot: None,
             },
             self.folder,
         )?;

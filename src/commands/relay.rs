@@ -532,8 +532,7 @@ fn plan_and_write(
         .take()
         .and_then(|h| h.join().ok().flatten())
         .and_then(|(git, dir)| (dir == cwd).then_some(git));
-    // Named in the brief: the paths the session speaks of are there.
-    let bundled_from = src.bundle.as_ref().and(src.session.cwd.clone());
+    let (bundled_from, bundled_snapshot) = bundled(src)?;
     let plan = super::plan_relay(
         cfg,
         &src.located,
@@ -548,6 +547,7 @@ fn plan_and_write(
             budget: opts.budget,
             live_git,
             bundled_from: bundled_from.as_deref(),
+            bundled_snapshot: bundled_snapshot.as_ref(),
         },
         src.folder.as_deref(),
     )?;
@@ -589,6 +589,15 @@ fn plan_and_write(
         standalone,
         create,
     })
+}
+
+/// For a session from a bundle: the directory it ran in (the brief names it: the paths the
+/// session speaks of are there) and the file-state snapshot read when it was bundled.
+fn bundled(src: &Source) -> Result<(Option<String>, Option<plan::snapshot::Snapshot>)> {
+    match &src.bundle {
+        Some(b) => Ok((src.session.cwd.clone(), b.snapshot()?)),
+        None => Ok((None, None)),
+    }
 }
 
 /// Writes the relayed session and registers it in the target's indexes, recorded in the ledger

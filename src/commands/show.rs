@@ -457,6 +457,7 @@ fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
             budget: opts.budget,
             live_git: None,
             bundled_from: None,
+            bundled_snapshot: None,
         },
         folder.as_deref(),
     )?;

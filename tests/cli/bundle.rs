@@ -253,6 +253,11 @@ fn a_bundle_relays_under_another_home_into_another_checkout_with_its_changes() {
         )),
         "the brief does not name the original directory"
     );
+    // The file states are those read when the bundle was made, named as such.
+    assert!(
+        written.contains("how the file stood against that change when the session was bundled"),
+        "the brief does not carry the bundled snapshot"
+    );
     for secret in [TOKEN, AWS_KEY] {
         assert!(!written.contains(secret));
     }
