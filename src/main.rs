@@ -132,6 +132,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             report.text(&mut std::io::stderr().lock())?;
             Ok(())
         }
+        Command::Bundle(a) => {
+            let session = session_or_pick(&cfg, &a.session, a.scope())?;
+            let bar = Bar::for_command(a.json);
+            let report = commands::bundle::run(&cfg, &a.options(session, handle(&bar)))?;
+            drop(bar);
+            render::emit(&report, a.json)
+        }
         Command::Relay(a) => {
             let session = session_or_pick(&cfg, &a.session, a.scope())?;
             let bar = Bar::for_command(a.json);

@@ -136,6 +136,19 @@ pub(super) fn export_examples() -> String {
     ])
 }
 
+pub(super) fn bundle_examples() -> String {
+    examples(&[
+        (
+            "session-relay bundle latest -o handoff.bundle --git".into(),
+            "the session and the working tree's changes, for a teammate",
+        ),
+        (
+            "session-relay relay handoff.bundle --to codex --cwd ~/src/app --apply-changes".into(),
+            "on the other machine: relay it and check out the changes",
+        ),
+    ])
+}
+
 pub(super) fn clean_examples() -> String {
     examples(&[
         (

@@ -1,6 +1,7 @@
 //! The commands. Each is a thin file: options in, a typed report out (rendered as text or JSON
 //! by `render`). None of them prints; warnings travel in the reports.
 
+pub mod bundle;
 pub mod clean;
 pub mod doctor;
 pub mod export;

@@ -6,6 +6,7 @@
 mod common;
 
 mod budget;
+mod bundle;
 mod clean;
 mod copilot;
 mod doctor;

@@ -64,6 +64,7 @@ fn help_leads_with_relay_and_every_command_ends_with_examples() {
             "status",
             "log",
             "export",
+            "bundle",
             "hooks",
             "clean",
             "doctor",
