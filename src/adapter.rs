@@ -493,6 +493,10 @@ pub enum HookTrust {
     Untrusted,
     /// The agent's settings turn every hook off (Claude Code's `disableAllHooks`).
     Disabled,
+    /// The agent's settings turn this one hook off, trusted or not (Codex's
+    /// `hooks.state.<key>.enabled = false`); `disabled` in JSON, as it does not run either.
+    #[serde(rename = "disabled")]
+    TurnedOff,
     /// The settings where the agent records its trust do not parse, so whether it runs the hook
     /// cannot be told (Codex refuses to start until its `config.toml` is corrected).
     Unknown,
