@@ -493,9 +493,29 @@ pub enum HookTrust {
     Untrusted,
     /// The agent's settings turn every hook off (Claude Code's `disableAllHooks`).
     Disabled,
+    /// The agent's settings turn this one hook off, trusted or not (Codex's
+    /// `hooks.state.<key>.enabled = false`); `disabled` in JSON, as it does not run either.
+    #[serde(rename = "disabled")]
+    TurnedOff,
     /// The settings where the agent records its trust do not parse, so whether it runs the hook
     /// cannot be told (Codex refuses to start until its `config.toml` is corrected).
     Unknown,
+}
+
+impl HookTrust {
+    /// For an agent that runs hooks without a trust step unless its `settings` file says
+    /// `"disableAllHooks": true` (Claude Code, Qwen Code): read as their JSON.parse reads it,
+    /// the last of a key given twice.
+    pub fn unless_all_hooks_off(settings: &Path) -> HookTrust {
+        let off = std::fs::read(settings)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| v.get("disableAllHooks") == Some(&serde_json::Value::Bool(true)));
+        match off {
+            true => HookTrust::Disabled,
+            false => HookTrust::NotNeeded,
+        }
+    }
 }
 
 /// What an agent is, as data: one `const` in each adapter's folder. Everything else that
@@ -669,6 +689,72 @@ pub trait Usage: Sync {
     fn recorded_context_window(&self, _home: &Path) -> Option<(u64, PathBuf)> {
         None
     }
+}
+
+/// The listing row of the session `s` read from `path`: a relay's when `provenance` says so.
+pub fn listing_row(
+    path: &Path,
+    s: &Session,
+    provenance: Option<&serde_json::Value>,
+) -> Result<Summary> {
+    let size = std::fs::metadata(path)?.len();
+    Ok(Summary {
+        relay_of: provenance.and_then(crate::model::RelaySource::from_provenance),
+        ..Summary::of_session(s, path, size)
+    })
+}
+
+/// The first line of the file at `path` as JSON, when it is within its first `max` bytes: where
+/// agents that name a session by its first record find its id.
+pub fn first_line(path: &Path, max: usize) -> Option<serde_json::Value> {
+    let head = crate::jsonl::head(path, max).ok()?;
+    let first = crate::jsonl::strip_bom(&head)
+        .split(|&b| b == b'\n')
+        .next()?;
+    serde_json::from_slice(first).ok()
+}
+
+/// `m` as a tool call: its id, its tool's name and input, and their neutral kind and key
+/// argument as the reader's tool map tells them.
+pub fn as_call(
+    mut m: Message,
+    id: Option<String>,
+    name: String,
+    input: Option<serde_json::Value>,
+    (kind, key): (crate::model::ToolKind, String),
+) -> Message {
+    m.tool_call_id = id;
+    m.tool_name = Some(name);
+    m.tool_input = input;
+    m.tool_kind = Some(kind);
+    m.key_arg = Some(key);
+    m
+}
+
+/// Counts `n` more of `key` in one of a session's tallies (`SessionStats::skipped_types`,
+/// `unknown_types`).
+pub fn tally(counts: &mut BTreeMap<String, usize>, key: impl Into<String>, n: usize) {
+    *counts.entry(key.into()).or_default() += n;
+}
+
+/// The usage an agent recorded with its newest answer, for agents that append each answer as a
+/// JSON line: the newest of the last 8 MB's lines that may hold `marker` for which `usage`
+/// says something (`Some(None)`: that answer recorded none, and older ones no longer tell).
+/// Only a run of lines longer than that after the newest answer (a huge tool result) hides it.
+pub fn newest_usage(
+    path: &Path,
+    marker: &[u8],
+    usage: impl Fn(&serde_json::Value) -> Option<Option<RecordedUsage>>,
+) -> Option<RecordedUsage> {
+    crate::jsonl::tail_rfind(path, 8 << 20, |line| {
+        if !crate::jsonl::may_hold(line, marker) {
+            return None;
+        }
+        usage(&serde_json::from_str(&crate::jsonl::reader_text(line).0).ok()?)
+    })
+    .ok()
+    .flatten()
+    .flatten()
 }
 
 /// The agent's facts and behaviours under the names the rest of the code asks for them.

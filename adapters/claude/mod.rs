@@ -93,15 +93,7 @@ impl Hooks for Claude {
     fn trust(&self, home: &Path, _event: &str, _group: usize, _handler: usize) -> HookTrust {
         // `"disableAllHooks": true` in the same settings turns every hook off; read as Claude
         // Code's JSON.parse reads it, the last of a key given twice.
-        let disabled = std::fs::read(self.setup(home).file)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .is_some_and(|v| v.get("disableAllHooks") == Some(&serde_json::Value::Bool(true)));
-        if disabled {
-            HookTrust::Disabled
-        } else {
-            HookTrust::NotNeeded
-        }
+        HookTrust::unless_all_hooks_off(&self.setup(home).file)
     }
 }
 

@@ -10,6 +10,8 @@
 //!   `codex exec`. The TUI's `/hooks` trusts them; so does its app-server (`hooks/list` gives
 //!   each hook's `currentHash`, `config/batchWrite` records it), which `trust` uses rather than
 //!   computing Codex's hash itself.
+//! - `enabled = false` beside it (or alone) turns the handler off, trusted or not; a value of
+//!   the wrong type anywhere under `hooks.state` makes Codex refuse to start.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
-use toml_edit::DocumentMut;
+use toml_edit::{Document, Item, Table};
 
 use crate::adapter::HookTrust;
 
@@ -55,47 +57,101 @@ pub fn key(home: &Path, event: &str, group: usize, handler: usize) -> String {
 }
 
 /// Codex's `config.toml`, parsed as Codex parses it (TOML, a leading BOM skipped): `None` when
-/// there is none. One that is not TOML is an error naming its line; Codex refuses to start with
-/// it, so nothing can be told from it.
-fn config(home: &Path) -> Result<Option<DocumentMut>> {
+/// there is none. One that is not TOML, or whose `hooks.state` Codex cannot take, is an error
+/// naming its line; Codex refuses to start with it, so nothing can be told from it.
+fn config(home: &Path) -> Result<Option<Document<String>>> {
     let path = home.join("config.toml");
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
-    text.parse::<DocumentMut>().map(Some).map_err(|e| {
-        let at = e.span().map_or(0, |s| s.start);
-        let line = text[..at.min(text.len())].matches('\n').count() + 1;
+    let at_line = |at: usize| text[..at.min(text.len())].matches('\n').count() + 1;
+    // `Document` keeps each value's place in the text, to name the line of one Codex refuses.
+    let doc = Document::parse(text.clone()).map_err(|e| {
+        let line = at_line(e.span().map_or(0, |s| s.start));
         anyhow!(
             "{}:{line}: not valid TOML ({}); Codex refuses to start until it is corrected",
             path.display(),
             e.message().trim_end()
         )
-    })
+    })?;
+    if let Some((at, what)) = misfit_state(&doc) {
+        bail!(
+            "{}:{}: {what}; Codex refuses to start until it is corrected",
+            path.display(),
+            at_line(at)
+        );
+    }
+    Ok(Some(doc))
 }
 
-/// The hash Codex recorded when the user trusted the handler under `key`: `hooks.state.<key>
-/// .trusted_hash`, in whichever spelling (tables, dotted keys, inline tables) the file uses.
-fn recorded_hash<'a>(config: &'a DocumentMut, key: &str) -> Option<&'a str> {
-    config
-        .get("hooks")?
-        .get("state")?
-        .get(key)?
-        .get("trusted_hash")?
-        .as_str()
-        .filter(|h| !h.is_empty())
+/// Where `hooks.state` holds what Codex's typed config cannot take (each entry is a table whose
+/// `enabled` is a boolean and `trusted_hash` a string): the byte offset and what is wrong.
+fn misfit_state(config: &Table) -> Option<(usize, String)> {
+    let state = config.get("hooks")?.get("state")?;
+    let at = |item: &Item| item.span().map_or(0, |s| s.start);
+    let Some(entries) = state.as_table_like() else {
+        return Some((at(state), "hooks.state is not a table".into()));
+    };
+    for (key, entry) in entries.iter() {
+        let Some(fields) = entry.as_table_like() else {
+            return Some((at(entry), format!("hooks.state.{key:?} is not a table")));
+        };
+        for (field, fits) in [
+            ("enabled", Item::is_bool as fn(&Item) -> bool),
+            ("trusted_hash", Item::is_str),
+        ] {
+            if let Some(v) = fields.get(field).filter(|v| !fits(v)) {
+                let want = if field == "enabled" {
+                    "a boolean"
+                } else {
+                    "a string"
+                };
+                return Some((at(v), format!("hooks.state.{key:?}.{field} is not {want}")));
+            }
+        }
+    }
+    None
 }
 
-/// Whether `config.toml` records a trusted hash for the handler. The hash itself is Codex's to
-/// check: a handler changed since it was trusted shows as trusted here and runs only once the
-/// user trusts it again. A file that does not parse leaves it unknown.
+/// What Codex recorded for the handler under `key` in `hooks.state` (keys trimmed, as Codex
+/// trims them), in whichever spelling (tables, dotted keys, inline tables) the file uses:
+/// whether the user turned it off (`enabled = false`), and the hash they trusted.
+fn recorded_state<'a>(config: &'a Table, key: &str) -> (Option<bool>, Option<&'a str>) {
+    let (mut enabled, mut hash) = (None, None);
+    let entries = config
+        .get("hooks")
+        .and_then(|h| h.get("state"))
+        .and_then(Item::as_table_like);
+    for (_, entry) in entries
+        .into_iter()
+        .flat_map(|t| t.iter())
+        .filter(|(k, _)| k.trim() == key)
+    {
+        enabled = entry.get("enabled").and_then(Item::as_bool).or(enabled);
+        hash = entry
+            .get("trusted_hash")
+            .and_then(Item::as_str)
+            .filter(|h| !h.is_empty())
+            .or(hash);
+    }
+    (enabled, hash)
+}
+
+/// Whether Codex runs the handler: not when the user turned it off in `config.toml`
+/// (`hooks.state.<key>.enabled = false`, which Codex honours whatever the trust), else once
+/// `config.toml` records a trusted hash for it. The hash itself is Codex's to check: a handler
+/// changed since it was trusted shows as trusted here and runs only once the user trusts it
+/// again. A file Codex cannot load leaves it unknown.
 pub fn trust(home: &Path, event: &str, group: usize, handler: usize) -> HookTrust {
     match config(home) {
-        Ok(Some(c)) if recorded_hash(&c, &key(home, event, group, handler)).is_some() => {
-            HookTrust::Trusted
-        }
-        Ok(_) => HookTrust::Untrusted,
+        Ok(Some(c)) => match recorded_state(&c, &key(home, event, group, handler)) {
+            (Some(false), _) => HookTrust::TurnedOff,
+            (_, Some(_)) => HookTrust::Trusted,
+            _ => HookTrust::Untrusted,
+        },
+        Ok(None) => HookTrust::Untrusted,
         Err(_) => HookTrust::Unknown,
     }
 }
@@ -339,8 +395,7 @@ mod tests {
     }
 
     /// Files where the handler's key and the word `trusted_hash` both appear, and Codex still
-    /// holds no trust for it: commented out, under another table, another handler's, a hash that
-    /// is not a string (Codex then drops the hooks settings).
+    /// holds no trust for it: commented out, under another table, another handler's, empty.
     #[test]
     fn a_trust_is_not_read_where_codex_reads_none() {
         let dir = tempfile::tempdir().unwrap();
@@ -357,7 +412,6 @@ mod tests {
             ),
             format!("[projects.{q}]\ntrusted_hash = \"sha256:00\"\n"),
             format!("[hooks]\nnote = {q}\ntrusted_hash = \"sha256:00\"\n"),
-            format!("[hooks.state.{q}]\ntrusted_hash = 1\n"),
             format!("[hooks.state.{q}]\ntrusted_hash = \"\"\n"),
         ];
         for text in &texts {
@@ -370,8 +424,57 @@ mod tests {
         }
     }
 
-    /// A config.toml that is not TOML (Codex refuses to start with it, duplicate keys included)
-    /// tells nothing: the trust is unknown, it is never written to, and recording a trust stops
+    /// `enabled = false` turns the handler off whatever its trust, in every spelling and under
+    /// a key with spaces around it (Codex trims the keys; both checked with codex 0.171's
+    /// `hooks/list`); `enabled = true`, or `false` for another handler, changes nothing.
+    #[test]
+    fn a_handler_turned_off_is_off_whatever_its_trust() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let k = key(home, "PreCompact", 0, 0);
+        let q = serde_json::to_string(&k).unwrap();
+        let other = serde_json::to_string(&key(home, "PreCompact", 1, 0)).unwrap();
+        for (text, want) in [
+            (
+                format!("[hooks.state.{q}]\nenabled = false\n"),
+                HookTrust::TurnedOff,
+            ),
+            (
+                format!("[hooks.state.{q}]\ntrusted_hash = \"sha256:00\"\nenabled = false\n"),
+                HookTrust::TurnedOff,
+            ),
+            (
+                format!("[hooks.state]\n\" {k} \" = {{ enabled = false }}\n"),
+                HookTrust::TurnedOff,
+            ),
+            (
+                format!(
+                    "hooks.state.{q}.enabled = false\nhooks.state.{q}.trusted_hash = \"sha256:00\"\n"
+                ),
+                HookTrust::TurnedOff,
+            ),
+            (
+                format!("[hooks.state.{q}]\ntrusted_hash = \"sha256:00\"\nenabled = true\n"),
+                HookTrust::Trusted,
+            ),
+            (
+                format!(
+                    "[hooks.state.{other}]\nenabled = false\n[hooks.state.{q}]\ntrusted_hash = \"sha256:00\"\n"
+                ),
+                HookTrust::Trusted,
+            ),
+            (
+                format!("[hooks.state.{other}]\nenabled = false\n"),
+                HookTrust::Untrusted,
+            ),
+        ] {
+            std::fs::write(home.join("config.toml"), &text).unwrap();
+            assert_eq!(trust(home, "PreCompact", 0, 0), want, "{text:?}");
+        }
+    }
+
+    /// A config.toml that is not TOML, or whose `hooks.state` Codex's typed config refuses
+    /// (Codex refuses to start with either, duplicate keys included), tells nothing: the trust is unknown, it is never written to, and recording a trust stops
     /// before starting Codex with an error that names the line.
     #[test]
     fn a_config_that_is_not_toml_leaves_the_trust_unknown() {
@@ -393,6 +496,16 @@ mod tests {
                 ),
                 3,
             ),
+            // TOML, but not what Codex 0.171's typed config takes ("invalid type: integer `1`,
+            // expected a string"): it refuses to start, whichever handler the entry is for.
+            (format!("[hooks.state.{q}]\ntrusted_hash = 1\n"), 2),
+            (
+                format!(
+                    "model = \"x\"\n[hooks.state.\"other\"]\nenabled = \"no\"\n[hooks.state.{q}]\ntrusted_hash = \"sha256:00\"\n"
+                ),
+                3,
+            ),
+            (format!("[hooks.state]\n{q} = \"on\"\n"), 2),
         ] {
             let path = home.join("config.toml");
             std::fs::write(&path, &text).unwrap();
@@ -405,7 +518,8 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(
-                err.starts_with(&format!("{}:{line}: not valid TOML", path.display())),
+                err.starts_with(&format!("{}:{line}: ", path.display()))
+                    && err.ends_with("Codex refuses to start until it is corrected"),
                 "{text:?}: {err}"
             );
             assert_eq!(std::fs::read_to_string(&path).unwrap(), text);

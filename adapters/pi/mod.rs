@@ -16,7 +16,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::adapter::{Adapter, Agent, Cli, NativeSession, ReadOptions, Store, Usage, WriteRequest};
-use crate::model::{Message, RecordedUsage, RelaySource, Session, Summary};
+use crate::model::{Message, RecordedUsage, Session, Summary};
 
 pub struct Pi;
 
@@ -113,13 +113,7 @@ impl Adapter for Pi {
             ..Default::default()
         };
         let s = read::read(path, opts)?;
-        let size = std::fs::metadata(path)?.len();
-        let mut summary = Summary::of_session(&s, path, size);
-        summary.relay_of = s
-            .extra
-            .get("provenance")
-            .and_then(RelaySource::from_provenance);
-        Ok(summary)
+        crate::adapter::listing_row(path, &s, s.extra.get("provenance"))
     }
 
     fn read_with(&self, path: &Path, _home: Option<&Path>, opts: ReadOptions) -> Result<Session> {

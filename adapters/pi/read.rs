@@ -18,9 +18,9 @@ use serde::de::MapAccess;
 use serde_json::{Value, json};
 
 use crate::adapter::part::{Cuts, LineSize};
-use crate::adapter::tree::{self, Id, InOrder, Parent};
-use crate::adapter::{FoldWindow, KeptOutput, OutputCut, ReadOptions};
-use crate::jsonl::fields::{self, Fields, Str, Val};
+use crate::adapter::tree::{self, Id, Parent};
+use crate::adapter::{KeptOutput, OutputCut, ReadOptions, as_call, tally};
+use crate::jsonl::fields::{self, Fields, Str, Val, fields_struct};
 use crate::jsonl::{self, Line, str_field};
 use crate::model::{Message, MessageKind, Role, Session, Timestamp};
 
@@ -46,9 +46,7 @@ struct Entry {
 /// The id in the session header of the file at `path` (its first line), if it has one.
 pub fn header_id(path: &Path) -> Option<String> {
     // A header is one short line; a longer first line is left to the scan.
-    let head = jsonl::head(path, 4096).ok()?;
-    let first = jsonl::strip_bom(&head).split(|&b| b == b'\n').next()?;
-    let v: Value = serde_json::from_slice(first).ok()?;
+    let v = crate::adapter::first_line(path, 4096)?;
     is_header(&v).then(|| str_field(&v, "id").map(str::to_string))?
 }
 
@@ -74,62 +72,29 @@ pub fn read(path: &Path, opts: ReadOptions) -> Result<Session> {
         None => session.warn(None, "empty file: no session header"),
     }
     let on_path = branch(&tree.nodes, &mut session);
-    let sizes: Vec<LineSize> = match Cuts::want_sizes(&opts) {
-        true => on_path.iter().map(|&i| tree.nodes[i].size).collect(),
-        false => Vec::new(),
-    };
+    let cuts = Cuts::of(&opts, || on_path.iter().map(|&i| tree.nodes[i].size));
     let lines: Vec<usize> = on_path.iter().map(|&i| tree.nodes[i].size.line).collect();
     let Tree { title, .. } = tree;
-    let cuts = Cuts::new(&opts, &sizes);
-    drop(sizes);
     let mut state = State::default();
-    read_branch(path, &lines, cuts, &opts, &mut session, &mut state)?;
-    finish(&mut session, title, state);
-    Ok(session)
-}
-
-/// The second pass: the branch's entries (on `lines`), converted in the branch's order.
-fn read_branch(
-    path: &Path,
-    lines: &[usize],
-    cuts: Cuts,
-    opts: &ReadOptions,
-    session: &mut Session,
-    state: &mut State,
-) -> Result<()> {
-    let mut wanted = vec![false; lines.iter().max().map_or(0, |m| m + 1)];
-    for &l in lines {
-        wanted[l] = true;
-    }
-    let mut order = InOrder::new(lines.iter().map(|&l| [l]));
-    let mut window = opts.fold.as_ref().map(FoldWindow::new);
-    jsonl::for_each_line(
+    let branch = tree::Branch {
+        groups: lines.into_iter().map(|l| vec![l]).collect(),
+        pass: jsonl::Pass::default(),
+        what: "entries",
+    };
+    let prepare = |no, v| prepare(no, v, cuts.cut(no));
+    branch.read(
         path,
-        jsonl::Pass::default(),
-        // Lines off the branch are not parsed at all.
-        |no, _| (!wanted.get(no).copied().unwrap_or(false)).then_some(None),
-        |no, v| Some(prepare(no, v, cuts.cut(no))),
-        |no, line| {
-            if let Line::Json(Some(e)) = line {
-                order.put(no, e, |_, entries| {
-                    for e in entries {
-                        entry(e, session, state);
-                        if let Some(w) = window.as_mut() {
-                            w.after_messages(session);
-                        }
-                    }
-                });
+        opts.fold.as_ref(),
+        &mut session,
+        prepare,
+        |_, _, entries, session| {
+            for e in entries {
+                entry(e, session, &mut state);
             }
-            Ok(())
         },
     )?;
-    if order.done() < lines.len() {
-        session.warn(
-            None,
-            "the file changed while it was read: the entries after the first that changed are left out",
-        );
-    }
-    Ok(())
+    finish(&mut session, title, state);
+    Ok(session)
 }
 
 /// What the first pass keeps of the file.
@@ -185,19 +150,10 @@ impl<'de> Fields<'de> for Light<'de> {
     }
 }
 
-/// A message's role.
-#[derive(Default)]
-struct MessageRole<'a> {
-    role: Str<'a>,
-}
-
-impl<'de> Fields<'de> for MessageRole<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        match key {
-            "role" => self.role = map.next_value()?,
-            _ => return Ok(false),
-        }
-        Ok(true)
+fields_struct! {
+    /// A message's role.
+    struct MessageRole<'a> {
+        role: Str<'a> = "role",
     }
 }
 
@@ -392,21 +348,13 @@ fn entry(mut e: Entry, session: &mut Session, state: &mut State) {
             skipped(session, k);
         }
         other => {
-            *session
-                .stats
-                .unknown_types
-                .entry(other.to_string())
-                .or_default() += 1;
+            tally(&mut session.stats.unknown_types, other, 1);
         }
     }
 }
 
 fn skipped(session: &mut Session, kind: &str) {
-    *session
-        .stats
-        .skipped_types
-        .entry(kind.to_string())
-        .or_default() += 1;
+    tally(&mut session.stats.skipped_types, kind, 1);
 }
 
 /// A `message` entry's message.
@@ -471,11 +419,11 @@ fn message(
             .with_kind(MessageKind::Compaction),
         ),
         other => {
-            *session
-                .stats
-                .unknown_types
-                .entry(format!("message:{other}"))
-                .or_default() += 1;
+            tally(
+                &mut session.stats.unknown_types,
+                format!("message:{other}"),
+                1,
+            );
         }
     }
 }
@@ -520,11 +468,11 @@ fn assistant(
             }
             "toolCall" => tool_call(b, base, session),
             other => {
-                *session
-                    .stats
-                    .unknown_types
-                    .entry(format!("block:{other}"))
-                    .or_default() += 1;
+                tally(
+                    &mut session.stats.unknown_types,
+                    format!("block:{other}"),
+                    1,
+                );
             }
         }
     }
@@ -549,16 +497,18 @@ fn assistant(
 fn tool_call(b: &Value, base: &dyn Fn(Role, String) -> Message, session: &mut Session) {
     let name = str_field(b, "name").unwrap_or_default().to_string();
     let input = b.get("arguments").cloned().unwrap_or_else(|| json!({}));
-    let (kind, key) = super::tools::classify(&name, &input);
+    let what = super::tools::classify(&name, &input);
     if super::tools::WRITE_TOOLS.contains(&name.as_str()) {
-        session.touch_file(&key);
+        session.touch_file(&what.1);
     }
-    let mut c = base(Role::ToolCall, String::new());
-    c.tool_call_id = str_field(b, "id").map(str::to_string);
-    c.tool_name = Some(name);
-    c.tool_input = Some(input);
-    c.tool_kind = Some(kind);
-    c.key_arg = Some(key);
+    let id = str_field(b, "id").map(str::to_string);
+    let c = as_call(
+        base(Role::ToolCall, String::new()),
+        id,
+        name,
+        Some(input),
+        what,
+    );
     session.messages.push(c);
 }
 

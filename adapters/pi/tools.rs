@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use crate::adapter::write::Portable;
 use crate::model::{Message, ToolKind, generic_key_arg};
 
 /// Tools whose input names a file they change.
@@ -25,36 +26,24 @@ pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
 }
 
 /// pi's own tool for a neutral call from another agent, when one of its default tools (bash,
-/// read, write, edit) does what the call did and the call says enough to fill its input. The
-/// key argument gives the command or the path; a write's content and an edit's texts come from
-/// the call's input under the field names agents commonly give them (`content`; `old_string` /
-/// `new_string`, or pi's own `oldText` / `newText`). A patch, a multi-edit or anything else
-/// travels as text.
+/// read, write, edit) does what the call did (`Portable`): an edit's texts under the names
+/// agents commonly give them or pi's own `oldText` / `newText`. A patch, a multi-edit or
+/// anything else travels as text.
 pub fn native(call: &Message) -> Option<(String, Value)> {
-    let key = call.key_arg.as_deref()?;
-    let input = call.tool_input.as_ref();
-    let text = |names: &[&str]| {
-        names
-            .iter()
-            .find_map(|n| input?.get(*n)?.as_str().map(str::to_string))
-    };
     // pi resolves a relative path against the session's directory, as the source agent did.
-    let path = !key.trim().is_empty() && !key.contains('\n');
-    match call.tool_kind? {
-        ToolKind::Shell if !key.trim().is_empty() => Some(("bash".into(), json!({"command": key}))),
-        ToolKind::Read if path => Some(("read".into(), json!({"path": key}))),
-        ToolKind::Write if path => {
-            let content = text(&["content"])?;
-            Some(("write".into(), json!({"path": key, "content": content})))
+    let path = |p: &str| !p.trim().is_empty() && !p.contains('\n');
+    let (old, new) = (["old_string", "oldText"], ["new_string", "newText"]);
+    Some(match Portable::of(call, path, &old, &new)? {
+        Portable::Shell(command) => ("bash".into(), json!({"command": command})),
+        Portable::Read(path) => ("read".into(), json!({"path": path})),
+        Portable::Write { path, content } => {
+            ("write".into(), json!({"path": path, "content": content}))
         }
-        ToolKind::Edit if path => {
-            let old = text(&["old_string", "oldText"])?;
-            let new = text(&["new_string", "newText"])?;
+        Portable::Edit { path, old, new } => {
             let edits = json!([{"oldText": old, "newText": new}]);
-            Some(("edit".into(), json!({"path": key, "edits": edits})))
+            ("edit".into(), json!({"path": path, "edits": edits}))
         }
-        _ => None,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -4,26 +4,16 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
-use crate::jsonl::{as_count, may_hold, str_field, tail_rfind};
+use crate::jsonl::{as_count, str_field};
 use crate::model::RecordedUsage;
-
-/// How far back from the end to look: only a run of lines longer than this after the newest
-/// answer (a huge tool result) hides it.
-const TAIL: u64 = 8 << 20;
 
 /// The newest answer's prompt: input + cache read + cache write tokens, as the reader records
 /// it. An answer without them (a relayed one, usage zero) decides too: what came before it is
 /// not what the context holds now.
 pub fn recorded_usage(path: &Path) -> Option<RecordedUsage> {
-    tail_rfind(path, TAIL, |line| {
-        if !may_hold(line, b"\"assistant\"") {
-            return None;
-        }
-        let v: Value = serde_json::from_str(&crate::jsonl::reader_text(line).0).ok()?;
+    crate::adapter::newest_usage(path, b"\"assistant\"", |v| {
         let m = v.get("message")?;
-        if str_field(&v, "type") != Some("message") || str_field(m, "role") != Some("assistant") {
+        if str_field(v, "type") != Some("message") || str_field(m, "role") != Some("assistant") {
             return None;
         }
         let n = |k: &str| {
@@ -43,7 +33,4 @@ pub fn recorded_usage(path: &Path) -> Option<RecordedUsage> {
             }
         }))
     })
-    .ok()
-    .flatten()
-    .flatten()
 }

@@ -1,5 +1,6 @@
 //! Writes a relay-shaped session as a pi session that `pi --session <id>` resumes in the
-//! session's directory: `sessions/--<cwd>--/<time>_<id>.jsonl`.
+//! session's directory: `sessions/--<cwd>--/<time>_<id>.jsonl`, or `<time>_<id>.jsonl` straight
+//! in `$PI_CODING_AGENT_SESSION_DIR` when it is set.
 //!
 //! - A version 3 `session` header with the directory, then the title as `session_info` (what
 //!   pi's picker and footer show) and the provenance in a `session-relay` entry (an entry type
@@ -25,12 +26,7 @@ use crate::adapter::{NativeSession, WriteRequest};
 use crate::model::{Message, Role, Session};
 
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
-    let path = req.path_or(|| {
-        req.home
-            .join("sessions")
-            .join(super::project_dir(&req.cwd))
-            .join(file_name(&req.id, req.now))
-    });
+    let path = req.path_or(|| session_dir(req).join(file_name(&req.id, req.now)));
     let mut w = Writer {
         out: Vec::new(),
         parent: None,
@@ -65,6 +61,14 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     w.flush();
     w.flush_deferred();
     Ok(NativeSession::new(&super::ADAPTER, req, path, w.out))
+}
+
+/// The folder pi keeps the session in: `$PI_CODING_AGENT_SESSION_DIR` itself when it is set
+/// (pi then lists and resumes only the sessions straight in it, and takes one found elsewhere
+/// for another project's), else the project's folder under the agent dir.
+fn session_dir(req: &WriteRequest) -> std::path::PathBuf {
+    crate::fsutil::dir_from_env(super::SESSION_DIR_ENV)
+        .unwrap_or_else(|| req.home.join("sessions").join(super::project_dir(&req.cwd)))
 }
 
 /// `<header time>_<id>.jsonl`, pi's own pattern: the time with `:` and `.` as `-`.

@@ -74,9 +74,7 @@ impl Store for Projects {
         if !is_session_name(&stem) {
             return None;
         }
-        let head = crate::jsonl::head(path, 64 * 1024).ok()?;
-        let first = head.split(|b| *b == b'\n').next()?;
-        let v: Value = serde_json::from_slice(crate::jsonl::strip_bom(first)).ok()?;
+        let v = crate::adapter::first_line(path, 64 * 1024)?;
         (v.get("sessionId").and_then(Value::as_str) == Some(stem.as_str())).then_some(stem)
     }
 }
@@ -111,15 +109,7 @@ impl Hooks for Qwen {
 
     fn trust(&self, home: &Path, _event: &str, _group: usize, _handler: usize) -> HookTrust {
         // `"disableAllHooks": true` in the same settings turns every hook off.
-        let disabled = std::fs::read(self.setup(home).file)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .is_some_and(|v| v.get("disableAllHooks") == Some(&Value::Bool(true)));
-        if disabled {
-            HookTrust::Disabled
-        } else {
-            HookTrust::NotNeeded
-        }
+        HookTrust::unless_all_hooks_off(&self.setup(home).file)
     }
 }
 
@@ -127,26 +117,21 @@ impl Usage for Qwen {
     /// The newest answer's `usageMetadata.promptTokenCount`: what the prompt held (Qwen Code
     /// records no window).
     fn recorded_usage(&self, path: &Path) -> Option<RecordedUsage> {
-        crate::jsonl::tail_rfind(path, 8 << 20, |line| {
-            if !crate::jsonl::may_hold(line, b"promptTokenCount") {
-                return None;
-            }
-            let v: Value = serde_json::from_str(&crate::jsonl::reader_text(line).0).ok()?;
-            if crate::jsonl::str_field(&v, "type") != Some("assistant") {
+        crate::adapter::newest_usage(path, b"promptTokenCount", |v| {
+            if crate::jsonl::str_field(v, "type") != Some("assistant") {
                 return None;
             }
             let tokens = v
                 .pointer("/usageMetadata/promptTokenCount")
                 .and_then(crate::jsonl::as_count)
                 .filter(|n| *n > 0)?;
-            Some(RecordedUsage {
+            let model = crate::jsonl::str_field(v, "model").map(str::to_string);
+            Some(Some(RecordedUsage {
                 tokens,
                 window: None,
-                model: crate::jsonl::str_field(&v, "model").map(str::to_string),
-            })
+                model,
+            }))
         })
-        .ok()
-        .flatten()
     }
 }
 

@@ -14,11 +14,11 @@ use serde::de::MapAccess;
 use serde_json::{Value, json};
 
 use crate::adapter::part::{Cuts, LineSize};
-use crate::adapter::tree::{self, Id, InOrder, Parent};
-use crate::adapter::{FoldWindow, OutputCut, ReadOptions};
-use crate::jsonl::fields::{self, Fields, NoFields, Scalar, Str, Val};
+use crate::adapter::tree::{self, Id, Parent};
+use crate::adapter::{OutputCut, ReadOptions, as_call, tally};
+use crate::jsonl::fields::{self, Fields, NoFields, Present, Scalar, Str, Val, fields_struct};
 use crate::jsonl::{self, Line, str_field};
-use crate::model::{GitInfo, Message, MessageKind, RelaySource, Role, Session, Summary, Timestamp};
+use crate::model::{GitInfo, Message, MessageKind, Role, Session, Summary, Timestamp};
 
 /// The four record types; any other is skipped by the CLI.
 const TYPES: &[&str] = &["user", "assistant", "tool_result", "system"];
@@ -61,23 +61,12 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<(Session, Option<Value>)>
             .filter(|&&i| valid[i].carries)
             .count();
         if replaced > 0 {
-            *session
-                .stats
-                .skipped_types
-                .entry("replaced by chat_compression".into())
-                .or_default() += replaced;
+            let skipped = &mut session.stats.skipped_types;
+            tally(skipped, "replaced by chat_compression", replaced);
         }
     }
-    let sizes: Vec<LineSize> = match Cuts::want_sizes(opts) {
-        true => chain[start.map_or(0, |at| at + 1)..]
-            .iter()
-            .flatten()
-            .map(|&i| valid[i].size)
-            .collect(),
-        false => Vec::new(),
-    };
-    let cuts = Cuts::new(opts, &sizes);
-    drop(sizes);
+    let kept = &chain[start.map_or(0, |at| at + 1)..];
+    let cuts = Cuts::of(opts, || kept.iter().flatten().map(|&i| valid[i].size));
     let groups: Vec<Vec<usize>> = chain
         .iter()
         .map(|g| g.iter().map(|&i| valid[i].size.line).collect())
@@ -85,92 +74,40 @@ pub fn read(path: &Path, opts: &ReadOptions) -> Result<(Session, Option<Value>)>
     drop(chain);
     drop(valid);
     let mut conv = Convert::default();
-    let branch = Branch {
+    let from = groups.iter().flatten().min().copied().unwrap_or(0);
+    let branch = tree::Branch {
         groups,
-        compression: start,
-        cuts,
+        pass: jsonl::Pass {
+            step: None,
+            ..jsonl::Pass::from(from, &pass, None)
+        },
+        what: "records",
     };
-    branch.read(path, &pass, opts, &mut conv, &mut session)?;
+    let fold = opts.fold.as_ref();
+    branch.read(
+        path,
+        fold,
+        &mut session,
+        |_, v| lighten(v),
+        |g, no, records, session| match start.map(|c| g.cmp(&c)) {
+            Some(Ordering::Less) => {
+                for v in &records {
+                    conv.effects(v, session);
+                }
+            }
+            Some(Ordering::Equal) => conv.compressed(&records[0], no, session),
+            _ => {
+                conv.cut = cuts.cut(no);
+                match records.len() {
+                    1 => conv.record(&records[0], no, session),
+                    _ => conv.record(&aggregate(records.iter()), no, session),
+                }
+            }
+        },
+    )?;
     let provenance = file.provenance.take();
     finish(&mut session, file, conv);
     Ok((session, provenance))
-}
-
-/// The branch's records, by uuid in the branch's order, as the second pass reads them.
-struct Branch<'a> {
-    /// Each uuid's lines.
-    groups: Vec<Vec<usize>>,
-    /// The group of the compression that replaces those before it.
-    compression: Option<usize>,
-    cuts: Cuts<'a>,
-}
-
-impl<'a> Branch<'a> {
-    fn read(
-        self,
-        path: &Path,
-        first: &jsonl::PassStats,
-        opts: &ReadOptions,
-        conv: &mut Convert<'a>,
-        session: &mut Session,
-    ) -> Result<()> {
-        let Some(from) = self.groups.iter().flatten().min().copied() else {
-            return Ok(());
-        };
-        let mut wanted = vec![false; self.groups.iter().flatten().max().map_or(0, |m| m + 1)];
-        for &l in self.groups.iter().flatten() {
-            wanted[l] = true;
-        }
-        let firsts: Vec<usize> = self.groups.iter().map(|g| g[0]).collect();
-        let mut order = InOrder::new(self.groups);
-        let mut window = opts.fold.as_ref().map(FoldWindow::new);
-        let (cuts, compression) = (self.cuts, self.compression);
-        let pass = jsonl::Pass {
-            step: None,
-            ..jsonl::Pass::from(from, first, None)
-        };
-        jsonl::for_each_line(
-            path,
-            pass,
-            // Records off the branch are not parsed at all.
-            |no, _| (!wanted.get(no).copied().unwrap_or(false)).then_some(None),
-            |_, v| Some(lighten(v)),
-            |no, line| {
-                let Line::Json(Some(v)) = line else {
-                    return Ok(());
-                };
-                order.put(no, v, |g, records| {
-                    let no = firsts[g];
-                    match compression.map(|c| g.cmp(&c)) {
-                        Some(Ordering::Less) => {
-                            for v in &records {
-                                conv.effects(v, session);
-                            }
-                        }
-                        Some(Ordering::Equal) => conv.compressed(&records[0], no, session),
-                        _ => {
-                            conv.cut = cuts.cut(no);
-                            match records.len() {
-                                1 => conv.record(&records[0], no, session),
-                                _ => conv.record(&aggregate(records.iter()), no, session),
-                            }
-                        }
-                    }
-                    if let Some(w) = window.as_mut() {
-                        w.after_messages(session);
-                    }
-                });
-                Ok(())
-            },
-        )?;
-        if order.done() < firsts.len() {
-            session.warn(
-                None,
-                "the file changed while it was read: the records after the first that changed are left out",
-            );
-        }
-        Ok(())
-    }
 }
 
 /// The listing row of a session file, as `read` reads it.
@@ -181,10 +118,7 @@ pub fn summarize(path: &Path) -> Result<Summary> {
         ..Default::default()
     };
     let (session, provenance) = read(path, &opts)?;
-    let size = std::fs::metadata(path)?.len();
-    let mut summary = Summary::of_session(&session, path, size);
-    summary.relay_of = provenance.as_ref().and_then(RelaySource::from_provenance);
-    Ok(summary)
+    crate::adapter::listing_row(path, &session, provenance.as_ref())
 }
 
 /// What a record keeps in memory: the TUI's drawing of a result and the payloads of telemetry
@@ -282,55 +216,23 @@ impl<'de> Fields<'de> for Light<'de> {
     }
 }
 
-#[derive(Default)]
-struct Payload<'a> {
-    custom_title: Str<'a>,
-    compressed_history: Val<'a, NoFields>,
-}
-
-impl<'de> Fields<'de> for Payload<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        match key {
-            "customTitle" => self.custom_title = map.next_value()?,
-            "compressedHistory" => self.compressed_history = map.next_value()?,
-            _ => return Ok(false),
-        }
-        Ok(true)
+fields_struct! {
+    struct Payload<'a> {
+        custom_title: Str<'a> = "customTitle",
+        compressed_history: Val<'a, NoFields> = "compressedHistory",
     }
 }
 
-#[derive(Default)]
-struct MessageParts<'a> {
-    parts: Val<'a, TextPart<'a>>,
-}
-
-impl<'de> Fields<'de> for MessageParts<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        match key {
-            "parts" => self.parts = map.next_value()?,
-            _ => return Ok(false),
-        }
-        Ok(true)
+fields_struct! {
+    struct MessageParts<'a> {
+        parts: Val<'a, TextPart<'a>> = "parts",
     }
 }
 
-#[derive(Default)]
-struct TextPart<'a> {
-    text: Str<'a>,
-    thought: bool,
-}
-
-impl<'de> Fields<'de> for TextPart<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        match key {
-            "text" => self.text = map.next_value()?,
-            "thought" => {
-                self.thought = true;
-                return Ok(false);
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
+fields_struct! {
+    struct TextPart<'a> {
+        text: Str<'a> = "text",
+        thought: Present = "thought",
     }
 }
 
@@ -367,7 +269,7 @@ fn seen(no: usize, text: &str) -> Option<Seen> {
             .obj()
             .into_iter()
             .flat_map(|m| m.parts.objects())
-            .filter(|p| !p.thought)
+            .filter(|p| !p.thought.0)
             .filter_map(|p| p.text.get())
             .collect()
     });
@@ -430,7 +332,7 @@ fn validate(
             };
             let kind = std::mem::take(&mut s.kind);
             if kind == RELAY_RECORD {
-                *session.stats.skipped_types.entry(kind).or_default() += 1;
+                tally(&mut session.stats.skipped_types, kind, 1);
                 if file.provenance.is_none() {
                     file.provenance = s.provenance.take();
                 }
@@ -450,7 +352,7 @@ fn validate(
                         format!("record of unknown type {kind:?} skipped (Qwen Code skips it too)");
                     warnings.push((no, w));
                 }
-                *session.stats.unknown_types.entry(kind).or_default() += 1;
+                tally(&mut session.stats.unknown_types, kind, 1);
                 return Ok(());
             }
             note_file_facts(&mut s, &kind, file);
@@ -562,15 +464,6 @@ fn aggregate<'a>(mut fragments: impl Iterator<Item = &'a Value>) -> Value {
     base
 }
 
-/// The `compressedHistory` of a `chat_compression` record.
-fn compression(v: &Value) -> Option<&Vec<Value>> {
-    if str_field(v, "type") != Some("system") || str_field(v, "subtype") != Some("chat_compression")
-    {
-        return None;
-    }
-    v.pointer("/systemPayload/compressedHistory")?.as_array()
-}
-
 /// The session's facts once the branch is converted.
 fn finish(session: &mut Session, file: FileFacts, conv: Convert) {
     if let Some(id) = file.id {
@@ -578,13 +471,11 @@ fn finish(session: &mut Session, file: FileFacts, conv: Convert) {
     }
     session.cwd = file.cwd;
     session.source_version = file.version;
-    if let Some(branch) = file.branch {
-        session.git = Some(GitInfo {
-            branch: Some(branch),
-            commit: None,
-            remote: None,
-        });
-    }
+    session.git = file.branch.map(|b| GitInfo {
+        branch: Some(b),
+        commit: None,
+        remote: None,
+    });
     session.created = file.first;
     session.updated = file.last;
     session.fill_times_from_messages();
@@ -646,11 +537,11 @@ impl Convert<'_> {
             }
             _ => {
                 let subtype = str_field(v, "subtype").unwrap_or("?");
-                *session
-                    .stats
-                    .skipped_types
-                    .entry(format!("system:{subtype}"))
-                    .or_default() += 1;
+                tally(
+                    &mut session.stats.skipped_types,
+                    format!("system:{subtype}"),
+                    1,
+                );
             }
         }
     }
@@ -658,22 +549,27 @@ impl Convert<'_> {
     /// What a record the compression replaced did to files and the todo list: the files stay
     /// changed and the list set, though the model no longer sees the calls.
     fn effects(&mut self, v: &Value, session: &mut Session) {
-        for p in parts(v.get("message")) {
-            let Some(call) = p.get("functionCall") else {
-                continue;
-            };
+        for call in parts(v.get("message"))
+            .iter()
+            .filter_map(|p| p.get("functionCall"))
+        {
             let name = str_field(call, "name").unwrap_or_default();
-            let args = call.get("args").unwrap_or(&Value::Null);
-            if super::tools::WRITE_TOOLS.contains(&name)
-                && let Some(path) = str_field(args, "file_path")
-            {
-                session.touch_file_at(path, 0);
-            }
-            if name == super::tools::TODO_TOOL
-                && let Some(t) = super::tools::todos(args)
-            {
-                self.todos = Some(t);
-            }
+            self.call_effects(name, call.get("args").unwrap_or(&Value::Null), 0, session);
+        }
+    }
+
+    /// What a call does beyond the conversation: the file it changes (when the conversation had
+    /// `at` messages), the todo list it sets.
+    fn call_effects(&mut self, name: &str, args: &Value, at: usize, session: &mut Session) {
+        if super::tools::WRITE_TOOLS.contains(&name)
+            && let Some(path) = str_field(args, "file_path")
+        {
+            session.touch_file_at(path, at);
+        }
+        if name == super::tools::TODO_TOOL
+            && let Some(t) = crate::model::todo_list(args, "todos", "content")
+        {
+            self.todos = Some(t);
         }
     }
 
@@ -681,7 +577,9 @@ impl Convert<'_> {
     fn compressed(&mut self, v: &Value, no: usize, session: &mut Session) {
         let ts = v.get("timestamp").and_then(Timestamp::from_value);
         let mut first = true;
-        for content in compression(v).into_iter().flatten() {
+        // The first pass found it a `chat_compression` with its history.
+        let history = v.pointer("/systemPayload/compressedHistory");
+        for content in history.and_then(Value::as_array).into_iter().flatten() {
             let parts = parts(Some(content));
             if str_field(content, "role") == Some("model") {
                 self.model_parts(&parts, &ts, no, session);
@@ -776,26 +674,11 @@ impl Convert<'_> {
             }
         };
         self.open.push((id.clone(), name.clone()));
-        if super::tools::WRITE_TOOLS.contains(&name.as_str())
-            && let Some(p) = str_field(&args, "file_path")
-        {
-            s.touch_file(p);
-        }
-        if name == super::tools::TODO_TOOL
-            && let Some(t) = super::tools::todos(&args)
-        {
-            self.todos = Some(t);
-        }
-        let (kind, key) = super::tools::classify(&name, &args);
-        let mut m = Message::new(Role::ToolCall, "")
-            .with_time(ts.clone())
-            .with_meta("line", no);
-        m.tool_call_id = Some(id);
-        m.tool_name = Some(name);
-        m.tool_kind = Some(kind);
-        m.key_arg = Some(key);
-        m.tool_input = Some(args).filter(|a| !a.is_null());
-        m
+        self.call_effects(&name, &args, s.end(), s);
+        let what = super::tools::classify(&name, &args);
+        let m = Message::new(Role::ToolCall, "").with_time(ts.clone());
+        let input = Some(args).filter(|a| !a.is_null());
+        as_call(m.with_meta("line", no), Some(id), name, input, what)
     }
 
     /// A user or tool_result record's parts: its results are added as they come; its text is

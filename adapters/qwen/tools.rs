@@ -3,7 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::model::{Message, Todo, TodoStatus, ToolKind, first_str, generic_key_arg, status_line};
+use crate::adapter::write::Portable;
+use crate::model::{Message, ToolKind, first_str, generic_key_arg, status_line};
 
 /// Tools whose `file_path` argument names a file they change.
 pub const WRITE_TOOLS: &[&str] = &["write_file", "edit", "notebook_edit"];
@@ -33,57 +34,24 @@ pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
     (kind, key.unwrap_or_else(|| generic_key_arg(input, "")))
 }
 
-/// The todo list a `todo_write` call sets.
-pub fn todos(input: &Value) -> Option<Vec<Todo>> {
-    let items = input.get("todos")?.as_array()?;
-    Some(
-        items
-            .iter()
-            .map(|i| Todo {
-                text: i
-                    .get("content")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                status: TodoStatus::parse(
-                    i.get("status").and_then(Value::as_str).unwrap_or("pending"),
-                ),
-            })
-            .collect(),
-    )
-}
-
-/// Qwen Code's tool for a neutral call from another agent, when its arguments can be told: a
-/// shell command and a file read need only the key argument; a whole-file write and an edit
-/// need the text the source agent's own input holds under the names most agents give it
-/// (`content`; `old_string` and `new_string`), else they travel as text, as everything else
-/// does.
+/// Qwen Code's tool for a neutral call from another agent, when its arguments can be told
+/// (`Portable`): its paths absolute, an edit's texts under `old_string` and `new_string`.
 pub fn native(call: &Message) -> Option<(String, Value)> {
-    let key = call.key_arg.as_deref()?;
-    let input = call.tool_input.as_ref();
-    let text = |k: &str| input.and_then(|i| i.get(k)).and_then(Value::as_str);
-    let path_ok = key.starts_with('/') && !key.contains('\n');
-    match call.tool_kind? {
-        ToolKind::Shell if !key.trim().is_empty() => {
-            Some(("run_shell_command".into(), json!({ "command": key })))
-        }
-        ToolKind::Read if path_ok => Some(("read_file".into(), json!({ "file_path": key }))),
-        ToolKind::Write if path_ok => {
-            let content = text("content")?;
-            Some((
+    let absolute = |p: &str| p.starts_with('/') && !p.contains('\n');
+    Some(
+        match Portable::of(call, absolute, &["old_string"], &["new_string"])? {
+            Portable::Shell(command) => ("run_shell_command".into(), json!({ "command": command })),
+            Portable::Read(path) => ("read_file".into(), json!({ "file_path": path })),
+            Portable::Write { path, content } => (
                 "write_file".into(),
-                json!({ "file_path": key, "content": content }),
-            ))
-        }
-        ToolKind::Edit if path_ok => {
-            let (old, new) = (text("old_string")?, text("new_string")?);
-            Some((
+                json!({ "file_path": path, "content": content }),
+            ),
+            Portable::Edit { path, old, new } => (
                 "edit".into(),
-                json!({ "file_path": key, "old_string": old, "new_string": new }),
-            ))
-        }
-        _ => None,
-    }
+                json!({ "file_path": path, "old_string": old, "new_string": new }),
+            ),
+        },
+    )
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Writes a relay-shaped session as a Qwen Code session that `qwen --resume <id>` opens from
-//! the session's directory: `projects/<project folder>/chats/<id>.jsonl`.
+//! the session's directory: `projects/<project folder>/chats/<id>.jsonl` under the runtime
+//! base (`$QWEN_RUNTIME_DIR`, else the home).
 //!
 //! - Compact JSON, one record a line, every record with the session id, `cwd` and a fresh v4
 //!   `uuid` chained to the one before: the CLI lists a file only when its first record's `cwd`
@@ -32,7 +33,10 @@ const TITLE_WINDOW: usize = 64 * 1024;
 
 pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     let path = req.path_or(|| {
-        req.home
+        // Qwen Code's runtime base, which holds `projects/`: `$QWEN_RUNTIME_DIR` when it is
+        // set (it comes before the home for the CLI), else the home.
+        crate::fsutil::dir_from_env(super::RUNTIME_DIR_ENV)
+            .unwrap_or_else(|| req.home.clone())
             .join("projects")
             .join(super::project_dir(&req.cwd))
             .join("chats")

@@ -60,6 +60,18 @@ impl<'a> Cuts<'a> {
         }
     }
 
+    /// `new`, the sizes of the lines kept asked of `sizes` only when the options want a tail.
+    pub fn of<I: IntoIterator<Item = LineSize>>(
+        opts: &'a ReadOptions,
+        sizes: impl FnOnce() -> I,
+    ) -> Cuts<'a> {
+        let sizes: Vec<LineSize> = match Cuts::want_sizes(opts) {
+            true => sizes().into_iter().collect(),
+            false => Vec::new(),
+        };
+        Cuts::new(opts, &sizes)
+    }
+
     /// Whether the options ask for a tail (`Cuts::new` then reads the lines' sizes).
     pub fn want_sizes(opts: &ReadOptions) -> bool {
         opts.max_tool_output.is_some() && opts.full_tail_tokens.is_some()

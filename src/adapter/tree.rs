@@ -5,9 +5,18 @@
 //! Claude Code's transcripts, pi's sessions and Qwen Code's all chain their records so, and the
 //! branch in effect is known only once the whole file is read: a reader keeps the ids of every
 //! record in a first pass (`Id`: 16 bytes a UUID), chooses the branch, then reads only the
-//! branch's records in a second pass, converting each as it comes and forgetting it.
+//! branch's records in a second pass (`Branch::read`), converting each as it comes and
+//! forgetting it.
 
 use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::Result;
+use serde_json::Value;
+
+use super::{Fold, FoldWindow};
+use crate::jsonl::{self, Line};
+use crate::model::Session;
 
 /// A line's `uuid` (or its parent's) as the walk compares them. Claude Code writes lowercase
 /// hyphenated UUIDs, kept in 16 bytes instead of a 36-character string of their own (a long
@@ -175,6 +184,70 @@ impl<T> InOrder<T> {
     /// How many groups were handed on.
     pub fn done(&self) -> usize {
         self.next
+    }
+}
+
+/// The second pass of a reader whose records chain by parent id: `pass`'s lines, of which only
+/// those of `groups` are parsed (the branch's records in its order, a record written in parts
+/// being one group of lines).
+pub struct Branch {
+    pub groups: Vec<Vec<usize>>,
+    pub pass: jsonl::Pass,
+    /// What the records are called, to say that some were left out.
+    pub what: &'static str,
+}
+
+impl Branch {
+    /// Parses the branch's lines with `map` on the parsing threads, and gives `each` every
+    /// group in the branch's order (its number, its first line, its lines' parses), older turns
+    /// folded as `fold` asks. Groups the file no longer holds (it changed while read) are said
+    /// to be left out.
+    pub fn read<T: Send>(
+        self,
+        path: &Path,
+        fold: Option<&Fold>,
+        session: &mut Session,
+        map: impl Fn(usize, Value) -> T + Sync,
+        mut each: impl FnMut(usize, usize, Vec<T>, &mut Session),
+    ) -> Result<()> {
+        let Some(last) = self.groups.iter().flatten().max().copied() else {
+            return Ok(());
+        };
+        let mut wanted = vec![false; last + 1];
+        for &l in self.groups.iter().flatten() {
+            wanted[l] = true;
+        }
+        let firsts: Vec<usize> = self.groups.iter().map(|g| g[0]).collect();
+        let mut order = InOrder::new(self.groups);
+        let mut window = fold.map(FoldWindow::new);
+        jsonl::for_each_line(
+            path,
+            self.pass,
+            // Records off the branch are not parsed at all.
+            |no, _| (!wanted.get(no).copied().unwrap_or(false)).then_some(None),
+            |no, v| Some(map(no, v)),
+            |no, line| {
+                if let Line::Json(Some(v)) = line {
+                    order.put(no, v, |g, records| {
+                        each(g, firsts[g], records, session);
+                        if let Some(w) = window.as_mut() {
+                            w.after_messages(session);
+                        }
+                    });
+                }
+                Ok(())
+            },
+        )?;
+        if order.done() < firsts.len() {
+            let what = self.what;
+            session.warn(
+                None,
+                format!(
+                    "the file changed while it was read: the {what} after the first that changed are left out"
+                ),
+            );
+        }
+        Ok(())
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use crate::model::{Message, Session, Timestamp};
+use crate::model::{Message, Session, Timestamp, ToolKind};
 
 /// A time as the agents write theirs: RFC 3339 in UTC with milliseconds and `Z`.
 pub fn stamp(t: DateTime<Utc>) -> String {
@@ -98,6 +98,55 @@ impl ToolNames {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+/// What a neutral call from another agent does that a writer's own tools can do too, when the
+/// call says enough to fill their input: run a command, read a file, write a whole file (its
+/// text from the call's `content`), or replace one text in a file (the old and new texts from
+/// the call's input under the names agents commonly give them). Anything else travels as text.
+#[derive(Debug, PartialEq)]
+pub enum Portable<'a> {
+    Shell(&'a str),
+    Read(&'a str),
+    Write {
+        path: &'a str,
+        content: &'a str,
+    },
+    Edit {
+        path: &'a str,
+        old: &'a str,
+        new: &'a str,
+    },
+}
+
+impl<'a> Portable<'a> {
+    /// `call` as one of these, `path_ok` saying which key arguments name one file to the
+    /// writer's agent, and `old` / `new` the names an edit's texts are looked for under.
+    pub fn of(
+        call: &'a Message,
+        path_ok: impl Fn(&str) -> bool,
+        old: &[&str],
+        new: &[&str],
+    ) -> Option<Portable<'a>> {
+        let key = call.key_arg.as_deref()?;
+        let input = call.tool_input.as_ref();
+        let text = |names: &[&str]| names.iter().find_map(|n| input?.get(*n)?.as_str());
+        let path = path_ok(key);
+        Some(match call.tool_kind? {
+            ToolKind::Shell if !key.trim().is_empty() => Portable::Shell(key),
+            ToolKind::Read if path => Portable::Read(key),
+            ToolKind::Write if path => Portable::Write {
+                path: key,
+                content: text(&["content"])?,
+            },
+            ToolKind::Edit if path => Portable::Edit {
+                path: key,
+                old: text(old)?,
+                new: text(new)?,
+            },
+            _ => return None,
+        })
     }
 }
 

@@ -681,6 +681,15 @@ fn hook_state(
                 a.file
             ),
         )
+    } else if h.trust == HookTrust::TurnedOff {
+        (
+            "disabled",
+            format!(
+                "the agent's settings turn the {} hook in {} off: the agent skips it",
+                h.event, a.file
+            ),
+            "turn it on again where the agent's settings turn it off (its entry's `enabled = false`), or in the agent's own hook menu".to_string(),
+        )
     } else if h.trust == HookTrust::Unknown {
         (
             "unknown",

@@ -404,6 +404,14 @@ fn trust_installed(
     if let Some(t) = &setup.trust {
         let unsure =
             |h: &&mut Installed| matches!(h.trust, HookTrust::Untrusted | HookTrust::Unknown);
+        for h in hooks.iter().filter(|h| h.trust == HookTrust::TurnedOff) {
+            notes.push(format!(
+                "{}'s settings turn the {} hook off ({}): it will not run, trusted or not, until you turn it on again",
+                adapter.display_name(),
+                h.event,
+                t.recorded_in
+            ));
+        }
         for h in hooks.iter_mut().filter(unsure) {
             if trust {
                 // Where the settings do not parse, the adapter's error names the line.

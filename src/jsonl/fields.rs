@@ -23,6 +23,35 @@ pub trait Fields<'de>: Default {
     fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error>;
 }
 
+/// Declares a struct of `Fields`, each read from its JSON key, for the objects whose every field
+/// is read as its type reads it: `fields_struct! { struct Name<'a> { field: Type = "key", ... } }`.
+macro_rules! fields_struct {
+    ($(#[$m:meta])* struct $name:ident<$a:lifetime> {
+        $($(#[$fm:meta])* $field:ident: $ty:ty = $key:literal),* $(,)?
+    }) => {
+        $(#[$m])*
+        #[derive(Default)]
+        struct $name<$a> {
+            $($(#[$fm])* $field: $ty),*
+        }
+
+        impl<'de> $crate::jsonl::fields::Fields<'de> for $name<'de> {
+            fn field<A: serde::de::MapAccess<'de>>(
+                &mut self,
+                key: &str,
+                map: &mut A,
+            ) -> Result<bool, A::Error> {
+                match key {
+                    $($key => self.$field = map.next_value()?,)*
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            }
+        }
+    };
+}
+pub(crate) use fields_struct;
+
 /// Parses one line (as `for_each_line` hands it to a reader: trimmed, valid UTF-8) into `T`.
 /// `None` when the line is not JSON; `T::default()` when it is JSON but not an object.
 pub fn parse<'a, T: Fields<'a>>(text: &'a str) -> Option<T> {
@@ -192,6 +221,16 @@ impl<'de> Deserialize<'de> for Flag {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// A value read only for being there, whatever it is (`Value::get(key).is_some()`).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Present(pub bool);
+
+impl<'de> Deserialize<'de> for Present {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Skip::deserialize(d).map(|_| Present(true))
     }
 }
 

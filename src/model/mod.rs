@@ -25,4 +25,4 @@ pub use state::{MaskedCounts, MessageKind, OutputState};
 pub use summary::{RecordedUsage, RelaySource, Summary, named_for};
 #[cfg(test)]
 pub use tools::test_call;
-pub use tools::{ToolKind, first_str, generic_key_arg, status_line};
+pub use tools::{ToolKind, first_str, generic_key_arg, status_line, todo_list};

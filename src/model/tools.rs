@@ -108,6 +108,24 @@ pub fn status_line(input: &Value, list: &str, text: &str) -> Option<String> {
     )
 }
 
+/// The todo list a call sets, as most agents' todo tools give it: each item of the array `list`
+/// by its `text` field, with its `status` (pending when it has none).
+pub fn todo_list(input: &Value, list: &str, text: &str) -> Option<Vec<super::Todo>> {
+    let items = input.get(list)?.as_array()?;
+    fn field<'v>(i: &'v Value, k: &str) -> &'v str {
+        i.get(k).and_then(Value::as_str).unwrap_or_default()
+    }
+    Some(
+        items
+            .iter()
+            .map(|i| super::Todo {
+                text: field(i, text).to_string(),
+                status: super::TodoStatus::parse(field(i, "status")),
+            })
+            .collect(),
+    )
+}
+
 /// A tool call of `kind` whose key argument is `key` and input `input`, for the tests of the
 /// writers' tool maps.
 #[cfg(test)]

@@ -11,6 +11,7 @@ fn trust(t: HookTrust) -> &'static str {
         HookTrust::Trusted => "trusted",
         HookTrust::Untrusted => "NOT trusted yet (skipped until you trust it)",
         HookTrust::Disabled => "DISABLED: the agent's settings turn every hook off",
+        HookTrust::TurnedOff => "DISABLED: the agent's settings turn this hook off",
         HookTrust::Unknown => "CANNOT TELL: the agent's settings do not parse",
     }
 }

@@ -823,3 +823,73 @@ fn a_codex_config_that_is_not_toml_leaves_the_trust_unknown_and_the_file_alone()
     );
     assert_eq!(std::fs::read_to_string(&config).unwrap(), text);
 }
+
+/// Codex skips a hook the user turned off in `config.toml` (`hooks.state.<key>.enabled =
+/// false`, trusted or not; Codex 0.171's `hooks/list` reports it `enabled: false`): `hooks
+/// status`, `doctor` and a new install say it is disabled instead of "trusted" or "NOT trusted
+/// yet"; `enabled = true` or another handler's entry leaves it as its trust says.
+#[test]
+fn a_codex_hook_turned_off_in_config_toml_is_said_to_be_disabled() {
+    let env = TestEnv::with_fixtures();
+    env.ok(&["hooks", "install", "--agent", "codex"]);
+    let file = std::fs::canonicalize(env.codex_home())
+        .unwrap()
+        .join("hooks.json");
+    let key = format!("{}:pre_compact:0:0", file.display());
+    let other = format!("{}:pre_compact:1:0", file.display());
+    for (state, want) in [
+        (
+            format!("[hooks.state.\"{key}\"]\nenabled = false\ntrusted_hash = \"sha256:abc\"\n"),
+            "disabled",
+        ),
+        (
+            format!("[hooks.state]\n\" {key} \".enabled = false\n"),
+            "disabled",
+        ),
+        (
+            format!(
+                "hooks.state.\"{key}\" = {{ trusted_hash = \"sha256:abc\", enabled = true }}\n"
+            ),
+            "trusted",
+        ),
+        (
+            format!("[hooks.state.\"{other}\"]\nenabled = false\n"),
+            "untrusted",
+        ),
+    ] {
+        let config = format!("model = \"gpt-5.5\"\n\n{state}");
+        std::fs::write(env.codex_home().join("config.toml"), &config).unwrap();
+        let s = env.json(&["hooks", "status", "--json"]);
+        let codex = s["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == "codex")
+            .unwrap();
+        assert_eq!(codex["hooks"][0]["trust"], want, "{config}: {s}");
+        let off = want == "disabled";
+        let text = env.ok(&["hooks", "status"]);
+        assert_eq!(
+            text.contains("DISABLED: the agent's settings turn this hook off"),
+            off,
+            "{config}: {text}"
+        );
+        let doctor = env.json(&["doctor", "--json"]);
+        assert_eq!(
+            doctor["problems"]
+                .to_string()
+                .contains("settings turn the PreCompact hook"),
+            off,
+            "{config}: {doctor}"
+        );
+        let again = env.json(&["hooks", "install", "--agent", "codex", "--json"]);
+        assert_eq!(again["hooks"][0]["trust"], want, "{again}");
+        assert_eq!(
+            again["notes"]
+                .to_string()
+                .contains("until you turn it on again"),
+            off,
+            "{again}"
+        );
+    }
+}

@@ -144,3 +144,44 @@ fn sessions_in_the_folder_pi_coding_agent_session_dir_names_are_listed() {
     // The agent dir's own sessions are still listed.
     assert_eq!(with.len(), without.len() + 1, "{with:?}");
 }
+
+/// With `PI_CODING_AGENT_SESSION_DIR` set, a relay into pi lands straight in that folder, where
+/// pi then lists and resumes its sessions (one left in the agent dir it would take for another
+/// project's); the listing finds it there as a relay, and `clean` takes it back.
+#[test]
+fn a_relay_into_pi_follows_pi_coding_agent_session_dir() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let moved = env.dir.path().join("elsewhere/pi-sessions");
+    let run = |args: &[&str]| -> Value {
+        let out = env
+            .cmd()
+            .env("PI_CODING_AGENT_SESSION_DIR", &moved)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let r = run(&["relay", "771ce1df", "--to", "pi", "--cwd", &proj, "--json"]);
+    let id = r["target"]["id"].as_str().unwrap();
+    let path = std::path::PathBuf::from(r["target"]["path"].as_str().unwrap());
+    assert_eq!(path.parent().unwrap(), moved);
+    assert!(path.is_file());
+    let folder = format!("--{}--", proj.trim_start_matches('/').replace('/', "-"));
+    assert!(!env.home("pi").join("sessions").join(folder).exists());
+    let rows = run(&["list", "--all", "--agent", "pi", "--json"]);
+    let row = rows["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("{id} not listed: {rows}"));
+    assert_eq!(row["relay"]["from"]["agent"], "claude", "{row}");
+    run(&["clean", "--older-than", "0d", "--yes", "--json"]);
+    assert!(!path.exists());
+}

@@ -165,3 +165,50 @@ fn sessions_under_qwen_runtime_dir_are_listed() {
     assert!(with.iter().any(|s| s == id), "{with:?}");
     assert_eq!(with.len(), without.len() + 1, "{with:?}");
 }
+
+/// With `QWEN_RUNTIME_DIR` set, a relay into Qwen Code lands in that runtime base's
+/// `projects/`, where the CLI then looks for the project's sessions, and not in the home; the
+/// listing finds it there as a relay, and `clean` takes it back.
+#[test]
+fn a_relay_into_qwen_follows_qwen_runtime_dir() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let runtime = env.dir.path().join("elsewhere/qwen-runtime");
+    let run = |args: &[&str]| -> Value {
+        let out = env
+            .cmd()
+            .env("QWEN_RUNTIME_DIR", &runtime)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let r = run(&[
+        "relay", "771ce1df", "--to", "qwen", "--cwd", &proj, "--json",
+    ]);
+    let id = r["target"]["id"].as_str().unwrap();
+    let path = PathBuf::from(r["target"]["path"].as_str().unwrap());
+    let folder: String = proj
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let chats = |base: &std::path::Path| base.join("projects").join(&folder).join("chats");
+    assert_eq!(path, chats(&runtime).join(format!("{id}.jsonl")));
+    assert!(path.is_file());
+    assert!(!chats(&env.home("qwen")).exists());
+    let rows = run(&["list", "--all", "--agent", "qwen", "--json"]);
+    let row = rows["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("{id} not listed: {rows}"));
+    assert_eq!(row["relay"]["from"]["agent"], "claude", "{row}");
+    run(&["clean", "--older-than", "0d", "--yes", "--json"]);
+    assert!(!path.exists());
+}
