@@ -192,10 +192,7 @@ impl Adapter for OpenCode {
 
     fn native_tool(&self, call: &Message, same_agent: bool) -> Option<(String, Value)> {
         if same_agent {
-            return Some((
-                call.tool_name.clone()?,
-                call.tool_input.clone().unwrap_or(Value::Null),
-            ));
+            return crate::adapter::own_tool(call);
         }
         tools::native(call)
     }

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::adapter::ReadOptions;
 use crate::jsonl::str_field;
-use crate::model::{Message, MessageKind, Role, Session, Timestamp, Todo, TodoStatus};
+use crate::model::{Message, MessageKind, Role, Session, Timestamp};
 
 /// Parts that carry no conversation.
 const QUIET_PARTS: &[&str] = &[
@@ -43,15 +43,7 @@ pub fn read_sized(path: &Path, opts: ReadOptions) -> Result<(Session, u64)> {
                 session.warn(None, w);
             }
             session.format = "opencode-db".into();
-            let todos: Vec<Todo> = rows
-                .todos
-                .iter()
-                .map(|(text, status)| Todo {
-                    text: text.clone(),
-                    status: TodoStatus::parse(status),
-                })
-                .collect();
-            (rows.doc, rows.bytes.len() as u64, Some(todos))
+            (rows.doc, rows.bytes.len() as u64, Some(rows.todos))
         }
         None => {
             let bytes =
@@ -195,7 +187,7 @@ fn user(info: &Value, parts: &[Value], base: Base, session: &mut Session) {
             "text" if p.get("synthetic") != Some(&json!(true)) => {
                 texts.push(str_field(p, "text").unwrap_or_default().to_string())
             }
-            "text" => skipped(session, "synthetic"),
+            "text" => quiet_or_unknown(session, "synthetic"),
             "file" => files += 1,
             "compaction" => {
                 session
@@ -329,22 +321,13 @@ fn tool(p: &Value, base: Base, opts: &ReadOptions) -> (Message, Option<(i64, Mes
     (c, Some((end, r)))
 }
 
+/// A part of `kind` that makes no message, counted as skipped if it is one of `QUIET_PARTS`
+/// (or a user's synthetic text), else as unknown.
 fn quiet_or_unknown(session: &mut Session, kind: &str) {
-    if QUIET_PARTS.contains(&kind) {
-        skipped(session, kind);
-    } else {
-        *session
-            .stats
-            .unknown_types
-            .entry(format!("part:{kind}"))
-            .or_default() += 1;
-    }
-}
-
-fn skipped(session: &mut Session, kind: &str) {
-    *session
-        .stats
-        .skipped_types
-        .entry(kind.to_string())
-        .or_default() += 1;
+    let stats = &mut session.stats;
+    let (map, key) = match QUIET_PARTS.contains(&kind) || kind == "synthetic" {
+        true => (&mut stats.skipped_types, kind.to_string()),
+        false => (&mut stats.unknown_types, format!("part:{kind}")),
+    };
+    *map.entry(key).or_default() += 1;
 }

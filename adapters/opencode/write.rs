@@ -39,11 +39,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     let mut w = Writer {
         cwd: req.cwd.clone(),
         clock: first.timestamp_millis(),
-        counter: 0,
-        messages: Vec::new(),
-        parent: None,
-        open: None,
-        calls: HashMap::new(),
+        ..Default::default()
     };
     for m in &shaped.messages {
         w.message(m);
@@ -80,6 +76,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     Ok(NativeSession::new(&super::ADAPTER, req, path, bytes))
 }
 
+#[derive(Default)]
 struct Writer {
     cwd: String,
     /// The time of the last message written, in epoch milliseconds: never goes backwards.

@@ -211,3 +211,35 @@ fn bad_rows_are_warned_of_by_id() {
         "{exported}"
     );
 }
+
+/// A database whose schema lacks what a relay writes (here a column of `part`, the last table
+/// written, after the session and its messages) refuses the relay inside its transaction: the
+/// error names the database, the transaction rolls back, and neither the database nor the
+/// relay's folder keeps anything.
+#[test]
+fn a_database_of_another_schema_refuses_the_relay_and_is_left_untouched() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let db = db(&env);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("ALTER TABLE part DROP COLUMN time_updated")
+        .unwrap();
+    drop(conn);
+    let hash = || fnv(&std::fs::read(&db).unwrap());
+    let before = hash();
+    let sessions = rows(&db, "SELECT id FROM session WHERE ?1 = ?1", "x");
+    let (_, err) = env.fails(&["relay", "771ce1df", "--to", "opencode", "--cwd", &proj]);
+    assert!(err.contains(&db.display().to_string()), "{err}");
+    assert!(err.contains("time_updated"), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(hash(), before, "the database changed");
+    assert_eq!(
+        rows(&db, "SELECT id FROM session WHERE ?1 = ?1", "x"),
+        sessions
+    );
+    let relayed = env.home("opencode").join("session-relay");
+    let left: Vec<_> = std::fs::read_dir(&relayed)
+        .map(|d| d.filter_map(|e| e.ok()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
