@@ -77,6 +77,9 @@ fn a_relay_lands_as_rows_that_list_under_the_directory_and_clean_removes_them() 
     let row = &listed.as_array().unwrap()[0];
     assert_eq!(row["id"], id.as_str());
     assert_eq!(row["relay"]["from"]["agent"], "claude");
+    // The ledger names the relay's document, the listing the row under the database: the
+    // relay is known to the ledger all the same.
+    assert_eq!(row["relay"]["in_ledger"], true, "{row}");
     let shown = env.json(&["show", &id, "--json"]);
     assert_eq!(shown["session"]["format"], "opencode-db");
     // `clean` removes the relay's rows and its document, and nothing else.
