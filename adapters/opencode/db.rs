@@ -261,11 +261,7 @@ pub fn register(db: &Path, file: &Path, id: &str) -> Result<Vec<String>> {
             db.display()
         );
     }
-    let modelled =
-        insert(&tx, &doc, id, &project).map_err(|e| match e.downcast::<rusqlite::Error>() {
-            Ok(e) => locked(e, db),
-            Err(e) => e,
-        })?;
+    let modelled = insert(&tx, &doc, id, &project).map_err(|e| locked(e, db))?;
     tx.commit().map_err(|e| locked(e, db))?;
     let mut notes = vec![format!(
         "registered in OpenCode's database {} (project {})",
@@ -293,7 +289,7 @@ fn insert(
     doc: &Value,
     id: &str,
     project: &super::project::Project,
-) -> Result<bool> {
+) -> rusqlite::Result<bool> {
     let info = &doc["info"];
     let now = chrono::Utc::now().timestamp_millis();
     let ms = |v: &Value| v.as_i64().unwrap_or(now);
