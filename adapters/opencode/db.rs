@@ -244,15 +244,8 @@ pub fn register(db: &Path, file: &Path, id: &str) -> Result<Vec<String>> {
     let tx = begin(&mut conn, db)?;
     // A schema that lacks a table or column written here fails a statement, and the
     // transaction, dropped uncommitted, rolls back: nothing is written.
-    let there: Option<Option<String>> = tx
-        .query_row("SELECT metadata FROM session WHERE id = ?1", [id], |r| {
-            r.get(0)
-        })
-        .optional()
-        .map_err(|e| locked(e, db))?;
-    if let Some(metadata) = there {
-        let ours = relay_mark(metadata.as_deref())
-            .is_some_and(|m| m == info["metadata"][super::RELAY_FIELD]);
+    if let Some(mark) = relay_mark(&tx, id).map_err(|e| locked(e, db))? {
+        let ours = mark.is_some_and(|m| m == info["metadata"][super::RELAY_FIELD]);
         if ours {
             return Ok(vec![format!("{} already holds {id}", db.display())]);
         }
@@ -276,10 +269,15 @@ pub fn register(db: &Path, file: &Path, id: &str) -> Result<Vec<String>> {
     Ok(notes)
 }
 
-/// The relay's mark in a session row's `metadata`, when it carries one.
-fn relay_mark(metadata: Option<&str>) -> Option<Value> {
-    let v: Value = serde_json::from_str(metadata?).ok()?;
-    v.get(super::RELAY_FIELD).cloned()
+/// Whether the database holds session `id`, and then the relay's mark in its `metadata`, when
+/// it carries one.
+fn relay_mark(tx: &rusqlite::Transaction, id: &str) -> rusqlite::Result<Option<Option<Value>>> {
+    let sql = "SELECT metadata FROM session WHERE id = ?1";
+    let metadata = tx.query_row(sql, [id], |r| r.get::<_, Option<String>>(0));
+    Ok(metadata.optional()?.map(|m| {
+        let v: Value = serde_json::from_str(m.as_deref()?).ok()?;
+        v.get(super::RELAY_FIELD).cloned()
+    }))
 }
 
 /// Writes the document's rows; whether its prompts now name a model the user has (else they
@@ -403,15 +401,10 @@ pub fn unregister(db: &Path, id: &str) -> Result<Vec<String>> {
     }
     let mut conn = open_to_write(db)?;
     let tx = begin(&mut conn, db)?;
-    let Some(metadata) = tx
-        .query_row("SELECT metadata FROM session WHERE id = ?1", [id], |r| {
-            r.get::<_, Option<String>>(0)
-        })
-        .optional()?
-    else {
+    let Some(mark) = relay_mark(&tx, id)? else {
         return Ok(Vec::new());
     };
-    let Some(mark) = relay_mark(metadata.as_deref()) else {
+    let Some(mark) = mark else {
         bail!(
             "session {id} in {} carries no session-relay mark: left alone",
             db.display()
