@@ -66,12 +66,13 @@ pub fn load(db: &Path, id: &str) -> Result<Rows> {
 }
 
 /// The session's messages as an export's `{info, parts}`, their parts in id order (OpenCode's
-/// ids grow with time); a message that does not parse is left out with its parts.
+/// ids grow with time); a message that does not parse is left out with its parts. The parts
+/// are joined by message id alone: SQLite then takes the index on it, where a condition on the
+/// session too let it pick the session's index and scan every part once per message.
 fn messages(conn: &Connection, id: &str, rows: &mut Rows) -> Result<Vec<Value>> {
     let mut stmt = conn.prepare(
         "SELECT m.id, m.data, p.id, p.data FROM message m LEFT JOIN part p \
-         ON p.message_id = m.id AND p.session_id = m.session_id \
-         WHERE m.session_id = ?1 ORDER BY m.time_created, m.id, p.id",
+         ON p.message_id = m.id WHERE m.session_id = ?1 ORDER BY m.time_created, m.id, p.id",
     )?;
     let mut q = stmt.query([id])?;
     let mut out: Vec<Value> = Vec::new();
