@@ -102,7 +102,13 @@ fn seeds() -> Vec<(&'static str, PathBuf, PathBuf)> {
     let mut out: Vec<_> = std::fs::read_dir(crate::common::fixtures().join("opencode-export"))
         .unwrap()
         .filter_map(|e| e.ok())
-        .map(|e| ("opencode", Path::new("session-relay").join(e.file_name()), e.path()))
+        .map(|e| {
+            (
+                "opencode",
+                Path::new("session-relay").join(e.file_name()),
+                e.path(),
+            )
+        })
         .collect();
     for (agent, path) in crate::common::fixture_sessions() {
         if !crate::common::is_file_session(&path) {
@@ -114,6 +120,8 @@ fn seeds() -> Vec<(&'static str, PathBuf, PathBuf)> {
             .to_path_buf();
         out.push((agent, rel, path));
     }
+    // In one order wherever the test runs (a folder lists its files in any order).
+    out.sort();
     out
 }
 
