@@ -9,9 +9,9 @@ use crate::{commands, progress};
 mod help;
 
 use help::{
-    about, clean_examples, completions_examples, doctor_examples, export_examples, hook_examples,
-    hooks_examples, list_examples, long_about, man_examples, relay_examples, show_examples,
-    status_examples, top_examples,
+    about, bundle_examples, clean_examples, completions_examples, doctor_examples, export_examples,
+    hook_examples, hooks_examples, list_examples, log_examples, long_about, man_examples,
+    relay_examples, show_examples, status_examples, top_examples,
 };
 pub use help::{completions, man, man_pages};
 
@@ -125,9 +125,17 @@ pub enum Command {
     /// Live sessions with how full their context is and whether an up-to-date relay exists.
     #[command(after_help = status_examples())]
     Status(ListArgs),
+    /// The lineage of a task across agents: the sessions relayed one from another, what each
+    /// relay kept, and which were continued.
+    #[command(after_help = log_examples())]
+    Log(LogArgs),
     /// Export one session as neutral JSONL or as a Markdown handoff document.
     #[command(after_help = export_examples())]
     Export(ExportArgs),
+    /// Write one session, masked, with its file-state snapshot (and with --git the working
+    /// tree's changes) into one file that another machine relays from.
+    #[command(after_help = bundle_examples())]
+    Bundle(BundleArgs),
     /// Install, remove or check the agent hook that relays a session before it is compacted.
     #[command(after_help = hooks_examples())]
     Hooks(HooksArgs),
@@ -312,6 +320,33 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Any session of the chain: a full id, a unique id prefix, a file path, or `latest`
+    /// (the default: this directory's newest session). A session deleted since is found by
+    /// its id or path in the ledger.
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+    #[command(flatten)]
+    pub scope: Scope,
+    /// Every chain the ledger and the stores know, not only SESSION's.
+    #[arg(short, long, conflicts_with = "session")]
+    pub all: bool,
+    #[arg(long, help = JSON_HELP)]
+    pub json: bool,
+}
+
+impl LogArgs {
+    pub fn options(&self, progress: progress::Handle) -> commands::log::Options {
+        commands::log::Options {
+            session: self.session.clone().unwrap_or_else(|| "latest".into()),
+            scope: self.scope.options(false),
+            every_chain: self.all,
+            progress,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ExportFormat {
     /// The neutral session model, one JSON object a line (session-relay reads it back).
@@ -384,8 +419,64 @@ pub struct RelayArgs {
     /// Relay again even if this unchanged source was already relayed to this target.
     #[arg(short, long)]
     pub force: bool,
+    /// From a bundle made with --git: fetch its branch into the checkout at --cwd (or the
+    /// current directory) and check it out; refused if that checkout has uncommitted changes
+    /// or lacks the commit the changes are on.
+    #[arg(long)]
+    pub apply_changes: bool,
     #[arg(long, help = JSON_HELP)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    #[arg(value_name = "SESSION", help = SESSION_HELP)]
+    pub session: Option<String>,
+    #[command(flatten)]
+    pub scope: Scope,
+    /// Pick from (or take the latest of) every directory's sessions.
+    #[arg(short, long, conflicts_with = "cwd")]
+    pub all: bool,
+    /// The bundle file to write (an existing file is not replaced).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Do not mask secrets (API keys, tokens, passwords) in the bundle.
+    #[arg(long)]
+    pub no_redact: bool,
+    /// Also carry the working tree's changes since HEAD (tracked and untracked, as .gitignore
+    /// leaves them) as a git bundle of the branch relay/<short id>, committed in a temporary
+    /// index: your branch, index, stash and refs are not touched. The checkout is the
+    /// session's directory, or --cwd.
+    #[arg(long)]
+    pub git: bool,
+    /// With --git: carry changes that hold what looks like a secret (refused otherwise).
+    #[arg(long, requires = "git")]
+    pub allow_secrets: bool,
+    #[arg(long, help = JSON_HELP)]
+    pub json: bool,
+}
+
+impl BundleArgs {
+    /// The sessions the picker offers.
+    pub fn scope(&self) -> commands::Scope {
+        self.scope.options(self.all)
+    }
+
+    pub fn options(
+        &self,
+        session: String,
+        progress: progress::Handle,
+    ) -> commands::bundle::Options {
+        commands::bundle::Options {
+            session,
+            scope: self.scope(),
+            output: self.output.clone(),
+            no_redact: self.no_redact,
+            git: self.git,
+            allow_secrets: self.allow_secrets,
+            progress,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -533,6 +624,7 @@ impl RelayArgs {
             no_redact: self.no_redact,
             force: self.force,
             all: self.all,
+            apply_changes: self.apply_changes,
             progress,
         }
     }

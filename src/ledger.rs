@@ -49,9 +49,52 @@ pub struct Entry {
     /// (entries before 0.1 lack it: they were registered before they were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registered: Option<bool>,
+    /// What the fit kept of the source: the turns and messages kept verbatim, shortened,
+    /// summarized and left out (`Kept`; entries before 0.1 lack it). Kept as written, as
+    /// `tokens` is: only `log` reads it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<Box<serde_json::value::RawValue>>,
+    /// The secrets masked in what was written (`Secrets`; entries before 0.1 lack it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<Box<serde_json::value::RawValue>>,
+}
+
+/// Turns and messages of one part of a relay's fit.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Count {
+    pub turns: usize,
+    pub messages: usize,
+}
+
+/// An entry's `fit`: where the source's turns went.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Kept {
+    pub verbatim: Count,
+    pub shortened: Count,
+    pub summarized: Count,
+    pub left_out: Count,
+}
+
+/// An entry's `secrets`: whether the relay masked secrets (not with --no-redact), and how
+/// many it masked by kind.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Secrets {
+    pub redacted: bool,
+    #[serde(default)]
+    pub masked: std::collections::BTreeMap<String, usize>,
 }
 
 impl Entry {
+    /// The entry's `fit`, when it records one that reads.
+    pub fn kept(&self) -> Option<Kept> {
+        serde_json::from_str(self.fit.as_ref()?.get()).ok()
+    }
+
+    /// The entry's `secrets`, when it records them in a form that reads.
+    pub fn secrets_masked(&self) -> Option<Secrets> {
+        serde_json::from_str(self.secrets.as_ref()?.get()).ok()
+    }
+
     /// A relay into an agent's store (not a standalone file).
     pub fn is_store_relay(&self) -> bool {
         self.event == "relay" && !self.standalone
@@ -96,6 +139,10 @@ pub struct EntryRef<'a> {
     title: Option<Cow<'a, str>>,
     #[serde(default)]
     registered: Option<bool>,
+    #[serde(default, borrow)]
+    fit: Option<&'a serde_json::value::RawValue>,
+    #[serde(default, borrow)]
+    secrets: Option<&'a serde_json::value::RawValue>,
 }
 
 impl EntryRef<'_> {
@@ -607,6 +654,8 @@ mod tests {
             supersedes: Vec::new(),
             title: None,
             registered: None,
+            fit: None,
+            secrets: None,
         }
     }
 
@@ -872,7 +921,9 @@ mod tests {
                     ("tokens", json!("many")),
                     ("source_bytes", Value::Null),
                     ("event", json!(["relay"])),
-                ][next(12)]
+                    ("fit", json!("kept")),
+                    ("secrets", Value::Null),
+                ][next(14)]
                 .clone();
                 o.insert(key.to_string(), value);
             }

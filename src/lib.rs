@@ -8,12 +8,14 @@
 //! render (`render`: text or JSON).
 //!
 //! Helpers every stage may use: `text`, `fsutil`, `jsonl`, `paths`, `tokens`, `redact`,
-//! `ledger`, `config`, `exit`, `progress`, `hookfile`.
+//! `ledger`, `config`, `exit`, `progress`, `hookfile`. `bundle` carries a session to another
+//! machine in one file.
 
 pub mod adapter;
 /// Agent adapters, one folder each under `adapters/` at the top of the repository.
 #[path = "../adapters/mod.rs"]
 pub mod adapters;
+pub mod bundle;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -90,6 +90,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             drop(bar);
             render::emit(&report, a.json)
         }
+        Command::Log(a) => {
+            let bar = Bar::for_command(a.json);
+            let report = commands::log::run(&cfg, &a.options(handle(&bar)))?;
+            drop(bar);
+            render::emit(&report, a.json)
+        }
         Command::Hooks(h) => match &h.action {
             HooksAction::Install(a) => render::emit(
                 &commands::hooks::install(&cfg, &a.options(cli.config.as_deref()))?,
@@ -125,6 +131,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             drop(bar);
             report.text(&mut std::io::stderr().lock())?;
             Ok(())
+        }
+        Command::Bundle(a) => {
+            let session = session_or_pick(&cfg, &a.session, a.scope())?;
+            let bar = Bar::for_command(a.json);
+            let report = commands::bundle::run(&cfg, &a.options(session, handle(&bar)))?;
+            drop(bar);
+            render::emit(&report, a.json)
         }
         Command::Relay(a) => {
             let session = session_or_pick(&cfg, &a.session, a.scope())?;

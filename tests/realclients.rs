@@ -403,6 +403,70 @@ fn small_budget_relays_still_open_in_every_cli() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// A fixture session bundled under one HOME, with its checkout's changes (`--git`), and
+/// relayed from the bundle under another HOME into another checkout (`--apply-changes`): the
+/// real Codex and Claude Code CLIs resume it there.
+#[test]
+#[ignore = "needs the real CLIs: bash tests/realclients/install.sh, then cargo test -- --ignored"]
+fn a_session_relayed_from_a_bundle_opens_in_real_codex_and_claude_code() {
+    let scripts = realclients();
+    let first = TestEnv::with_fixtures();
+    let git = |dir: &Path, args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    let repo = PathBuf::from(first.project());
+    git(&repo, &["init", "-q"]);
+    std::fs::write(repo.join("app.py"), "print('one')\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "Start"]);
+    let second = TestEnv::empty();
+    let proj = second.work().join("checkout");
+    git(
+        &second.work(),
+        &[
+            "clone",
+            "-q",
+            repo.to_str().unwrap(),
+            proj.to_str().unwrap(),
+        ],
+    );
+    let proj = std::fs::canonicalize(proj).unwrap().display().to_string();
+    std::fs::write(repo.join("app.py"), "print('two')\n").unwrap();
+    let bundle = first.work().join("handoff.bundle");
+    first.ok(&[
+        "bundle",
+        "771ce1df",
+        "-o",
+        bundle.to_str().unwrap(),
+        "--git",
+        "--cwd",
+        repo.to_str().unwrap(),
+    ]);
+    let bundle = bundle.to_str().unwrap();
+    relay_and_check(
+        &second,
+        &scripts,
+        bundle,
+        "codex",
+        &proj,
+        &["--apply-changes"],
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&proj).join("app.py")).unwrap(),
+        "print('two')\n",
+        "the bundled changes are not in the second checkout"
+    );
+    relay_and_check(&second, &scripts, bundle, "claude", &proj, &[], &[]).unwrap();
+}
+
 /// Codex's thread index row for `id`, as column -> value.
 fn thread_row(home: &Path, id: &str) -> Option<std::collections::BTreeMap<String, String>> {
     let conn = rusqlite::Connection::open(home.join("state_5.sqlite")).unwrap();

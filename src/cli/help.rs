@@ -136,6 +136,19 @@ pub(super) fn export_examples() -> String {
     ])
 }
 
+pub(super) fn bundle_examples() -> String {
+    examples(&[
+        (
+            "session-relay bundle latest -o handoff.bundle --git".into(),
+            "the session and the working tree's changes, for a teammate",
+        ),
+        (
+            "session-relay relay handoff.bundle --to codex --cwd ~/src/app --apply-changes".into(),
+            "on the other machine: relay it and check out the changes",
+        ),
+    ])
+}
+
 pub(super) fn clean_examples() -> String {
     examples(&[
         (
@@ -171,6 +184,23 @@ pub(super) fn status_examples() -> String {
         (
             "session-relay status --all --json".into(),
             "every directory's, for scripts",
+        ),
+    ])
+}
+
+pub(super) fn log_examples() -> String {
+    examples(&[
+        (
+            "session-relay log".into(),
+            "the chain of this directory's newest session, across agents",
+        ),
+        (
+            "session-relay log 771ce1df".into(),
+            "the chain of any session in it, first, middle or last",
+        ),
+        (
+            "session-relay log --all --json".into(),
+            "every chain, for scripts",
         ),
     ])
 }

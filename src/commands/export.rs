@@ -64,7 +64,8 @@ fn run_in_scope(cfg: &Config, opts: &Options, stdout: &mut dyn Write) -> Result<
         .to
         .as_deref()
         .map(|to| crate::adapters::by_name(to).expect("clap checked the agent name"));
-    let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
+    // A bundle stays open (its files unpacked) until the export is written.
+    let (located, _bundle) = crate::bundle::select(cfg, &opts.session, &opts.scope.select()?)?;
     let mut warnings = Vec::new();
     let read = read_export(cfg, opts, &located, target, &mut warnings)?;
     let (mut s, redactor, folder, mut spilled) = read;
@@ -200,6 +201,8 @@ impl FitFor<'_> {
                 title: &title,
                 budget: self.opts.budget,
                 live_git: None,
+                bundled_from: None,
+                bundled_snapshot: None,
             },
             self.folder,
         )?;

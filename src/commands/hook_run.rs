@@ -208,6 +208,7 @@ fn relay_session(cfg: &Config, opts: &Options, session: &str) -> Result<relay::R
             no_redact: false,
             force: false,
             all: false,
+            apply_changes: false,
             progress: None,
         },
     )

@@ -1,12 +1,14 @@
 //! The commands. Each is a thin file: options in, a typed report out (rendered as text or JSON
 //! by `render`). None of them prints; warnings travel in the reports.
 
+pub mod bundle;
 pub mod clean;
 pub mod doctor;
 pub mod export;
 pub mod hook_run;
 pub mod hooks;
 pub mod list;
+pub mod log;
 pub mod pick;
 pub mod relay;
 pub mod show;

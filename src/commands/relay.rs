@@ -33,6 +33,8 @@ pub struct Options {
     pub force: bool,
     /// `latest` is the newest session of any directory.
     pub all: bool,
+    /// From a bundle made with `--git`: take its branch into the checkout at `cwd`.
+    pub apply_changes: bool,
     pub progress: crate::progress::Handle,
 }
 
@@ -79,11 +81,19 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     let source_side = ledger::Side {
         agent: src.session.agent.clone(),
         id: src.session.id.clone(),
-        path: src.located.path.display().to_string(),
+        path: match &src.bundle {
+            Some(b) => b.path.display().to_string(),
+            None => src.located.path.display().to_string(),
+        },
         sha256: src.snapshot.sha256.clone(),
     };
     let mut notes: Vec<String> = Vec::new();
-    let cwd = resolve_cwd(opts.cwd.as_deref(), src.session.cwd.as_deref(), &mut notes)?;
+    // A session from a bundle goes on here, not where it ran on the machine that bundled it.
+    let cwd = match (&src.bundle, &opts.cwd) {
+        (Some(_), None) => resolve_cwd(Some(&super::current_dir()?), None, &mut notes)?,
+        (_, flag) => resolve_cwd(flag.as_deref(), src.session.cwd.as_deref(), &mut notes)?,
+    };
+    let apply = changes_to_apply(opts, src.bundle.as_ref(), &cwd)?;
 
     // One relay at a time per source and target: a second one started meanwhile waits, then
     // finds the first in the ledger.
@@ -122,8 +132,12 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     };
     if !opts.dry_run {
         let sides = (source_side.clone(), target_side.clone());
-        let entry = ledger_entry(&written, sides, &cwd, src.snapshot.len, &supersedes);
+        let mut entry = ledger_entry(&written, sides, &cwd, src.snapshot.len, &supersedes);
+        entry.secrets = secrets_record(&src.redactions);
         land(target, &written, &entry, &home, &mut notes)?;
+    }
+    if let (Some(apply), Some(b)) = (&apply, &src.bundle) {
+        apply_changes(opts.dry_run, apply, b, &mut notes)?;
     }
     // Freeing a long session's tens of thousands of messages one by one takes a tenth of a
     // 100 MB relay; nothing waits for it, so it happens beside the report (or not at all when
@@ -238,7 +252,32 @@ fn ledger_entry(
         supersedes: supersedes.to_vec(),
         title: Some(written.title.clone()),
         registered: written.standalone.is_none().then_some(false),
+        fit: serde_json::value::to_raw_value(&kept(&written.plan.fit)).ok(),
+        secrets: None,
     }
+}
+
+/// Where the source's turns went, as the ledger records it for `log`.
+fn kept(fit: &plan::fit::FitReport) -> ledger::Kept {
+    let count = |p: &plan::fit::Part| ledger::Count {
+        turns: p.turns,
+        messages: p.messages,
+    };
+    ledger::Kept {
+        verbatim: count(&fit.verbatim),
+        shortened: count(&fit.shortened),
+        summarized: count(&fit.summarized),
+        left_out: count(&fit.left_out),
+    }
+}
+
+/// The secrets a relay masked, as the ledger records them for `log`.
+fn secrets_record(r: &Redactions) -> Option<Box<serde_json::value::RawValue>> {
+    serde_json::value::to_raw_value(&ledger::Secrets {
+        redacted: r.0.is_some(),
+        masked: r.0.clone().unwrap_or_default(),
+    })
+    .ok()
 }
 
 /// `git status` of a directory as the brief reads it, and the directory.
@@ -256,6 +295,59 @@ struct Source {
     warnings: Vec<String>,
     /// With --cwd, the brief's `git status` of it, run beside the read.
     git_status: Option<std::thread::JoinHandle<Option<GitStatus>>>,
+    /// The bundle the session came in, open while the relay reads it.
+    bundle: Option<crate::bundle::Opened>,
+}
+
+/// Takes the bundle's branch into the checkout (`changes_to_apply`), and says so in `notes`.
+fn apply_changes(
+    dry_run: bool,
+    (top, changes): &(PathBuf, crate::bundle::GitChanges),
+    bundle: &crate::bundle::Opened,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    if !dry_run {
+        crate::bundle::git::apply(top, &bundle.file(crate::bundle::CHANGES), changes)?;
+    }
+    let verb = if dry_run {
+        "would check out"
+    } else {
+        "checked out"
+    };
+    notes.push(format!(
+        "{verb} the branch {} ({} changed files, on {}) in {}",
+        changes.branch,
+        changes.files,
+        &changes.base[..changes.base.len().min(12)],
+        top.display()
+    ));
+    Ok(())
+}
+
+/// `--apply-changes`: the checkout at `cwd` (its top folder) and the bundle's changes it takes,
+/// once checked that it can (see `bundle::git::check_target`), before anything is written.
+fn changes_to_apply(
+    opts: &Options,
+    bundle: Option<&crate::bundle::Opened>,
+    cwd: &str,
+) -> Result<Option<(PathBuf, crate::bundle::GitChanges)>> {
+    if !opts.apply_changes {
+        return Ok(None);
+    }
+    let changes = bundle.and_then(|b| b.manifest.git.clone()).ok_or_else(|| {
+        CliError::new(
+            ExitCode::Usage,
+            match bundle {
+                Some(b) => format!(
+                    "--apply-changes: {} carries no git changes (it was made without --git, or nothing had changed)",
+                    b.path.display()
+                ),
+                None => "--apply-changes takes a bundle (session-relay bundle SESSION -o FILE --git)".into(),
+            },
+        )
+    })?;
+    let top = crate::bundle::git::check_target(Path::new(cwd), &changes)?;
+    Ok(Some((top, changes)))
 }
 
 fn read_source(cfg: &Config, opts: &Options, target: &'static dyn Adapter) -> Result<Source> {
@@ -265,7 +357,7 @@ fn read_source(cfg: &Config, opts: &Options, target: &'static dyn Adapter) -> Re
         all: opts.all,
     };
     let read = super::relay_read_options(cfg, target, opts.budget);
-    let located = crate::select::select(cfg, &opts.session, &scope.select()?)?;
+    let (located, bundle) = crate::bundle::select(cfg, &opts.session, &scope.select()?)?;
     // With --cwd the brief's `git status` runs beside the read: in a large checkout it can take
     // longer than reading a session, and a relay that reads the session again reuses it.
     let git_status = opts.cwd.as_deref().map(|d| {
@@ -331,6 +423,7 @@ fn read_source(cfg: &Config, opts: &Options, target: &'static dyn Adapter) -> Re
         redactions,
         warnings,
         git_status,
+        bundle,
     })
 }
 
@@ -465,6 +558,7 @@ fn plan_and_write(
         .take()
         .and_then(|h| h.join().ok().flatten())
         .and_then(|(git, dir)| (dir == cwd).then_some(git));
+    let (bundled_from, bundled_snapshot) = bundled(src)?;
     let plan = super::plan_relay(
         cfg,
         &src.located,
@@ -478,6 +572,8 @@ fn plan_and_write(
             title: &title,
             budget: opts.budget,
             live_git,
+            bundled_from: bundled_from.as_deref(),
+            bundled_snapshot: bundled_snapshot.as_ref(),
         },
         src.folder.as_deref(),
     )?;
@@ -519,6 +615,15 @@ fn plan_and_write(
         standalone,
         create,
     })
+}
+
+/// For a session from a bundle: the directory it ran in (the brief names it: the paths the
+/// session speaks of are there) and the file-state snapshot read when it was bundled.
+fn bundled(src: &Source) -> Result<(Option<String>, Option<plan::snapshot::Snapshot>)> {
+    match &src.bundle {
+        Some(b) => Ok((src.session.cwd.clone(), b.snapshot()?)),
+        None => Ok((None, None)),
+    }
 }
 
 /// Writes the relayed session and registers it in the target's indexes, recorded in the ledger

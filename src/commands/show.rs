@@ -54,6 +54,9 @@ pub struct SessionReport {
     /// The files the session changed and how they stand now, as a relay's brief gives them
     /// (every file here), read in the session's working directory.
     pub file_snapshot: plan::snapshot::Snapshot,
+    /// For a bundle: its manifest (the snapshot is then the one read when it was made).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<crate::bundle::Manifest>,
 }
 
 #[derive(Debug, Serialize)]
@@ -98,7 +101,8 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     match &opts.to {
         Some(to) => Ok(Report::Fit(Box::new(preview(cfg, opts, to)?))),
         None => {
-            let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
+            let (located, bundle) =
+                crate::bundle::select(cfg, &opts.session, &opts.scope.select()?)?;
             let size = session_size(&located);
             // Built first: its rules compile on another core while the session is read.
             let redactor = (!opts.no_redact).then(|| cfg.redactor()).transpose()?;
@@ -133,6 +137,12 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             let mut report = session_report_with(&s, counted.as_ref());
             if let Some(r) = &redactor {
                 report.file_snapshot.mask(r);
+            }
+            if let Some(b) = bundle {
+                if let Some(snap) = b.snapshot()? {
+                    report.file_snapshot = snap;
+                }
+                report.bundle = Some(b.manifest);
             }
             // Freeing a long session takes a while and nothing waits for it (see `relay`).
             std::thread::spawn(move || drop(s));
@@ -415,6 +425,7 @@ fn session_report_with(s: &Session, counted: Option<&Counted>) -> SessionReport 
     SessionReport {
         context_check,
         file_snapshot: file_snapshot(s),
+        bundle: None,
         session: header,
         messages,
         counts,
@@ -426,7 +437,7 @@ fn session_report_with(s: &Session, counted: Option<&Counted>) -> SessionReport 
 }
 
 /// The file-state snapshot of `s` in its own working directory (not masked).
-fn file_snapshot(s: &Session) -> plan::snapshot::Snapshot {
+pub(super) fn file_snapshot(s: &Session) -> plan::snapshot::Snapshot {
     let cwd = s.cwd.as_deref().unwrap_or_default();
     let git = plan::brief::live_git_state(cwd)
         .unwrap_or_else(|| plan::brief::recorded_git_state(s.git.as_ref()));
@@ -437,7 +448,7 @@ fn file_snapshot(s: &Session) -> plan::snapshot::Snapshot {
 fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
     let target = crate::adapters::by_name(to).expect("clap checked the agent name");
     let read = super::relay_read_options(cfg, target, opts.budget);
-    let located = crate::select::select(cfg, &opts.session, &opts.scope.select()?)?;
+    let (located, _bundle) = crate::bundle::select(cfg, &opts.session, &opts.scope.select()?)?;
     let mut warnings = Vec::new();
     let (mut s, redactor, folder) = super::read_masked(cfg, &located, read, false, &mut warnings)?;
     let mut redactions = redact(redactor.as_deref(), &mut s);
@@ -460,6 +471,8 @@ fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
             title: &title,
             budget: opts.budget,
             live_git: None,
+            bundled_from: None,
+            bundled_snapshot: None,
         },
         folder.as_deref(),
     )?;

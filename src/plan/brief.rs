@@ -21,7 +21,7 @@ use crate::tokens;
 pub const BRIEF_MAX_TOKENS: usize = 1200;
 
 /// The repository state at relay time, read from the working directory when it is a checkout.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct GitState {
     pub branch: Option<String>,
     pub commit: Option<String>,

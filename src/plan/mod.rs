@@ -142,6 +142,28 @@ pub struct Target<'a> {
     /// `cwd`'s repository state when it was already read (`brief::live_git_state`), beside
     /// the session; `None` to read it here.
     pub live_git: Option<Option<brief::GitState>>,
+    /// For a session from a bundle: the directory it ran in on the machine that bundled it,
+    /// which the brief names.
+    pub bundled_from: Option<&'a str>,
+    /// For a session from a bundle: the file-state snapshot read when it was made, which the
+    /// brief carries instead of one read here (where the session's directory may not exist).
+    pub bundled_snapshot: Option<&'a snapshot::Snapshot>,
+}
+
+/// The snapshot as the brief carries it, at most as many files as `budget` allows, after a
+/// line naming where a session from a bundle ran.
+fn snapshot_text(snap: &snapshot::Snapshot, t: &Target, budget: usize) -> String {
+    let mut text = snap.render(Some(snapshot::files_for_budget(budget)));
+    if let Some(ran) = t.bundled_from {
+        text.insert_str(
+            0,
+            &format!(
+                "Relayed from a bundle: the session ran in {ran} on the machine that bundled it; it goes on here in {}.\n",
+                t.cwd
+            ),
+        );
+    }
+    text
 }
 
 /// Shapes a source session for the target and fits it to the budget: what a relay writes.
@@ -160,14 +182,17 @@ pub fn plan(
         .unwrap_or_else(|| brief::live_git_state(t.cwd))
         .unwrap_or_else(|| brief::recorded_git_state(source.git.as_ref()));
     let (budget, budget_from) = budget_for(cfg, t.adapter, t.budget);
-    let mut snap = snapshot::Snapshot::take(
-        source.file_facts.as_deref(),
-        t.cwd,
-        source.cwd.as_deref(),
-        git.clone(),
-    );
+    let mut snap = match t.bundled_snapshot {
+        Some(b) => b.clone().carried_to(t.cwd, git.clone()),
+        None => snapshot::Snapshot::take(
+            source.file_facts.as_deref(),
+            t.cwd,
+            source.cwd.as_deref(),
+            git.clone(),
+        ),
+    };
     let snapshot_redactions = redactor.map(|r| snap.mask(r));
-    let snapshot_text = snap.render(Some(snapshot::files_for_budget(budget)));
+    let snapshot_text = snapshot_text(&snap, t, budget);
     let brief_text = brief::brief(&brief::BriefInput {
         session: source,
         source_display: crate::adapters::display_name(&source.agent),

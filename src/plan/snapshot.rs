@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::brief::GitState;
 use crate::model::files::{FileFacts, FileRecord};
@@ -18,7 +18,7 @@ use crate::redact::{Counts, Redactor};
 const SAME_CHANGE_SECS: i64 = 2;
 
 /// How a file stands on disk now against the session's last change to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FileState {
     /// As the session left it: present and not modified since, or still gone.
@@ -47,7 +47,7 @@ impl FileState {
 }
 
 /// One file of the snapshot.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SnapshotFile {
     /// Relative to the working directory when it is under it (or under the session's own),
     /// else as the session named it.
@@ -69,12 +69,12 @@ pub struct SnapshotFile {
     pub changed_at: Option<String>,
     pub state: FileState,
     /// Where the last change was among the session's messages (ranks the files by recency).
-    #[serde(skip)]
+    #[serde(skip, default)]
     place: usize,
 }
 
 /// The snapshot: the working directory, its repository, and the files.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Snapshot {
     pub working_directory: String,
     /// Where the session ran, when it says: the paths under it are relative to it.
@@ -83,6 +83,9 @@ pub struct Snapshot {
     pub checked: bool,
     pub repository: GitState,
     pub files: Vec<SnapshotFile>,
+    /// Taken from a bundle (`carried_to`): the files' states were read when it was made.
+    #[serde(skip, default)]
+    bundled: bool,
 }
 
 impl Snapshot {
@@ -131,7 +134,22 @@ impl Snapshot {
             checked,
             repository: git,
             files,
+            bundled: false,
         }
+    }
+
+    /// The snapshot a bundle carries (read when it was made), for a relay from it resumed in
+    /// `cwd`, whose repository is `git`: the files and their states stay those read then.
+    pub fn carried_to(mut self, cwd: &str, git: GitState) -> Snapshot {
+        self.working_directory = cwd.to_string();
+        self.repository = git;
+        self.bundled = true;
+        // A bundle keeps the turn of each file's last change, not its place among the
+        // messages: the turns rank the files by recency as well.
+        for f in &mut self.files {
+            f.place = f.turn.unwrap_or(0);
+        }
+        self
     }
 
     /// Masks the secrets in what the snapshot names: its paths as the session's messages are
@@ -199,8 +217,12 @@ impl Snapshot {
         {
             out.push_str(&format!(", paths relative to {ran}, where the session ran"));
         }
-        out.push_str(if self.checked {
+        out.push_str(if self.checked && self.bundled {
+            " (what it did, the turn of its last change, and how the file stood against that change when the session was bundled, on the machine that bundled it):\n"
+        } else if self.checked {
             " (what it did, the turn of its last change, and how the file stands now against that change, read at relay time):\n"
+        } else if self.bundled {
+            " (what it did and the turn of its last change; not checked on disk: the session's working directory did not exist where it was bundled):\n"
         } else {
             " (what it did and the turn of its last change; not checked on disk: the session's working directory does not exist here):\n"
         });
@@ -423,6 +445,7 @@ mod tests {
             checked: true,
             repository: GitState::default(),
             files,
+            bundled: false,
         };
         let text = s.render(Some(4));
         assert!(
@@ -465,6 +488,7 @@ mod tests {
                 ..Default::default()
             },
             files: vec![f],
+            bundled: false,
         };
         let counts = s.mask(&Redactor::new(&[], &[]).unwrap());
         let text = s.render(None);

@@ -1,12 +1,14 @@
 //! The render stage: every command's report as text for people or as JSON for programs, in one
 //! place per command. JSON output always carries `schema_version` (see docs/usage.md).
 
+mod bundle;
 mod clean;
 mod doctor;
 mod export;
 mod fit;
 mod hooks;
 mod list;
+mod log;
 pub mod picker;
 pub mod progress;
 mod relay;

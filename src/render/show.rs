@@ -116,6 +116,22 @@ impl SessionReport {
         if let Some(p) = &s.source_path {
             writeln!(out, "{}", field("path", &safe(p)))?;
         }
+        if let Some(b) = &self.bundle {
+            let git = b.git.as_ref().map_or(String::new(), |g| {
+                format!(
+                    "; git changes on branch {} ({} files)",
+                    safe(&g.branch),
+                    g.files
+                )
+            });
+            let bundle = format!(
+                "format {}, made {} by session-relay {}{git}",
+                b.format_version,
+                safe(&b.created_at),
+                safe(&b.tool_version)
+            );
+            writeln!(out, "{}", field("bundle", &bundle))?;
+        }
         writeln!(
             out,
             "{}",

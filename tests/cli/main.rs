@@ -6,6 +6,7 @@
 mod common;
 
 mod budget;
+mod bundle;
 mod clean;
 mod copilot;
 mod doctor;
@@ -19,6 +20,7 @@ mod hostile;
 mod layout;
 mod lazy;
 mod list_and_select;
+mod log;
 mod opencode;
 mod out_folder;
 mod pi;

@@ -1,0 +1,367 @@
+//! A checkout's changes since HEAD carried as a git bundle, and taken into another checkout.
+//!
+//! The changes (tracked and untracked files, as `.gitignore` leaves them) are committed in a
+//! temporary index (`GIT_INDEX_FILE` in a temporary folder) with `git commit-tree`, on HEAD.
+//! The branch that names the commit lives in a temporary repository that borrows the
+//! checkout's objects (`objects/info/alternates`), where `git bundle create` packs it: the
+//! checkout's branch, index, stash and refs are never written, not even for a moment. Only
+//! objects are added to its store (the blobs and the commit, unreachable, which `git gc`
+//! removes in time).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::exit::{CliError, ExitCode};
+use crate::redact::Redactor;
+
+/// `git` in `dir`, with no optional locks (a plain `git status` may otherwise refresh the
+/// index), nothing asked on a terminal, and none of the variables that point git at another
+/// repository or index (set when session-relay runs from a git hook).
+fn git(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    for v in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR",
+    ] {
+        c.env_remove(v);
+    }
+    c.arg("-C")
+        .arg(dir)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(std::process::Stdio::null());
+    c
+}
+
+/// Runs `c`, returning its standard output trimmed; fails with git's own message.
+fn run(mut c: Command, what: &str) -> Result<String> {
+    let out = c
+        .output()
+        .with_context(|| format!("cannot run git to {what}"))?;
+    if !out.status.success() {
+        bail!(
+            "git could not {what}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The changes of the checkout at `dir`, committed in a temporary index.
+pub struct Captured {
+    /// The checkout's top folder.
+    pub top: PathBuf,
+    pub base: String,
+    pub commit: String,
+    pub files: usize,
+    /// Files holding something the masking rules take for a secret: `file:line (kind)`.
+    pub secrets: Vec<String>,
+}
+
+/// Commits the working tree's changes at `dir` since HEAD in a temporary index, on HEAD, and
+/// scans the lines they add with `redactor`'s rules. `None` when nothing changed.
+pub fn capture(dir: &Path, session_id: &str, redactor: &Redactor) -> Result<Option<Captured>> {
+    let top = run(
+        {
+            let mut c = git(dir);
+            c.args(["rev-parse", "--show-toplevel"]);
+            c
+        },
+        &format!("find the checkout of {}", dir.display()),
+    )
+    .map_err(|e| {
+        usage(format!(
+            "--git: {} is not in a git checkout ({e:#})",
+            dir.display()
+        ))
+    })?;
+    let top = PathBuf::from(top);
+    let base = run(
+        {
+            let mut c = git(&top);
+            c.args(["rev-parse", "--verify", "HEAD^{commit}"]);
+            c
+        },
+        "read HEAD",
+    )
+    .map_err(|_| usage(format!("--git: {} has no commit yet", top.display())))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("session-relay-git-")
+        .tempdir()?;
+    let index = tmp.path().join("index");
+    let with_index = |args: &[&str]| {
+        let mut c = git(&top);
+        c.env("GIT_INDEX_FILE", &index).args(args);
+        c
+    };
+    run(
+        with_index(&["read-tree", &base]),
+        "read HEAD into a temporary index",
+    )?;
+    run(
+        with_index(&["add", "-A", "--", "."]),
+        "add the changes to a temporary index",
+    )?;
+    let tree = run(with_index(&["write-tree"]), "write the changes' tree")?;
+    let names = run(
+        {
+            let mut c = git(&top);
+            c.args(["diff", "--name-only", "--no-renames", &base, &tree]);
+            c
+        },
+        "list the changed files",
+    )?;
+    let files = names.lines().filter(|l| !l.is_empty()).count();
+    if files == 0 {
+        return Ok(None);
+    }
+    let secrets = scan(&top, &base, &tree, redactor)?;
+    let message = format!("session-relay: working-tree changes of session {session_id}");
+    let mut c = git(&top);
+    c.args(["commit-tree", &tree, "-p", &base, "-m", &message]);
+    with_identity(&top, &mut c);
+    let commit = run(c, "commit the changes")?;
+    Ok(Some(Captured {
+        top,
+        base,
+        commit,
+        files,
+        secrets,
+    }))
+}
+
+fn usage(message: String) -> anyhow::Error {
+    CliError::new(ExitCode::Usage, message).into()
+}
+
+/// A commit needs an author: the user's as git finds it, else session-relay's own (a machine
+/// with no git identity set).
+fn with_identity(top: &Path, c: &mut Command) {
+    let known = git(top)
+        .args(["var", "GIT_COMMITTER_IDENT"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+        && git(top)
+            .args(["var", "GIT_AUTHOR_IDENT"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !known {
+        for (k, v) in [
+            ("GIT_AUTHOR_NAME", "session-relay"),
+            ("GIT_AUTHOR_EMAIL", "session-relay@localhost"),
+            ("GIT_COMMITTER_NAME", "session-relay"),
+            ("GIT_COMMITTER_EMAIL", "session-relay@localhost"),
+        ] {
+            c.env(k, v);
+        }
+    }
+}
+
+/// The lines the changes add that hold a secret by the masking rules, as `file:line (kind)`:
+/// never the secret itself.
+fn scan(top: &Path, base: &str, tree: &str, redactor: &Redactor) -> Result<Vec<String>> {
+    let mut c = git(top);
+    c.args([
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-renames",
+        "-U0",
+        base,
+        tree,
+    ]);
+    let diff = run(c, "read the changes")?;
+    let mut found = Vec::new();
+    for h in hunks(&diff) {
+        for (n, added) in h.lines.iter().enumerate() {
+            if let Some(kinds) = secret_kinds(redactor, added) {
+                found.push(format!("{}:{} ({kinds})", h.file, h.start + n));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The kinds of secret the masking rules find in `text`, if any.
+fn secret_kinds(redactor: &Redactor, text: &str) -> Option<String> {
+    let mut counts = crate::redact::Counts::new();
+    match redactor.text(text, &mut counts) {
+        std::borrow::Cow::Owned(_) => Some(
+            counts
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        std::borrow::Cow::Borrowed(_) => None,
+    }
+}
+
+/// The lines one hunk of a diff adds to a file, from line `start` on.
+struct Hunk<'a> {
+    file: String,
+    start: usize,
+    lines: Vec<&'a str>,
+}
+
+/// The hunks of `git diff -U0`, with what each adds.
+fn hunks(diff: &str) -> Vec<Hunk<'_>> {
+    let mut out: Vec<Hunk> = Vec::new();
+    let mut file = String::new();
+    for l in diff.lines() {
+        if let Some(name) = l.strip_prefix("+++ ") {
+            file = name.strip_prefix("b/").unwrap_or(name).to_string();
+        } else if l.starts_with("@@ ") {
+            // `@@ -a,b +c,d @@`: the added lines start at c.
+            let start = l
+                .split(' ')
+                .find_map(|p| p.strip_prefix('+'))
+                .and_then(|p| p.split(',').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            out.push(Hunk {
+                file: file.clone(),
+                start,
+                lines: Vec::new(),
+            });
+        } else if let (Some(added), Some(h)) = (l.strip_prefix('+'), out.last_mut()) {
+            h.lines.push(added);
+        }
+    }
+    out
+}
+
+/// Writes a git bundle of `captured`'s commit, as the branch `branch` on its base, to `out`.
+pub fn bundle(captured: &Captured, branch: &str, out: &Path) -> Result<()> {
+    let objects = run(
+        {
+            let mut c = git(&captured.top);
+            c.args(["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+            c
+        },
+        "find the repository",
+    )?;
+    let objects = Path::new(&objects).join("objects");
+    let tmp = tempfile::Builder::new()
+        .prefix("session-relay-git-")
+        .tempdir()?;
+    let repo = tmp.path().join("repo.git");
+    run(
+        {
+            let mut c = git(tmp.path());
+            c.args(["init", "-q", "--bare"]).arg(&repo);
+            c
+        },
+        "create a temporary repository",
+    )?;
+    std::fs::write(
+        repo.join("objects/info/alternates"),
+        format!("{}\n", objects.display()),
+    )?;
+    let reference = format!("refs/heads/{branch}");
+    run(
+        {
+            let mut c = git(&repo);
+            c.args(["update-ref", &reference, &captured.commit]);
+            c
+        },
+        "name the changes' commit",
+    )?;
+    run(
+        {
+            let mut c = git(&repo);
+            c.args(["bundle", "create", "-q"])
+                .arg(out)
+                .arg(&reference)
+                .arg(format!("^{}", captured.base));
+            c
+        },
+        "write the git bundle",
+    )?;
+    Ok(())
+}
+
+/// The checkout at `dir` can take the bundled branch: it is one, with nothing uncommitted, and
+/// it has the commit the changes are on. Returns its top folder.
+pub fn check_target(dir: &Path, changes: &super::GitChanges) -> Result<PathBuf> {
+    let top = run(
+        {
+            let mut c = git(dir);
+            c.args(["rev-parse", "--show-toplevel"]);
+            c
+        },
+        "find the checkout",
+    )
+    .map_err(|_| {
+        usage(format!(
+            "--apply-changes: {} is not a git checkout; clone the repository there first (the changes are on commit {})",
+            dir.display(),
+            short(&changes.base)
+        ))
+    })?;
+    let top = PathBuf::from(top);
+    let status = run(
+        {
+            let mut c = git(&top);
+            c.args(["status", "--porcelain", "--untracked-files=all"]);
+            c
+        },
+        "read the checkout's status",
+    )?;
+    if !status.is_empty() {
+        let n = status.lines().count();
+        return Err(usage(format!(
+            "--apply-changes: the checkout {} has uncommitted changes ({n} file(s)); commit or stash them first, nothing was written",
+            top.display()
+        )));
+    }
+    let has_base = git(&top)
+        .args(["cat-file", "-e", &format!("{}^{{commit}}", changes.base)])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_base {
+        return Err(usage(format!(
+            "--apply-changes: the checkout {} lacks commit {}, which the changes are on; fetch or pull it first, nothing was written",
+            top.display(),
+            short(&changes.base)
+        )));
+    }
+    let branch_ref = format!("refs/heads/{}", changes.branch);
+    let exists = git(&top)
+        .args(["rev-parse", "--verify", "--quiet", &branch_ref])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if exists {
+        return Err(usage(format!(
+            "--apply-changes: the checkout {} already has a branch {}; delete or rename it first, nothing was written",
+            top.display(),
+            changes.branch
+        )));
+    }
+    Ok(top)
+}
+
+/// Fetches the bundled branch from `bundle_file` into the checkout at `top` and checks it out.
+pub fn apply(top: &Path, bundle_file: &Path, changes: &super::GitChanges) -> Result<()> {
+    let branch_ref = format!("refs/heads/{}", changes.branch);
+    let mut c = git(top);
+    c.arg("fetch")
+        .arg("-q")
+        .arg(bundle_file)
+        .arg(format!("{branch_ref}:{branch_ref}"));
+    run(c, "fetch the bundled branch")?;
+    let mut c = git(top);
+    c.args(["checkout", "-q", &changes.branch]);
+    run(c, "check out the bundled branch")?;
+    Ok(())
+}
+
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
