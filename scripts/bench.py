@@ -20,9 +20,10 @@ Data (generated once with fixed seeds, cached under target/bench-data):
       time it nears the window (Claude at 150k tokens, Codex at 80% of 258,400), as the CLIs
       do: about 70 (Claude) and 40 (Codex) compactions per 100 MB;
   * a store of --store sessions (~1.8 GB at 5,000) of the first shape;
-  * for each of --agents (pi, Qwen Code, Copilot CLI: OTHER_AGENTS, where another agent is added
-    with its generator), a session of each --agent-sizes in shape "large", as its CLI records
-    one (gen_pi, gen_qwen, gen_copilot).
+  * for each of --agents (pi, Qwen Code, Copilot CLI, OpenCode: OTHER_AGENTS, where another
+    agent is added with its generator), a session of each --agent-sizes in shape "large", as its
+    CLI records one (gen_pi, gen_qwen, gen_copilot; gen_opencode writes rows into a copy of the
+    empty OpenCode database of fixtures/opencode-new).
   Sizes above 100 MB (300 by default) are run for session-relay's relays only, to compare peak
   RSS at 300 MB against 100 MB.
 
@@ -40,9 +41,11 @@ highest peak RSS of those runs, from /usr/bin/time -f %M per child):
   * the ratios session-relay / peer (time and peak RSS): below 1 means session-relay is faster
     or smaller;
   * relay into each of --agents from the Claude session of shape "large", and out of it into
-    Claude Code, of each --agent-sizes (--agents-only: these rows alone), every agent's home
-    variable pointing into the scratch folder; casr beside them for the formats it reads
-    (0.4.0 reads none of pi, Qwen Code and Copilot CLI).
+    Claude Code (OpenCode: and Codex), of each --agent-sizes (--agents-only: these rows alone),
+    every agent's home variable pointing into the scratch folder; casr beside them for the
+    formats it reads (0.4.0 reads none of pi, Qwen Code and Copilot CLI; its `opc` is the
+    older OpenCode's `sessions` table, so it finds no 1.18.33 session, and into OpenCode it
+    adds that table to the database and writes there, where OpenCode 1.18.33 lists nothing).
 Each relay and peer conversion is checked after its runs: the session it wrote is found in the
 scratch target home, its lines counted, and it is read back with `session-relay show FILE`
 (reported as "wrote ... read back: N messages").
@@ -67,6 +70,7 @@ import os
 import random
 import resource
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -949,6 +953,78 @@ SHAPES = {
 }
 
 
+def gen_opencode(path, target_bytes, seed, sid, cwd="/home/dev/projects/bench"):
+    """OpenCode 1.18.33: rows of its SQLite database (the schema of the real CLI's empty
+    database in fixtures/opencode-new), as the CLI writes them: a `session` row in project
+    `global`, then per turn a user `message` with a `text` part and one assistant message per
+    model call (`step-start`, reasoning, text, a `tool` part holding the call and its result,
+    `step-finish`), a closing answer, a `/compact` halfway (a `compaction` part and a
+    `summary: true` answer); message and part `data` is compact JSON without the ids."""
+    rng = random.Random(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ROOT / "fixtures" / "opencode-new" / "opencode.db", path)
+    db = sqlite3.connect(path)
+    tools = {"shell": ("bash", "command"), "read": ("read", "filePath"), "edit": ("edit", "filePath"),
+             "search": ("grep", "pattern")}
+    n, ms, size = 0, 1_790_000_000_000, 0
+    model = {"providerID": "anthropic", "modelID": "claude-opus-5-5"}
+    tokens = {"total": 1240, "input": 1200, "output": 40, "reasoning": 0, "cache": {"write": 0, "read": 0}}
+
+    def oc_id(prefix):
+        nonlocal n
+        n += 1
+        return f"{prefix}_{ms:012x}{n:014d}"
+
+    def put(table, row):
+        nonlocal size
+        data = json.dumps(row[-1], separators=(",", ":"))
+        size += len(data) + 60
+        marks = ",".join("?" * (len(row) + 1))
+        db.execute(f"INSERT INTO {table} VALUES ({marks})", (*row[:-2], row[-2], row[-2], data))
+
+    def message(role, parts, **info):
+        nonlocal ms
+        ms += 1000
+        mid = oc_id("msg")
+        put("message", (mid, sid, ms, {"role": role, "time": {"created": ms}, **info}))
+        for p in parts:
+            put("part", (oc_id("prt"), mid, sid, ms, p))
+        return mid
+
+    def answer(parent, parts, finish):
+        return message("assistant", [{"type": "step-start"}, *parts, {"type": "step-finish", "reason": finish, "tokens": tokens, "cost": 0}],
+                       parentID=parent, mode="build", agent="build", path={"cwd": cwd, "root": cwd}, cost=0, tokens=tokens,
+                       **model, finish=finish)
+
+    db.execute("INSERT INTO session (id, project_id, slug, directory, path, title, version, agent, time_created, time_updated) "
+               "VALUES (?, 'global', 'bench', ?, ?, ?, '1.18.33', 'build', ?, ?)",
+               (sid, cwd, cwd.lstrip("/"), f"bench {sid[:12]}", ms, ms + 10_000_000))
+    turn, compacted = 0, False
+    while size < target_bytes:
+        turn += 1
+        user = message("user", [{"type": "text", "text": f"Turn {turn}: {words(rng, 25)}. We must keep every line."}],
+                       agent="build", model=model)
+        for c, (kind, arg, out_size, failed) in enumerate(tool_turn(rng, turn, cwd)):
+            name, key = tools[kind]
+            t = ms + 1000
+            state = {"status": "completed", "input": {key: arg}, "output": tool_output(rng, out_size), "title": arg,
+                     "metadata": {"exit": 1 if failed else 0} if name == "bash" else {}, "time": {"start": t, "end": t + 500}}
+            parts = [{"type": "reasoning", "text": words(rng, 60), "time": {"start": t, "end": t}}] if c == 0 else []
+            parts += [{"type": "text", "text": words(rng, 30), "time": {"start": t, "end": t}},
+                      {"type": "tool", "tool": name, "callID": f"call_{seed:x}_{turn}_{c}", "state": state}]
+            answer(user, parts, "tool-calls")
+        answer(user, [{"type": "text", "text": f"Done with turn {turn}: {words(rng, 40)}"}], "stop")
+        if not compacted and size > target_bytes / 2:
+            compacted = True
+            asked = message("user", [{"type": "compaction", "auto": True}], agent="build", model=model)
+            message("assistant", [{"type": "text", "text": "## Goal\n" + words(rng, 200)}], parentID=asked, summary=True,
+                    mode="compaction", agent="compaction", path={"cwd": cwd, "root": cwd}, cost=0, tokens=tokens, **model,
+                    finish="stop")
+    db.commit()
+    db.execute("PRAGMA journal_mode=WAL")
+    db.close()
+
+
 def codex_uuid(seed):
     return f"0199{seed:04x}-0000-7000-8000-{seed:012x}"
 
@@ -985,6 +1061,14 @@ OTHER_AGENTS = {
     "copilot": {"env": "COPILOT_HOME", "seed": 7000, "casr": None, "gen": gen_copilot,
                 "id": lambda seed: f"{seed:08x}-0000-4000-8000-{seed:012x}",
                 "file": lambda home, sid: home / "session-state" / sid / "events.jsonl"},
+    # casr 0.4.0's `opc` reads the older OpenCode's `sessions`/`messages` tables, not the
+    # `session`/`message`/`part` rows of 1.18.33: its runs are kept to show what it says.
+    "opencode": {"env": "SESSION_RELAY_OPENCODE_HOME", "seed": 8000, "casr": "opc", "gen": gen_opencode,
+                 "id": lambda seed: f"ses_{seed:012x}BenchSession00",
+                 "file": lambda home, sid: home / "opencode.db",
+                 # Out of it into Codex too; into it needs the database OpenCode creates.
+                 "out": ("claude", "codex"),
+                 "init": lambda home: shutil.copyfile(ROOT / "fixtures" / "opencode-new" / "opencode.db", home / "opencode.db")},
 }
 # Every agent's home variable: each run sets them all, to the homes it uses or to an empty
 # folder, so that no run reads the user's own sessions.
@@ -1152,7 +1236,8 @@ def fresh(path, sub=None):
 def written(home):
     """The session files in a scratch home after a run: [(path, lines, bytes)]."""
     out = []
-    for p in sorted(home.rglob("*.jsonl")):
+    # A relay into OpenCode writes its document (`session-relay/<id>.json`) beside the rows.
+    for p in sorted([*home.rglob("*.jsonl"), *home.glob("session-relay/*.json")]):
         if p.name == "session_index.jsonl":
             continue
         with open(p, "rb") as f:
@@ -1412,29 +1497,63 @@ def bench_other_agents(data, agents, sizes, runs, peer_bins, work, base_env, res
     workdir = work / "project"
     state = Path(base_env["SESSION_RELAY_STATE_DIR"])
     for agent in agents:
+        e = OTHER_AGENTS[agent]
         for mb in sizes:
             home, f, sid = other_session(data, agent, mb)
-            q = subprocess.run([str(BIN), "show", str(f), "--json"], env=agent_homes(base_env, empty),
-                               capture_output=True, text=True)
+            # A session that is no file of its own (OpenCode's rows) is shown by its id.
+            q = subprocess.run([str(BIN), "show", sid if "init" in e else str(f), "--json"],
+                               env=agent_homes(base_env, empty, **{agent: home}), capture_output=True, text=True)
             messages = json.loads(q.stdout)["messages"] if q.returncode == 0 else None
             results["other_sessions"].append({"agent": agent, "mb": mb, "bytes": f.stat().st_size, "messages": messages, "id": sid})
             c_home, _, cid = session_paths(data, "large", mb)["claude"]
-            for src, dst, src_home, src_id in (("claude", agent, c_home, cid), (agent, "claude", home, sid)):
+            x_home, _, xid = session_paths(data, "large", mb)["codex"]
+            starts = {"claude": (c_home, cid), "codex": (x_home, xid), agent: (home, sid)}
+            directions = [("claude", agent)] + [(agent, dst) for dst in e.get("out", ("claude",))]
+            for src, dst in directions:
+                src_home, src_id = starts[src]
                 tgt = work / f"other-{src}-{dst}-{mb}"
+                init = OTHER_AGENTS[dst].get("init") if dst in OTHER_AGENTS else None
+
+                def prepare(t=tgt, init=init):
+                    fresh(t)
+                    shutil.rmtree(state, ignore_errors=True)
+                    if init:
+                        init(t)
+
                 env = agent_homes(base_env, empty, **{src: src_home, dst: tgt})
                 relay = [BIN, "relay", src_id, "--to", dst, "--cwd", workdir, "--force"]
-                r = measure(relay, env, runs,
-                            prepare=lambda t=tgt: (fresh(t), shutil.rmtree(state, ignore_errors=True)))
+                r = measure(relay, env, runs, prepare=prepare)
                 r.pop("stdout", None)
                 r["wrote"] = wrote_record(written(tgt), tgt, agent_homes(base_env, empty))
                 results["other_relay"].append({"tool": "session-relay", "src": src, "dst": dst, "mb": mb, **r})
                 show_row("relay", f"relay {src}->{dst}", "large", mb, r, note=wrote_note(r))
                 shutil.rmtree(tgt, ignore_errors=True)
-                alias = OTHER_AGENTS[agent]["casr"]
+                alias = e["casr"]
                 if alias and "casr" in peer_bins:
-                    # A hook for an agent casr reads: its job is `casr resume` between the two
-                    # homes, as for Claude and Codex (peer_job), once the aliases are known.
-                    log(f"casr reads {agent} ({alias}): add its job to bench_other_agents")
+                    r = casr_other(peer_bins["casr"], src, dst, src_home, src_id, alias, work / f"casr-{src}-{dst}-{mb}",
+                                   workdir, base_env, runs, prepare)
+                    results["other_relay"].append({"tool": "casr", "src": src, "dst": dst, "mb": mb, **r})
+                    show_row("relay", f"  casr {src}->{dst}", "large", mb, r, note=wrote_note(r) if "wrote" in r else "")
+
+
+def casr_other(casr, src, dst, src_home, src_id, alias, scratch, workdir, base_env, runs, prepare):
+    """`casr resume` between an agent it reads (`alias`) and Claude Code or Codex: every home it
+    looks in (CLAUDE_HOME, CODEX_HOME, OPENCODE_HOME, and HOME for the rest) in the scratch
+    folder, the target's emptied (and initialised) before each run."""
+    tgt, home = scratch / "target", scratch / "home"
+    aliases = dict(CASR_ALIAS, **{a: e["casr"] for a, e in OTHER_AGENTS.items() if e["casr"]})
+    homes = {"claude": "CLAUDE_HOME", "codex": "CODEX_HOME", "opencode": "OPENCODE_HOME"}
+    env = dict(base_env, HOME=str(home))
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    for agent, var in homes.items():
+        env[var] = str(src_home if agent == src else tgt if agent == dst else home / agent)
+    cmd = [casr, "resume", aliases[dst], src_id, "--source", aliases[src], "--workspace", workdir, "--json"]
+    r = measure(cmd, env, runs, prepare=lambda: (prepare(tgt), home.mkdir(parents=True, exist_ok=True)))
+    if "error" not in r:
+        r["casr"] = casr_report(r.pop("stdout", ""))
+        r["wrote"] = wrote_record(written(tgt), tgt, base_env)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return r
 
 
 def fit_of(stdout):

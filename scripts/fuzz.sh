@@ -5,7 +5,8 @@
 # on a stable toolchain RUSTC_BOOTSTRAP=1 lets it use the sanitizer flags it needs), seeded
 # with the fixtures (each prefixed with the byte that picks its agent); crashes land in
 # fuzz/artifacts/reader/. Drop the first byte and copy each into fixtures/fuzz-regressions/
-# as <agent>-<anything>.jsonl so that the test suite replays it. Without cargo-fuzz, the
+# as <agent>-<anything>.jsonl so that the test suite replays it (an OpenCode one is replayed as
+# a document, where a relay writes its own). Without cargo-fuzz, the
 # built-in mutation fuzzer runs instead for about the same time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,11 @@ if command -v cargo-fuzz >/dev/null 2>&1; then
   i=0
   for agent in $(sed -n 's/^ *&\([a-z0-9_]*\)::ADAPTER,*$/\1/p' adapters/mod.rs); do
     # Named by a hash of the path too: some agents name every session file alike (events.jsonl).
-    find "fixtures/$agent" -name '*.jsonl' -size -256k | while read -r f; do
+    # OpenCode's sessions are rows of a database: its `opencode export` documents (the same
+    # JSON, read by the same reader) seed it, placed where a relay writes its own.
+    { find "fixtures/$agent" -name '*.jsonl' -size -256k
+      if [ -d "fixtures/$agent-export" ]; then find "fixtures/$agent-export" -name '*.json' -size -256k; fi
+    } | while read -r f; do
       tag=$(printf '%s' "$f" | sha256sum | cut -c1-8)
       { printf "\\$(printf '%03o' "$i")"; cat "$f"; } > "$corpus/$agent-$tag-$(basename "$f")"
     done

@@ -6,7 +6,6 @@
 //! else) holds the write lock longer, the relay is refused, naming the database, and nothing
 //! is written; a write lands whole or not at all.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -14,28 +13,32 @@ use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde_json::{Value, json};
 
+use crate::model::{Todo, TodoStatus};
+
 /// How long a write waits for the lock: as long as OpenCode itself waits (`busy_timeout=5000`).
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A session's rows as one `opencode export` document, what could not be read in them, and the
 /// bytes that stand for the session (`Store::session_bytes`): each row's id and JSON as stored,
 /// in the order read, so that a change to any of them changes the hash.
+#[derive(Default)]
 pub struct Rows {
     pub doc: Value,
     pub warnings: Vec<String>,
     pub bytes: Vec<u8>,
-    /// The current todo list (`todo` rows): content and status.
-    pub todos: Vec<(String, String)>,
+    /// The current todo list (`todo` rows).
+    pub todos: Vec<Todo>,
+}
+
+fn open(db: &Path, flags: OpenFlags) -> Result<Connection> {
+    let conn = Connection::open_with_flags(db, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .with_context(|| format!("cannot open OpenCode's database {}", db.display()))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Ok(conn)
 }
 
 fn open_read_only(db: &Path) -> Result<Connection> {
-    let conn = Connection::open_with_flags(
-        db,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .with_context(|| format!("cannot open OpenCode's database {}", db.display()))?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    Ok(conn)
+    open(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
 }
 
 /// The ids of every session in the database.
@@ -52,136 +55,116 @@ pub fn session_ids(db: &Path) -> Result<Vec<String>> {
 pub fn load(db: &Path, id: &str) -> Result<Rows> {
     let conn = open_read_only(db)?;
     let cannot = || format!("cannot read session {id} in {}", db.display());
-    let mut rows = Rows {
-        doc: Value::Null,
-        warnings: Vec::new(),
-        bytes: Vec::new(),
-        todos: Vec::new(),
-    };
+    let mut rows = Rows::default();
     let info = session_info(&conn, id, &mut rows)
         .with_context(cannot)?
         .with_context(|| format!("no session {id} in {}", db.display()))?;
-    let mut parts = parts_of(&conn, id, &mut rows).with_context(cannot)?;
-    let mut messages = Vec::new();
-    let mut stmt = conn
-        .prepare("SELECT id, data FROM message WHERE session_id = ?1 ORDER BY time_created, id")
-        .with_context(cannot)?;
-    let mut q = stmt.query([id]).with_context(cannot)?;
-    while let Some(r) = q.next().with_context(cannot)? {
-        let (mid, data): (String, String) = (r.get(0)?, r.get(1)?);
-        push_row(&mut rows.bytes, &mid, &data);
-        let Some(mut info) = object(&data, &format!("message {mid}"), &mut rows) else {
-            if let Some(lost) = parts.remove(&mid) {
-                rows.warnings.push(format!(
-                    "message {mid}: its {} part(s) left out with it",
-                    lost.len()
-                ));
-            }
-            continue;
-        };
-        info.insert("id".into(), json!(mid));
-        info.insert("sessionID".into(), json!(id));
-        let mut mine = parts.remove(&mid).unwrap_or_default();
-        for (pid, pdata, _) in &mine {
-            push_row(&mut rows.bytes, pid, pdata);
-        }
-        let mine: Vec<Value> = mine.drain(..).filter_map(|(_, _, v)| v).collect();
-        messages.push(json!({"info": info, "parts": mine}));
-    }
-    for (mid, orphans) in parts {
-        rows.warnings.push(format!(
-            "{} part(s) belong to message {mid}, which the session does not hold: left out",
-            orphans.len()
-        ));
-    }
+    let messages = messages(&conn, id, &mut rows).with_context(cannot)?;
     rows.todos = todos(&conn, id).unwrap_or_default();
     rows.doc = json!({"info": info, "messages": messages});
     Ok(rows)
 }
 
-/// The `session` row as an export's `info`, its text recorded in `rows.bytes`.
-fn session_info(conn: &Connection, id: &str, rows: &mut Rows) -> Result<Option<Value>> {
-    let row = conn
-        .query_row(
-            "SELECT id, project_id, parent_id, slug, directory, path, title, version, metadata, \
-             model, time_created, time_updated, time_archived FROM session WHERE id = ?1",
-            [id],
-            |r| {
-                let s = |i: usize| r.get::<_, Option<String>>(i);
-                Ok((
-                    [s(0)?, s(1)?, s(2)?, s(3)?, s(4)?, s(5)?, s(6)?, s(7)?],
-                    [s(8)?, s(9)?],
-                    [r.get::<_, Option<i64>>(10)?, r.get(11)?, r.get(12)?],
-                ))
-            },
-        )
-        .optional()?;
-    let Some((text, json_cols, times)) = row else {
-        return Ok(None);
+/// The session's messages as an export's `{info, parts}`, their parts in id order (OpenCode's
+/// ids grow with time); a message that does not parse is left out with its parts. The parts
+/// are joined by message id alone: SQLite then takes the index on it, where a condition on the
+/// session too let it pick the session's index and scan every part once per message.
+fn messages(conn: &Connection, id: &str, rows: &mut Rows) -> Result<Vec<Value>> {
+    let mut stmt = conn.prepare(
+        "SELECT m.id, m.data, p.id, p.data FROM message m LEFT JOIN part p \
+         ON p.message_id = m.id WHERE m.session_id = ?1 ORDER BY m.time_created, m.id, p.id",
+    )?;
+    let mut q = stmt.query([id])?;
+    let mut out: Vec<Value> = Vec::new();
+    // The message being read, and how many parts went with it when it did not parse.
+    let (mut last, mut lost) = (String::new(), None::<usize>);
+    let say_lost = |last: &str, lost: Option<usize>, rows: &mut Rows| {
+        if let Some(n) = lost.filter(|n| *n > 0) {
+            rows.warnings
+                .push(format!("message {last}: its {n} part(s) left out with it"));
+        }
     };
-    let [_, project, parent, slug, directory, path, title, version] = text;
-    let [metadata, model] = json_cols;
-    for t in [&title, &directory, &metadata] {
-        push_row(&mut rows.bytes, id, t.as_deref().unwrap_or_default());
-    }
-    let parse = |t: Option<String>| t.and_then(|t| serde_json::from_str::<Value>(&t).ok());
-    let mut info = json!({
-        "id": id, "slug": slug, "projectID": project, "directory": directory, "path": path,
-        "title": title, "version": version,
-        "time": {"created": times[0], "updated": times[1]},
-    });
-    if let Some(p) = parent {
-        info["parentID"] = json!(p);
-    }
-    if let Some(a) = times[2] {
-        info["time"]["archived"] = json!(a);
-    }
-    for (key, v) in [("metadata", parse(metadata)), ("model", parse(model))] {
-        if let Some(v) = v {
-            info[key] = v;
+    while let Some(r) = q.next()? {
+        let (mid, data): (String, String) = (r.get(0)?, r.get(1)?);
+        if mid != last {
+            say_lost(&last, lost.take(), rows);
+            push_row(&mut rows.bytes, &mid, &data);
+            match object(&data, &format!("message {mid}"), rows) {
+                Some(mut info) => {
+                    info.insert("id".into(), json!(mid));
+                    info.insert("sessionID".into(), json!(id));
+                    out.push(json!({"info": info, "parts": []}));
+                }
+                None => lost = Some(0),
+            }
+            last = mid;
+        }
+        let (Some(pid), Some(data)) = (
+            r.get::<_, Option<String>>(2)?,
+            r.get::<_, Option<String>>(3)?,
+        ) else {
+            continue;
+        };
+        if let Some(n) = lost.as_mut() {
+            *n += 1;
+            continue;
+        }
+        push_row(&mut rows.bytes, &pid, &data);
+        if let Some(mut part) = object(&data, &format!("part {pid} of message {last}"), rows) {
+            part.insert("id".into(), json!(pid));
+            part.insert("sessionID".into(), json!(id));
+            part.insert("messageID".into(), json!(last));
+            if let Some(parts) = out.last_mut().and_then(|m| m["parts"].as_array_mut()) {
+                parts.push(Value::Object(part));
+            }
         }
     }
-    Ok(Some(info))
-}
-
-/// One part as read: id, data as stored, and as an export's part (`None` if it did not parse).
-type PartRow = (String, String, Option<Value>);
-
-/// Every part of session `id` by message, in id order (OpenCode's ids grow with time).
-fn parts_of(conn: &Connection, id: &str, rows: &mut Rows) -> Result<HashMap<String, Vec<PartRow>>> {
-    let mut out: HashMap<String, Vec<PartRow>> = HashMap::new();
-    let mut stmt =
-        conn.prepare("SELECT id, message_id, data FROM part WHERE session_id = ?1 ORDER BY id")?;
-    let mut q = stmt.query([id])?;
-    while let Some(r) = q.next()? {
-        let (pid, mid, data): (String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
-        let what = format!("part {pid} of message {mid}");
-        let part = object(&data, &what, rows).map(|mut o| {
-            o.insert("id".into(), json!(pid));
-            o.insert("sessionID".into(), json!(id));
-            o.insert("messageID".into(), json!(mid));
-            Value::Object(o)
-        });
-        out.entry(mid).or_default().push((pid, data, part));
+    say_lost(&last, lost, rows);
+    let mut stmt = conn.prepare(
+        "SELECT message_id, count(*) FROM part WHERE session_id = ?1 AND message_id NOT IN \
+         (SELECT id FROM message WHERE session_id = ?1) GROUP BY message_id",
+    )?;
+    let orphans = stmt.query_map([id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+    for o in orphans {
+        let (mid, n) = o?;
+        rows.warnings.push(format!(
+            "{n} part(s) belong to message {mid}, which the session does not hold: left out"
+        ));
     }
     Ok(out)
 }
 
+/// The `session` row as an export's `info` (built by SQLite; a JSON column that does not parse
+/// is null), its text recorded in `rows.bytes`.
+fn session_info(conn: &Connection, id: &str, rows: &mut Rows) -> Result<Option<Value>> {
+    let json = |c: &str| format!("json(CASE WHEN json_valid({c}) THEN {c} END)");
+    let sql = format!(
+        "SELECT json_object('id', id, 'slug', slug, 'projectID', project_id, 'parentID', \
+         parent_id, 'directory', directory, 'path', path, 'title', title, 'version', version, \
+         'metadata', {}, 'model', {}, 'time', json_object('created', time_created, 'updated', \
+         time_updated, 'archived', time_archived)) FROM session WHERE id = ?1",
+        json("metadata"),
+        json("model")
+    );
+    let Some(text) = conn
+        .query_row(&sql, [id], |r| r.get::<_, String>(0))
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    push_row(&mut rows.bytes, id, &text);
+    Ok(Some(serde_json::from_str(&text)?))
+}
+
 /// A row's JSON object, or a warning naming the row (the session's path names the database).
 fn object(data: &str, what: &str, rows: &mut Rows) -> Option<serde_json::Map<String, Value>> {
-    match serde_json::from_str::<Value>(data) {
-        Ok(Value::Object(o)) => Some(o),
-        Ok(_) => {
-            rows.warnings
-                .push(format!("{what}: data is not a JSON object: left out"));
-            None
-        }
-        Err(e) => {
-            rows.warnings
-                .push(format!("{what}: data is not JSON ({e}): left out"));
-            None
-        }
-    }
+    let why = match serde_json::from_str::<Value>(data) {
+        Ok(Value::Object(o)) => return Some(o),
+        Ok(_) => "data is not a JSON object".to_string(),
+        Err(e) => format!("data is not JSON ({e})"),
+    };
+    rows.warnings.push(format!("{what}: {why}: left out"));
+    None
 }
 
 fn push_row(bytes: &mut Vec<u8>, id: &str, data: &str) {
@@ -192,13 +175,19 @@ fn push_row(bytes: &mut Vec<u8>, id: &str, data: &str) {
 }
 
 /// The session's todo list, when the database keeps one.
-fn todos(conn: &Connection, id: &str) -> Result<Vec<(String, String)>> {
+fn todos(conn: &Connection, id: &str) -> Result<Vec<Todo>> {
     let mut stmt =
         conn.prepare("SELECT content, status FROM todo WHERE session_id = ?1 ORDER BY position")?;
-    let v = stmt
-        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(v)
+    let todo = |r: &rusqlite::Row| {
+        let status: String = r.get(1)?;
+        Ok(Todo {
+            text: r.get(0)?,
+            status: TodoStatus::parse(&status),
+        })
+    };
+    Ok(stmt
+        .query_map([id], todo)?
+        .collect::<rusqlite::Result<_>>()?)
 }
 
 /// Opens the database to write, refusing when it does not exist (OpenCode creates it, with its
@@ -210,12 +199,7 @@ fn open_to_write(db: &Path) -> Result<Connection> {
             db.display()
         );
     }
-    let conn = Connection::open_with_flags(
-        db,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .with_context(|| format!("cannot open OpenCode's database {}", db.display()))?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let conn = open(db, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     Ok(conn)
 }
@@ -239,68 +223,12 @@ fn locked(e: rusqlite::Error, db: &Path) -> anyhow::Error {
             BUSY_TIMEOUT.as_secs()
         )
     } else {
-        anyhow::Error::new(e).context(format!("cannot write to {}", db.display()))
+        // Most likely a schema OpenCode changed (a table or column missing).
+        anyhow::Error::new(e).context(format!(
+            "cannot write to OpenCode's database {}: nothing was written",
+            db.display()
+        ))
     }
-}
-
-/// The columns each table must have for the rows `register` writes.
-const WRITTEN: &[(&str, &[&str])] = &[
-    (
-        "project",
-        &[
-            "id",
-            "worktree",
-            "vcs",
-            "time_created",
-            "time_updated",
-            "sandboxes",
-        ],
-    ),
-    (
-        "session",
-        &[
-            "id",
-            "project_id",
-            "slug",
-            "directory",
-            "path",
-            "title",
-            "version",
-            "metadata",
-            "agent",
-            "time_created",
-            "time_updated",
-        ],
-    ),
-    (
-        "message",
-        &["id", "session_id", "time_created", "time_updated", "data"],
-    ),
-    (
-        "part",
-        &[
-            "id",
-            "message_id",
-            "session_id",
-            "time_created",
-            "time_updated",
-            "data",
-        ],
-    ),
-];
-
-/// Why the database's schema cannot take the rows, if it cannot: a table or column missing.
-fn unknown_schema(conn: &Connection) -> Result<Option<String>> {
-    for (table, columns) in WRITTEN {
-        let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
-        let have: Vec<String> = stmt
-            .query_map([], |r| r.get(1))?
-            .collect::<rusqlite::Result<_>>()?;
-        if let Some(c) = columns.iter().find(|c| !have.iter().any(|h| h == *c)) {
-            return Ok(Some(format!("table {table} has no column {c}")));
-        }
-    }
-    Ok(None)
 }
 
 /// Copies the relay's document at `file` into the database as session `id`'s rows, in one
@@ -314,21 +242,11 @@ pub fn register(db: &Path, file: &Path, id: &str) -> Result<Vec<String>> {
     let dir = info["directory"].as_str().unwrap_or("/");
     let project = super::project::of_dir(dir);
     let mut conn = open_to_write(db)?;
-    if let Some(why) = unknown_schema(&conn)? {
-        bail!(
-            "{} has a schema session-relay does not know ({why}): not registered",
-            db.display()
-        );
-    }
     let tx = begin(&mut conn, db)?;
-    let there: Option<Option<String>> = tx
-        .query_row("SELECT metadata FROM session WHERE id = ?1", [id], |r| {
-            r.get(0)
-        })
-        .optional()?;
-    if let Some(metadata) = there {
-        let ours = relay_mark(metadata.as_deref())
-            .is_some_and(|m| m == info["metadata"][super::RELAY_FIELD]);
+    // A schema that lacks a table or column written here fails a statement, and the
+    // transaction, dropped uncommitted, rolls back: nothing is written.
+    if let Some(mark) = relay_mark(&tx, id).map_err(|e| locked(e, db))? {
+        let ours = mark.is_some_and(|m| m == info["metadata"][super::RELAY_FIELD]);
         if ours {
             return Ok(vec![format!("{} already holds {id}", db.display())]);
         }
@@ -337,11 +255,7 @@ pub fn register(db: &Path, file: &Path, id: &str) -> Result<Vec<String>> {
             db.display()
         );
     }
-    let modelled =
-        insert(&tx, &doc, id, &project).map_err(|e| match e.downcast::<rusqlite::Error>() {
-            Ok(e) => locked(e, db),
-            Err(e) => e,
-        })?;
+    let modelled = insert(&tx, &doc, id, &project).map_err(|e| locked(e, db))?;
     tx.commit().map_err(|e| locked(e, db))?;
     let mut notes = vec![format!(
         "registered in OpenCode's database {} (project {})",
@@ -356,10 +270,15 @@ pub fn register(db: &Path, file: &Path, id: &str) -> Result<Vec<String>> {
     Ok(notes)
 }
 
-/// The relay's mark in a session row's `metadata`, when it carries one.
-fn relay_mark(metadata: Option<&str>) -> Option<Value> {
-    let v: Value = serde_json::from_str(metadata?).ok()?;
-    v.get(super::RELAY_FIELD).cloned()
+/// Whether the database holds session `id`, and then the relay's mark in its `metadata`, when
+/// it carries one.
+fn relay_mark(tx: &rusqlite::Transaction, id: &str) -> rusqlite::Result<Option<Option<Value>>> {
+    let sql = "SELECT metadata FROM session WHERE id = ?1";
+    let metadata = tx.query_row(sql, [id], |r| r.get::<_, Option<String>>(0));
+    Ok(metadata.optional()?.map(|m| {
+        let v: Value = serde_json::from_str(m.as_deref()?).ok()?;
+        v.get(super::RELAY_FIELD).cloned()
+    }))
 }
 
 /// Writes the document's rows; whether its prompts now name a model the user has (else they
@@ -369,7 +288,7 @@ fn insert(
     doc: &Value,
     id: &str,
     project: &super::project::Project,
-) -> Result<bool> {
+) -> rusqlite::Result<bool> {
     let info = &doc["info"];
     let now = chrono::Utc::now().timestamp_millis();
     let ms = |v: &Value| v.as_i64().unwrap_or(now);
@@ -483,15 +402,10 @@ pub fn unregister(db: &Path, id: &str) -> Result<Vec<String>> {
     }
     let mut conn = open_to_write(db)?;
     let tx = begin(&mut conn, db)?;
-    let Some(metadata) = tx
-        .query_row("SELECT metadata FROM session WHERE id = ?1", [id], |r| {
-            r.get::<_, Option<String>>(0)
-        })
-        .optional()?
-    else {
+    let Some(mark) = relay_mark(&tx, id)? else {
         return Ok(Vec::new());
     };
-    let Some(mark) = relay_mark(metadata.as_deref()) else {
+    let Some(mark) = mark else {
         bail!(
             "session {id} in {} carries no session-relay mark: left alone",
             db.display()
@@ -510,20 +424,10 @@ pub fn unregister(db: &Path, id: &str) -> Result<Vec<String>> {
             db.display()
         );
     }
-    for table in ["part", "message", "todo", "session"] {
-        let column = if table == "session" {
-            "id"
-        } else {
-            "session_id"
-        };
-        // A table an older schema lacks holds nothing to delete.
-        let sql = format!("DELETE FROM {table} WHERE {column} = ?1");
-        if let Err(e) = tx.execute(&sql, [id])
-            && !(table == "todo" && e.to_string().contains("no such table"))
-        {
-            return Err(locked(e, db));
-        }
-    }
+    // Its messages, their parts and its todo rows go with it (`ON DELETE CASCADE`, foreign
+    // keys on), as when OpenCode deletes a session.
+    tx.execute("DELETE FROM session WHERE id = ?1", [id])
+        .map_err(|e| locked(e, db))?;
     tx.commit().map_err(|e| locked(e, db))?;
     Ok(vec![format!(
         "{id}: its rows removed from {}",

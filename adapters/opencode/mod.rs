@@ -71,18 +71,10 @@ fn new_session_id() -> String {
     format!("ses_{inverted:012x}{}", random_base62(14))
 }
 
-/// `n` random base-62 characters.
+/// `n` (at most 64) random characters of OpenCode's base-62 alphabet (hex digits).
 pub(crate) fn random_base62(n: usize) -> String {
-    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    let mut out = String::with_capacity(n);
-    while out.len() < n {
-        for b in uuid::Uuid::new_v4().as_bytes() {
-            if out.len() < n && *b < 248 {
-                out.push(ALPHABET[(*b % 62) as usize] as char);
-            }
-        }
-    }
-    out
+    let (a, b) = (uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+    format!("{a}{b}")[..n.min(64)].to_string()
 }
 
 /// OpenCode's data folder for home `home`: the home, unless it is the default and
@@ -192,10 +184,7 @@ impl Adapter for OpenCode {
 
     fn native_tool(&self, call: &Message, same_agent: bool) -> Option<(String, Value)> {
         if same_agent {
-            return Some((
-                call.tool_name.clone()?,
-                call.tool_input.clone().unwrap_or(Value::Null),
-            ));
+            return crate::adapter::own_tool(call);
         }
         tools::native(call)
     }

@@ -18,9 +18,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use crate::adapter::ReadOptions;
+use crate::adapter::{FoldWindow, ReadOptions};
 use crate::jsonl::str_field;
-use crate::model::{Message, MessageKind, Role, Session, Timestamp, Todo, TodoStatus};
+use crate::model::{Message, MessageKind, Role, Session, Timestamp};
 
 /// Parts that carry no conversation.
 const QUIET_PARTS: &[&str] = &[
@@ -33,7 +33,7 @@ const QUIET_PARTS: &[&str] = &[
 ];
 
 /// The session at `path`, and its size as the listing gives it (the bytes that stand for it).
-pub fn read_sized(path: &Path, opts: ReadOptions) -> Result<(Session, u64)> {
+pub fn read_sized(path: &Path, mut opts: ReadOptions) -> Result<(Session, u64)> {
     let mut session = Session::new(super::NAME, "opencode", "");
     session.source_path = Some(path.display().to_string());
     let (doc, size, todos) = match super::row_path(path) {
@@ -43,15 +43,12 @@ pub fn read_sized(path: &Path, opts: ReadOptions) -> Result<(Session, u64)> {
                 session.warn(None, w);
             }
             session.format = "opencode-db".into();
-            let todos: Vec<Todo> = rows
-                .todos
-                .iter()
-                .map(|(text, status)| Todo {
-                    text: text.clone(),
-                    status: TodoStatus::parse(status),
-                })
-                .collect();
-            (rows.doc, rows.bytes.len() as u64, Some(todos))
+            // As `ReadOptions::for_file` reads a small file in full: a listing path is no file.
+            let small = rows.bytes.len() as u64 <= crate::adapter::FULL_READ_BYTES;
+            if small && !crate::adapter::part_read_asked() {
+                (opts.full_tail_tokens, opts.fold) = (None, None);
+            }
+            (rows.doc, rows.bytes.len() as u64, Some(rows.todos))
         }
         None => {
             let bytes =
@@ -81,10 +78,16 @@ pub fn read_doc(doc: &Value, session: &mut Session, opts: ReadOptions) {
     }
     apply_info(info, session);
     let mut reading = Reading::default();
+    // Older turns go to the fold as they are read (the rows are read whole, their messages not
+    // kept).
+    let mut window = opts.fold.as_ref().map(FoldWindow::new);
     match doc.get("messages").and_then(Value::as_array) {
         Some(messages) => {
             for (i, m) in messages.iter().enumerate() {
                 message(m, i, session, &opts, &mut reading);
+                if let Some(w) = window.as_mut() {
+                    w.after_messages(session);
+                }
             }
         }
         None => session.warn(
@@ -195,7 +198,7 @@ fn user(info: &Value, parts: &[Value], base: Base, session: &mut Session) {
             "text" if p.get("synthetic") != Some(&json!(true)) => {
                 texts.push(str_field(p, "text").unwrap_or_default().to_string())
             }
-            "text" => skipped(session, "synthetic"),
+            "text" => quiet_or_unknown(session, "synthetic"),
             "file" => files += 1,
             "compaction" => {
                 session
@@ -243,6 +246,8 @@ fn assistant(
         return;
     }
     let at = session.messages.len();
+    // Where the answer starts in the whole session, folded turns counted.
+    let at_whole = session.end();
     for p in parts {
         if let Some(t) = started(p) {
             reading.flush(session, Some(t));
@@ -285,7 +290,7 @@ fn assistant(
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let prompt = n(&tokens["input"]) + n(&tokens["cache"]["read"]) + n(&tokens["cache"]["write"]);
     if prompt > 0 {
-        session.record_context_usage(prompt, at, reading.model.as_deref());
+        session.record_context_usage(prompt, at_whole, reading.model.as_deref());
     }
 }
 
@@ -329,22 +334,13 @@ fn tool(p: &Value, base: Base, opts: &ReadOptions) -> (Message, Option<(i64, Mes
     (c, Some((end, r)))
 }
 
+/// A part of `kind` that makes no message, counted as skipped if it is one of `QUIET_PARTS`
+/// (or a user's synthetic text), else as unknown.
 fn quiet_or_unknown(session: &mut Session, kind: &str) {
-    if QUIET_PARTS.contains(&kind) {
-        skipped(session, kind);
-    } else {
-        *session
-            .stats
-            .unknown_types
-            .entry(format!("part:{kind}"))
-            .or_default() += 1;
-    }
-}
-
-fn skipped(session: &mut Session, kind: &str) {
-    *session
-        .stats
-        .skipped_types
-        .entry(kind.to_string())
-        .or_default() += 1;
+    let stats = &mut session.stats;
+    let (map, key) = match QUIET_PARTS.contains(&kind) || kind == "synthetic" {
+        true => (&mut stats.skipped_types, kind.to_string()),
+        false => (&mut stats.unknown_types, format!("part:{kind}")),
+    };
+    *map.entry(key).or_default() += 1;
 }

@@ -38,12 +38,8 @@ pub fn todos(input: &Value) -> Option<Vec<Todo>> {
         items
             .iter()
             .map(|i| Todo {
-                text: i
-                    .get("content")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                status: TodoStatus::parse(i.get("status").and_then(Value::as_str).unwrap_or("")),
+                text: first_str(i, &["content"]).unwrap_or_default(),
+                status: TodoStatus::parse(&first_str(i, &["status"]).unwrap_or_default()),
             })
             .collect(),
     )

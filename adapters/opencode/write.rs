@@ -39,11 +39,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     let mut w = Writer {
         cwd: req.cwd.clone(),
         clock: first.timestamp_millis(),
-        counter: 0,
-        messages: Vec::new(),
-        parent: None,
-        open: None,
-        calls: HashMap::new(),
+        ..Default::default()
     };
     for m in &shaped.messages {
         w.message(m);
@@ -80,6 +76,7 @@ pub fn write(shaped: &Session, req: &WriteRequest) -> Result<NativeSession> {
     Ok(NativeSession::new(&super::ADAPTER, req, path, bytes))
 }
 
+#[derive(Default)]
 struct Writer {
     cwd: String,
     /// The time of the last message written, in epoch milliseconds: never goes backwards.
@@ -252,12 +249,7 @@ impl Writer {
 /// A completed tool part's title, as OpenCode gives one: the command, else the file's name.
 fn title_of(input: &Value, tool: &Value) -> String {
     let s = |k: &str| input.get(k).and_then(Value::as_str);
-    let title = s("command")
-        .or_else(|| s("description"))
-        .map(str::to_string)
-        .or_else(|| {
-            let path = s("filePath")?;
-            Some(path.rsplit('/').next().unwrap_or(path).to_string())
-        });
-    crate::text::one_line(&title.unwrap_or_else(|| tool.as_str().unwrap_or("tool").to_string()))
+    let file = s("filePath").map(|p| p.rsplit('/').next().unwrap_or(p));
+    let title = s("command").or(s("description")).or(file).or(tool.as_str());
+    crate::text::one_line(title.unwrap_or("tool"))
 }

@@ -116,6 +116,10 @@ pub fn in_scope(cfg: &Config, opts: &Options, live_only: bool) -> Result<Scoped>
 pub struct RelayMarks {
     /// Target path -> the relay's source.
     by_path: HashMap<String, RelaySource>,
+    /// Target agent and id -> target path: a session a store lists under a path that is not a
+    /// file (OpenCode's rows, under its database), not the file the relay wrote, is matched by
+    /// id.
+    by_id: HashMap<(String, String), String>,
     superseded: HashSet<String>,
 }
 
@@ -126,8 +130,16 @@ impl RelayMarks {
 
     /// The marks the ledger's `entries` give.
     pub fn of_entries(entries: &[ledger::EntryRef]) -> RelayMarks {
+        let live = ledger::live_relays(entries);
         RelayMarks {
-            by_path: ledger::live_relays(entries)
+            by_id: live
+                .iter()
+                .map(|e| {
+                    let (t, path) = (&e.target, e.target.path.to_string());
+                    ((t.agent.to_string(), t.id.to_string()), path)
+                })
+                .collect(),
+            by_path: live
                 .into_iter()
                 .map(|e| {
                     (
@@ -146,7 +158,13 @@ impl RelayMarks {
 
     /// How a session is marked: by the provenance record it carries, else by the ledger.
     pub fn of(&self, s: &Summary) -> Option<RelayMark> {
-        let path = s.path.display().to_string();
+        let mut path = s.path.display().to_string();
+        if !self.by_path.contains_key(&path)
+            && let Some(p) = self.by_id.get(&(s.agent.clone(), s.id.clone()))
+            && !s.path.is_file()
+        {
+            path = p.clone();
+        }
         let ledger = self.by_path.get(&path);
         let from = s.relay_of.clone().or_else(|| ledger.cloned())?;
         Some(RelayMark {

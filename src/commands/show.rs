@@ -103,7 +103,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         None => {
             let (located, bundle) =
                 crate::bundle::select(cfg, &opts.session, &opts.scope.select()?)?;
-            let size = std::fs::metadata(&located.path).map_or(0, |m| m.len());
+            let size = session_size(&located);
             // Built first: its rules compile on another core while the session is read.
             let redactor = (!opts.no_redact).then(|| cfg.redactor()).transpose()?;
             let keep = keep_tokens_asked();
@@ -149,6 +149,21 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
             Ok(Report::Session(Box::new(report)))
         }
     }
+}
+
+/// How long a session is, to choose how to read it: its file's length, or for a session that
+/// is no file of its own (OpenCode's rows) the bytes its store says stand for it (the listing's
+/// size).
+fn session_size(located: &crate::select::Located) -> u64 {
+    std::fs::metadata(&located.path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .or_else(|| {
+            let bytes = located.adapter?.session_bytes(&located.path)?;
+            bytes.ok().map(|b| b.len() as u64)
+        })
+        .unwrap_or(0)
 }
 
 /// What `show` says on standard error when it counted older turns as it read them and
@@ -471,4 +486,29 @@ fn preview(cfg: &Config, opts: &Options, to: &str) -> Result<FitPreview> {
         plan: plan.report(),
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An OpenCode session is a row of a database, not a file: its size is its rows' bytes,
+    /// as the listing gives it, not 0.
+    #[test]
+    fn a_session_of_database_rows_has_its_rows_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("opencode.db");
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        std::fs::copy(fixture.join("fixtures/opencode/opencode.db"), &db).unwrap();
+        let adapter = crate::adapters::by_name("opencode").unwrap();
+        let path = db.join("ses_db6a00000ffeOddHandMade0001");
+        let located = crate::select::Located {
+            path: path.clone(),
+            adapter: Some(adapter),
+            home: None,
+        };
+        let listed = adapter.scan(&path).unwrap().size;
+        assert!(listed > 1000, "{listed}");
+        assert_eq!(session_size(&located), listed);
+    }
 }

@@ -96,9 +96,20 @@ fn mutate(r: &mut Rng, input: &[u8]) -> Vec<u8> {
 /// Every fixture session of every registered agent, with its path inside the agent's home:
 /// mutated copies are placed at the same path in a scratch home.
 fn seeds() -> Vec<(&'static str, PathBuf, PathBuf)> {
-    let mut out = Vec::new();
-    // A database's rows are not a file to mutate: OpenCode's are fuzzed as its documents
-    // (the relay's and `opencode export`'s), whose reader is the same.
+    // A database's rows are not a file to mutate: OpenCode's are fuzzed as the documents of
+    // `opencode export` (placed where a relay puts its own), which hold the same JSON (the
+    // session, each message and its parts) and go through the same reader.
+    let mut out: Vec<_> = std::fs::read_dir(crate::common::fixtures().join("opencode-export"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| {
+            (
+                "opencode",
+                Path::new("session-relay").join(e.file_name()),
+                e.path(),
+            )
+        })
+        .collect();
     for (agent, path) in crate::common::fixture_sessions() {
         if !crate::common::is_file_session(&path) {
             continue;
@@ -109,6 +120,8 @@ fn seeds() -> Vec<(&'static str, PathBuf, PathBuf)> {
             .to_path_buf();
         out.push((agent, rel, path));
     }
+    // In one order wherever the test runs (a folder lists its files in any order).
+    out.sort();
     out
 }
 
@@ -229,7 +242,8 @@ fn mutated_sessions_never_panic() {
         let (agent, rel, _) = seeds
             .iter()
             .find(|(a, rel, _)| {
-                name.starts_with(&format!("{a}-")) && rel.extension().is_some_and(|x| x == "jsonl")
+                let file = rel.extension().is_some_and(|x| x == "jsonl" || x == "json");
+                name.starts_with(&format!("{a}-")) && file
             })
             .unwrap_or_else(|| panic!("regression {name} names no known agent"));
         let bytes = std::fs::read(e.path()).unwrap();

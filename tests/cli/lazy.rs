@@ -2733,3 +2733,33 @@ fn folding_a_pi_qwen_or_copilot_session_changes_nothing() {
         assert!(read_again > 0, "{agent}: never read again after folding");
     }
 }
+
+/// An OpenCode session folds as they do, read from its rows in the database: a relay that
+/// folds its older turns as it converts them writes what a full read writes. It must both fold
+/// and keep the fold, and fold and read again, or the test proves nothing.
+#[test]
+fn folding_an_opencode_session_changes_nothing() {
+    let env = TestEnv::empty();
+    let (mut kept, mut read_again) = (0, 0);
+    for seed in chosen([1], 1..=4u64) {
+        let source = write_awkward_codex_session(&env, seed, 150 + 40 * seed as usize);
+        let r = env.json(&[
+            "relay",
+            source.to_str().unwrap(),
+            "--to",
+            "opencode",
+            "--budget",
+            "500000000",
+            "--cwd",
+            "/tmp/lazy",
+            "--json",
+        ]);
+        let id = r["target"]["id"].as_str().unwrap();
+        let path = env.home("opencode").join("opencode.db").join(id);
+        let (k, r) = fold_outcomes(&env, &path, seed, 6);
+        (kept, read_again) = (kept + k, read_again + r);
+    }
+    eprintln!("opencode: folded and kept {kept} times, read again {read_again} times");
+    assert!(kept > 0, "never folded and kept");
+    assert!(read_again > 0, "never read again after folding");
+}

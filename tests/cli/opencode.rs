@@ -77,6 +77,9 @@ fn a_relay_lands_as_rows_that_list_under_the_directory_and_clean_removes_them() 
     let row = &listed.as_array().unwrap()[0];
     assert_eq!(row["id"], id.as_str());
     assert_eq!(row["relay"]["from"]["agent"], "claude");
+    // The ledger names the relay's document, the listing the row under the database: the
+    // relay is known to the ledger all the same.
+    assert_eq!(row["relay"]["in_ledger"], true, "{row}");
     let shown = env.json(&["show", &id, "--json"]);
     assert_eq!(shown["session"]["format"], "opencode-db");
     // `clean` removes the relay's rows and its document, and nothing else.
@@ -210,4 +213,36 @@ fn bad_rows_are_warned_of_by_id() {
         exported.contains("Two checks fail. Shall I fix them?"),
         "{exported}"
     );
+}
+
+/// A database whose schema lacks what a relay writes (here a column of `part`, the last table
+/// written, after the session and its messages) refuses the relay inside its transaction: the
+/// error names the database, the transaction rolls back, and neither the database nor the
+/// relay's folder keeps anything.
+#[test]
+fn a_database_of_another_schema_refuses_the_relay_and_is_left_untouched() {
+    let env = TestEnv::with_fixtures();
+    let proj = env.project();
+    let db = db(&env);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("ALTER TABLE part DROP COLUMN time_updated")
+        .unwrap();
+    drop(conn);
+    let hash = || fnv(&std::fs::read(&db).unwrap());
+    let before = hash();
+    let sessions = rows(&db, "SELECT id FROM session WHERE ?1 = ?1", "x");
+    let (_, err) = env.fails(&["relay", "771ce1df", "--to", "opencode", "--cwd", &proj]);
+    assert!(err.contains(&db.display().to_string()), "{err}");
+    assert!(err.contains("time_updated"), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(hash(), before, "the database changed");
+    assert_eq!(
+        rows(&db, "SELECT id FROM session WHERE ?1 = ?1", "x"),
+        sessions
+    );
+    let relayed = env.home("opencode").join("session-relay");
+    let left: Vec<_> = std::fs::read_dir(&relayed)
+        .map(|d| d.filter_map(|e| e.ok()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }
