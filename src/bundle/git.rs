@@ -214,10 +214,16 @@ struct Hunk<'a> {
 fn hunks(diff: &str) -> Vec<Hunk<'_>> {
     let mut out: Vec<Hunk> = Vec::new();
     let mut file = String::new();
+    // A file's header (`--- a/x`, `+++ b/x`) comes before its first hunk: inside a hunk, a
+    // line `+++ ...` is an added line that starts with `++ `, and is scanned as one.
+    let mut in_header = false;
     for l in diff.lines() {
-        if let Some(name) = l.strip_prefix("+++ ") {
+        if l.starts_with("diff ") {
+            in_header = true;
+        } else if let (true, Some(name)) = (in_header, l.strip_prefix("+++ ")) {
             file = name.strip_prefix("b/").unwrap_or(name).to_string();
         } else if l.starts_with("@@ ") {
+            in_header = false;
             // `@@ -a,b +c,d @@`: the added lines start at c.
             let start = l
                 .split(' ')
@@ -364,4 +370,21 @@ pub fn apply(top: &Path, bundle_file: &Path, changes: &super::GitChanges) -> Res
 
 fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An added line that starts with `++ ` reads `+++ ...` in the diff: it is still an added
+    /// line of its hunk, not the header of another file, so a secret on it is found.
+    #[test]
+    fn an_added_line_starting_with_plus_plus_is_scanned() {
+        let diff = "diff --git a/s.txt b/s.txt\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n+++ b/s.txt\n@@ -0,0 +1,2 @@\n+first\n+++ token here\n";
+        let h = hunks(diff);
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].file, "s.txt");
+        assert_eq!(h[0].start, 1);
+        assert_eq!(h[0].lines, vec!["first", "++ token here"]);
+    }
 }
