@@ -498,3 +498,20 @@ fn a_bundle_is_a_plain_tar_zstd_archive_listing_its_payload() {
     }
     assert_eq!(names, ["manifest.json", "session.jsonl", "snapshot.json"]);
 }
+
+/// The command a bundle's report suggests is one to copy: a path with a space and a quote in
+/// it is quoted as a shell reads it.
+#[test]
+fn the_suggested_relay_command_quotes_the_bundle_path() {
+    let env = TestEnv::empty();
+    let id = crate::common::session_with_prompts(&env, "claude", &["Hello"]);
+    let dir = env.work().join("hand off's");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("ü b.bundle");
+    let text = env.ok(&["bundle", &id, "-o", out.to_str().unwrap()]);
+    let quoted = format!("'{}'", out.display().to_string().replace('\'', r"'\''"));
+    assert!(
+        text.contains(&format!("session-relay relay {quoted} --to AGENT")),
+        "{text}"
+    );
+}
