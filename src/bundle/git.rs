@@ -172,6 +172,9 @@ fn scan(top: &Path, base: &str, tree: &str, redactor: &Redactor) -> Result<Vec<S
         "--no-color",
         "--no-ext-diff",
         "--no-renames",
+        // A file git takes for binary (or `.gitattributes` marks so) would show only as
+        // differing: read as text, its lines are scanned like any other.
+        "--text",
         "-U0",
         base,
         tree,

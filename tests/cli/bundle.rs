@@ -394,6 +394,29 @@ fn git_changes_holding_a_secret_are_refused_naming_the_file_and_line() {
     assert!(!again.exists());
 }
 
+/// A changed file git takes for binary (a NUL byte in it) or `.gitattributes` marks `-diff` is
+/// still scanned: git's diff would only say it differs.
+#[test]
+fn a_secret_in_a_file_git_diffs_as_binary_is_found() {
+    let env = TestEnv::empty();
+    let repo = repo(&env.work().join("repo"));
+    session(&env, &repo);
+    std::fs::write(
+        repo.join("state.db"),
+        format!("\0\0header\ntoken={TOKEN}\n"),
+    )
+    .unwrap();
+    std::fs::write(repo.join(".gitattributes"), "*.env -diff\n").unwrap();
+    std::fs::write(repo.join("prod.env"), format!("KEY={AWS_KEY}\n")).unwrap();
+    let out = env.work().join("b.bundle");
+    let (code, err) = env.fails(&["bundle", ID, "-o", out.to_str().unwrap(), "--git"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("state.db:2"), "{err}");
+    assert!(err.contains("prod.env:1"), "{err}");
+    assert!(!err.contains(TOKEN) && !err.contains(AWS_KEY), "{err}");
+    assert!(!out.exists(), "a refused bundle was written");
+}
+
 /// A private key block (not a real key) as a file holds it.
 const PRIVATE_KEY: &str = "-----BEGIN RSA PRIVATE KEY-----
 MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun
