@@ -299,6 +299,12 @@ pub fn bundle(captured: &Captured, branch: &str, out: &Path) -> Result<()> {
 /// The checkout at `dir` can take the bundled branch: it is one, with nothing uncommitted, and
 /// it has the commit the changes are on. Returns its top folder.
 pub fn check_target(dir: &Path, changes: &super::GitChanges) -> Result<PathBuf> {
+    if !well_formed(changes) {
+        return Err(usage(format!(
+            "--apply-changes: the bundle names the branch {:?} on {:?}, which session-relay never writes; nothing was written",
+            changes.branch, changes.base
+        )));
+    }
     let top = run(
         {
             let mut c = git(dir);
@@ -371,6 +377,19 @@ pub fn apply(top: &Path, bundle_file: &Path, changes: &super::GitChanges) -> Res
     Ok(())
 }
 
+/// The manifest is read from a file of unknown origin, and its branch is passed to `git
+/// checkout`: only `relay/<letters and digits>` on a commit id, as `bundle` writes them, so that
+/// none is read as an option or another ref.
+fn well_formed(changes: &super::GitChanges) -> bool {
+    let hex = |s: &str| matches!(s.len(), 40 | 64) && s.bytes().all(|b| b.is_ascii_hexdigit());
+    changes
+        .branch
+        .strip_prefix("relay/")
+        .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric()))
+        && hex(&changes.base)
+        && hex(&changes.commit)
+}
+
 fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
 }
@@ -378,6 +397,29 @@ fn short(commit: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_branch_and_commits_as_bundle_writes_them_are_taken() {
+        let c = |branch: &str, base: &str| super::super::GitChanges {
+            branch: branch.into(),
+            base: base.into(),
+            commit: "b".repeat(40),
+            files: 1,
+        };
+        let base = "a".repeat(40);
+        assert!(well_formed(&c("relay/b0d1e5e5", &base)));
+        for bad in [
+            "-f",
+            "relay/--detach",
+            "relay/",
+            "main",
+            "relay/../x",
+            "relay/a b",
+        ] {
+            assert!(!well_formed(&c(bad, &base)), "{bad}");
+        }
+        assert!(!well_formed(&c("relay/b0d1e5e5", "--orphan")));
+    }
 
     /// An added line that starts with `++ ` reads `+++ ...` in the diff: it is still an added
     /// line of its hunk, not the header of another file, so a secret on it is found.
