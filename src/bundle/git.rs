@@ -172,6 +172,9 @@ fn scan(top: &Path, base: &str, tree: &str, redactor: &Redactor) -> Result<Vec<S
         "--no-color",
         "--no-ext-diff",
         "--no-renames",
+        // A file git takes for binary (or `.gitattributes` marks so) would show only as
+        // differing: read as text, its lines are scanned like any other.
+        "--text",
         "-U0",
         base,
         tree,
@@ -214,10 +217,16 @@ struct Hunk<'a> {
 fn hunks(diff: &str) -> Vec<Hunk<'_>> {
     let mut out: Vec<Hunk> = Vec::new();
     let mut file = String::new();
+    // A file's header (`--- a/x`, `+++ b/x`) comes before its first hunk: inside a hunk, a
+    // line `+++ ...` is an added line that starts with `++ `, and is scanned as one.
+    let mut in_header = false;
     for l in diff.lines() {
-        if let Some(name) = l.strip_prefix("+++ ") {
+        if l.starts_with("diff ") {
+            in_header = true;
+        } else if let (true, Some(name)) = (in_header, l.strip_prefix("+++ ")) {
             file = name.strip_prefix("b/").unwrap_or(name).to_string();
         } else if l.starts_with("@@ ") {
+            in_header = false;
             // `@@ -a,b +c,d @@`: the added lines start at c.
             let start = l
                 .split(' ')
@@ -290,6 +299,12 @@ pub fn bundle(captured: &Captured, branch: &str, out: &Path) -> Result<()> {
 /// The checkout at `dir` can take the bundled branch: it is one, with nothing uncommitted, and
 /// it has the commit the changes are on. Returns its top folder.
 pub fn check_target(dir: &Path, changes: &super::GitChanges) -> Result<PathBuf> {
+    if !well_formed(changes) {
+        return Err(usage(format!(
+            "--apply-changes: the bundle names the branch {:?} on {:?}, which session-relay never writes; nothing was written",
+            changes.branch, changes.base
+        )));
+    }
     let top = run(
         {
             let mut c = git(dir);
@@ -362,6 +377,59 @@ pub fn apply(top: &Path, bundle_file: &Path, changes: &super::GitChanges) -> Res
     Ok(())
 }
 
+/// The manifest is read from a file of unknown origin, and its branch is passed to `git
+/// checkout`: only `relay/<letters and digits>` on a commit id, as `bundle` writes them, so that
+/// none is read as an option or another ref.
+fn well_formed(changes: &super::GitChanges) -> bool {
+    let hex = |s: &str| matches!(s.len(), 40 | 64) && s.bytes().all(|b| b.is_ascii_hexdigit());
+    changes
+        .branch
+        .strip_prefix("relay/")
+        .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric()))
+        && hex(&changes.base)
+        && hex(&changes.commit)
+}
+
 fn short(commit: &str) -> &str {
     &commit[..commit.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_branch_and_commits_as_bundle_writes_them_are_taken() {
+        let c = |branch: &str, base: &str| super::super::GitChanges {
+            branch: branch.into(),
+            base: base.into(),
+            commit: "b".repeat(40),
+            files: 1,
+        };
+        let base = "a".repeat(40);
+        assert!(well_formed(&c("relay/b0d1e5e5", &base)));
+        for bad in [
+            "-f",
+            "relay/--detach",
+            "relay/",
+            "main",
+            "relay/../x",
+            "relay/a b",
+        ] {
+            assert!(!well_formed(&c(bad, &base)), "{bad}");
+        }
+        assert!(!well_formed(&c("relay/b0d1e5e5", "--orphan")));
+    }
+
+    /// An added line that starts with `++ ` reads `+++ ...` in the diff: it is still an added
+    /// line of its hunk, not the header of another file, so a secret on it is found.
+    #[test]
+    fn an_added_line_starting_with_plus_plus_is_scanned() {
+        let diff = "diff --git a/s.txt b/s.txt\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n+++ b/s.txt\n@@ -0,0 +1,2 @@\n+first\n+++ token here\n";
+        let h = hunks(diff);
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].file, "s.txt");
+        assert_eq!(h[0].start, 1);
+        assert_eq!(h[0].lines, vec!["first", "++ token here"]);
+    }
 }

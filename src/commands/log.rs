@@ -128,15 +128,24 @@ pub fn run(cfg: &Config, opts: &Options) -> Result<Report> {
 
 fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     let redactor = cfg.redactor()?;
-    let listing = select::list_with(
+    let (entries, mut warnings) = ledger::read();
+    let listing = match select::list_with(
         cfg,
         None,
         &select::ListOptions {
             redactor: Some(&redactor),
             save_cache: true,
         },
-    )?;
-    let (entries, mut warnings) = ledger::read();
+    ) {
+        Ok(l) => l,
+        // A machine with no agent's store still has the ledger's relays to tell (their
+        // sessions show as gone); with neither, the error names every store tried.
+        Err(e) if !entries.is_empty() && no_store(&e) => select::Listing {
+            sessions: Vec::new(),
+            warnings: Vec::new(),
+        },
+        Err(e) => return Err(e),
+    };
     warnings.extend(listing.warnings);
     let mut graph = Graph::build(&entries, listing.sessions);
     graph.scan_outside_stores(cfg, &redactor, &mut warnings);
@@ -342,6 +351,11 @@ impl<'e> Graph<'e> {
         nodes.sort_by_key(|&n| self.appeared(n));
         nodes
     }
+}
+
+fn no_store(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<crate::exit::CliError>()
+        .is_some_and(|c| c.code == crate::exit::ExitCode::NoStore)
 }
 
 /// The store relays that landed: every `relay` entry but those a `withdrawn` entry took

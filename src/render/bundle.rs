@@ -48,7 +48,8 @@ impl Text for Report {
         writeln!(
             out,
             "Relay it on another machine with:\n  session-relay relay {} --to AGENT --cwd DIR{}",
-            safe(&self.output),
+            // A command to copy: a path with a space or a quote stays one word.
+            crate::text::shell_quote(&safe(&self.output)),
             if m.git.is_some() {
                 " --apply-changes"
             } else {

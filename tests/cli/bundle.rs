@@ -394,6 +394,29 @@ fn git_changes_holding_a_secret_are_refused_naming_the_file_and_line() {
     assert!(!again.exists());
 }
 
+/// A changed file git takes for binary (a NUL byte in it) or `.gitattributes` marks `-diff` is
+/// still scanned: git's diff would only say it differs.
+#[test]
+fn a_secret_in_a_file_git_diffs_as_binary_is_found() {
+    let env = TestEnv::empty();
+    let repo = repo(&env.work().join("repo"));
+    session(&env, &repo);
+    std::fs::write(
+        repo.join("state.db"),
+        format!("\0\0header\ntoken={TOKEN}\n"),
+    )
+    .unwrap();
+    std::fs::write(repo.join(".gitattributes"), "*.env -diff\n").unwrap();
+    std::fs::write(repo.join("prod.env"), format!("KEY={AWS_KEY}\n")).unwrap();
+    let out = env.work().join("b.bundle");
+    let (code, err) = env.fails(&["bundle", ID, "-o", out.to_str().unwrap(), "--git"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("state.db:2"), "{err}");
+    assert!(err.contains("prod.env:1"), "{err}");
+    assert!(!err.contains(TOKEN) && !err.contains(AWS_KEY), "{err}");
+    assert!(!out.exists(), "a refused bundle was written");
+}
+
 /// A private key block (not a real key) as a file holds it.
 const PRIVATE_KEY: &str = "-----BEGIN RSA PRIVATE KEY-----
 MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun
@@ -497,4 +520,21 @@ fn a_bundle_is_a_plain_tar_zstd_archive_listing_its_payload() {
         names.push(name);
     }
     assert_eq!(names, ["manifest.json", "session.jsonl", "snapshot.json"]);
+}
+
+/// The command a bundle's report suggests is one to copy: a path with a space and a quote in
+/// it is quoted as a shell reads it.
+#[test]
+fn the_suggested_relay_command_quotes_the_bundle_path() {
+    let env = TestEnv::empty();
+    let id = crate::common::session_with_prompts(&env, "claude", &["Hello"]);
+    let dir = env.work().join("hand off's");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("ü b.bundle");
+    let text = env.ok(&["bundle", &id, "-o", out.to_str().unwrap()]);
+    let quoted = format!("'{}'", out.display().to_string().replace('\'', r"'\''"));
+    assert!(
+        text.contains(&format!("session-relay relay {quoted} --to AGENT")),
+        "{text}"
+    );
 }

@@ -323,3 +323,47 @@ fn log_reads_a_source_outside_the_stores_where_it_is() {
     let (chain, _) = log_chain(&env, &["log", &target]);
     assert_eq!(chain["sessions"][0]["gone"], true, "{chain}");
 }
+
+/// On a machine with no agent's store left (the homes removed), the ledger still tells its
+/// relays, their sessions gone; a damaged ledger line is a warning naming it, not a failure.
+#[test]
+fn log_without_any_store_shows_what_the_ledger_knows() {
+    let mut env = TestEnv::empty();
+    env.removing_stores();
+    let proj = env.project();
+    let source = session_with_prompts(&env, "claude", &["Hello", "More"]);
+    let (target, _) = relay(&env, &source, "codex", &proj);
+    let ledger = env.dir.path().join("state/session-relay/ledger.jsonl");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&ledger)
+        .unwrap();
+    writeln!(f, "{{\"event\": \"relay\", damaged").unwrap();
+    let lines = std::fs::read_to_string(&ledger).unwrap().lines().count();
+    for agent in session_relay::adapters::names() {
+        std::fs::remove_dir_all(env.home(agent)).unwrap();
+    }
+    let v = env.json(&["log", "--all", "--json"]);
+    let chains = v["chains"].as_array().unwrap();
+    assert_eq!(chains.len(), 1, "{v:#}");
+    let (sessions, relays) = shape(&chains[0]);
+    assert_eq!(
+        sessions,
+        [
+            ("claude".to_string(), source.clone(), true),
+            ("codex".to_string(), target.clone(), true)
+        ]
+    );
+    assert_eq!(relays.len(), 1, "{v:#}");
+    let warned = format!("{}:{lines}", ledger.display());
+    assert!(
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains(&warned)),
+        "no warning naming {warned}: {v:#}"
+    );
+    let text = env.ok(&["log", &target]);
+    assert!(text.contains(&source), "{text}");
+}
