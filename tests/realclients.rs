@@ -347,6 +347,16 @@ fn a_generated_20_mb_session_relays_to_every_agent() {
     let (path, size) = write_big_codex_session(&env.codex_home(), &proj);
     assert!(size > 20 * 1024 * 1024, "generated only {size} bytes");
     let src = path.to_str().unwrap();
+    // OpenCode's database here is a new one, where no prompt names a model yet: the model is
+    // the one the user's OpenCode config sets, as on a machine where OpenCode was set up.
+    // Without one the relay keeps a placeholder and says so (tests/cli/opencode.rs).
+    let config = env.dir.path().join("config/opencode");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("opencode.json"),
+        r#"{"model": "mock/mock-model"}"#,
+    )
+    .unwrap();
     let mut failures = Vec::new();
     // Fitted to the default budget, the transcript loads without Claude Code compacting it
     // (relayed whole, its first request would be a compaction and the probe would follow a
