@@ -9,7 +9,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::common::TestEnv;
+use crate::common::{TestEnv, git};
 use serde_json::{Value, json};
 
 /// Secrets the session holds, in a prompt and a tool's output: none may reach the bundle.
@@ -17,29 +17,6 @@ const TOKEN: &str = "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R";
 const AWS_KEY: &str = "AKIA2E0A8F3B244C9986";
 
 const ID: &str = "b0d1e5e5-0000-4000-8000-0000000000b1";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// A repository with one commit: `a.txt`, `old.txt`, and a `.gitignore` that ignores `build/`.
 fn repo(dir: &Path) -> PathBuf {
@@ -187,7 +164,7 @@ fn a_bundle_relays_under_another_home_into_another_checkout_with_its_changes() {
     std::fs::create_dir_all(second.work().join("elsewhere")).unwrap();
     let repo2 = second.work().join("elsewhere/checkout");
     git(
-        &second.work(),
+        second.work(),
         &[
             "clone",
             "-q",
@@ -334,7 +311,7 @@ fn apply_changes_refuses_a_dirty_checkout_or_one_without_the_base_commit() {
     // A clone with the commit, but with uncommitted changes.
     let clone = second.work().join("clone");
     git(
-        &second.work(),
+        second.work(),
         &[
             "clone",
             "-q",

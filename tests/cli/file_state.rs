@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::common::TestEnv;
+use crate::common::{TestEnv, git};
 use serde_json::{Value, json};
 
 /// The session's clock: long before any test runs, so that a file changed by the test is
@@ -462,29 +462,6 @@ fn gemini_in_repo(env: &TestEnv, repo: &str) -> PathBuf {
     let text: Vec<String> = out.iter().map(Value::to_string).collect();
     std::fs::write(&path, text.join("\n") + "\n").unwrap();
     path
-}
-
-/// Runs git in `dir`, as a test user.
-fn git(dir: &str, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// A repository whose first commit holds the files the sessions change.

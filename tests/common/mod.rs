@@ -450,3 +450,27 @@ pub fn write_session(env: &TestEnv, agent: &str, entries: &[Entry]) -> String {
     std::fs::write(path, text.join("\n") + "\n").unwrap();
     id.to_string()
 }
+
+/// Runs git in `dir` as a test user, asserting it succeeds; its standard output.
+pub fn git(dir: impl AsRef<Path>, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
