@@ -9,9 +9,10 @@
 //! - `changes.gitbundle` (with `--git`): a git bundle of the branch `relay/<short id>`, one
 //!   commit on the checkout's HEAD holding the working tree's changes (see `git`).
 //!
-//! A bundle is opened (`open`) whole into a temporary folder and checked against its manifest
-//! before anything reads it: a truncated or altered one is refused, and so is one a newer
-//! format wrote.
+//! A bundle is opened (`open`) into a temporary folder, each member checked against the
+//! manifest (a plain file it lists, of the size it lists) before it is written, and read no
+//! further than the manifest lists: a truncated, altered or hostile one is refused, and so is
+//! one a newer format wrote.
 
 pub mod git;
 
@@ -208,26 +209,89 @@ pub fn is_bundle(path: &Path) -> bool {
     dec.take(100).read_exact(&mut head).is_ok() && head.starts_with(b"manifest.json\0")
 }
 
+/// The most a manifest may weigh: it lists three files, in a few hundred bytes.
+const MANIFEST_MAX: u64 = 1 << 20;
+
+/// The most a bundle's files may add up to, whatever its manifest says: a session of hundreds
+/// of MB and a git bundle of the working tree's changes fit many times over, and no bundle
+/// fills the disk it is unpacked on.
+pub const UNPACKED_MAX: u64 = 4 << 30;
+
+/// A tar block: each header is one, and each file's data is padded to a whole number of them.
+const BLOCK: u64 = 512;
+
+/// The decompressed archive, read no further than `left` bytes: a zstd frame that expands
+/// far beyond what the manifest lists is stopped there, not after it has been unpacked (nor
+/// after an extension header the tar reader would hold whole in memory).
+struct Capped<R> {
+    inner: R,
+    left: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.left.get();
+        if left == 0 && !buf.is_empty() {
+            return Err(std::io::Error::other(OVER_CAP));
+        }
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left.set(left - n as u64);
+        Ok(n)
+    }
+}
+
+const OVER_CAP: &str = "it unpacks to more than its manifest lists";
+
+/// The tar bytes a payload takes: a header, and the data padded to whole blocks.
+fn tar_bytes(files: &[PayloadFile]) -> u64 {
+    files
+        .iter()
+        .map(|f| BLOCK + f.bytes.div_ceil(BLOCK) * BLOCK)
+        .sum()
+}
+
 /// Opens the bundle at `path` into a temporary folder and checks it: the manifest first (a
-/// newer format is refused before anything else is read), then every payload file against its
-/// size and sha256, nothing missing and nothing more.
+/// newer format is refused before anything else is read), then each member's header against
+/// the manifest before a byte of it is written, then every payload file against its size and
+/// sha256, nothing missing and nothing more. The archive is read through `Capped`: no more
+/// than the manifest's own block, then no more than the files it lists (`UNPACKED_MAX` at
+/// most) take.
 pub fn open(path: &Path) -> Result<Opened> {
     let f = std::fs::File::open(path)
         .with_context(|| format!("cannot open the bundle {}", path.display()))?;
     let dec = zstd::Decoder::new(f).map_err(|e| refused(path, e))?;
-    let mut archive = tar::Archive::new(dec);
-    let dir = tempfile::Builder::new()
-        .prefix("session-relay-bundle-")
-        .tempdir()
-        .context("cannot create a temporary folder for the bundle")?;
-    let mut entries = archive.entries().map_err(|e| refused(path, e))?;
+    let left = std::rc::Rc::new(std::cell::Cell::new(
+        BLOCK + MANIFEST_MAX.div_ceil(BLOCK) * BLOCK,
+    ));
+    let capped = Capped {
+        inner: dec,
+        left: left.clone(),
+    };
+    let mut archive = tar::Archive::new(capped);
+    // Every header as it is: a GNU long name or a pax extension is a member of its own, which
+    // `member` refuses, never one read whole before it is looked at.
+    let mut entries = archive
+        .entries()
+        .map(|e| e.raw(true))
+        .map_err(|e| refused(path, e))?;
+    let over = |e: std::io::Error| {
+        if left.get() == 0 {
+            refused(path, OVER_CAP)
+        } else {
+            refused(path, e)
+        }
+    };
     let manifest = match entries.next() {
         Some(Ok(mut e)) if e.path_bytes().as_ref() == MANIFEST.as_bytes() => {
+            if e.header().entry_type() != tar::EntryType::Regular || e.size() > MANIFEST_MAX {
+                return Err(refused(path, "its manifest is no plain file of a few KB"));
+            }
             let mut json = Vec::new();
-            e.read_to_end(&mut json).map_err(|e| refused(path, e))?;
+            e.read_to_end(&mut json).map_err(over)?;
             read_manifest(path, &json)?
         }
-        Some(Err(e)) => return Err(refused(path, e)),
+        Some(Err(e)) => return Err(over(e)),
         _ => {
             return Err(refused(
                 path,
@@ -235,24 +299,23 @@ pub fn open(path: &Path) -> Result<Opened> {
             ));
         }
     };
+    check_listed(path, &manifest)?;
+    // From here on: the rest of the manifest's last block, the files it lists, the end block.
+    left.set(BLOCK + tar_bytes(&manifest.payload) + BLOCK);
+    let dir = tempfile::Builder::new()
+        .prefix("session-relay-bundle-")
+        .tempdir()
+        .context("cannot create a temporary folder for the bundle")?;
     let mut found: BTreeMap<String, PayloadFile> = BTreeMap::new();
     for e in entries {
-        let mut e = e.map_err(|e| refused(path, e))?;
-        let name = String::from_utf8_lossy(&e.path_bytes()).into_owned();
-        // Only the names this format knows: a name is a path under the temporary folder.
-        let known = [SESSION, SNAPSHOT, CHANGES].contains(&name.as_str());
-        if !known || !manifest.payload.iter().any(|f| f.name == name) || found.contains_key(&name) {
-            return Err(refused(
-                path,
-                format!("it holds {name}, which its manifest does not list"),
-            ));
-        }
+        let mut e = e.map_err(over)?;
+        let want = member(path, &manifest, &e, &found)?;
         let (bytes, sha256) =
-            unpack(&mut e, &dir.path().join(&name)).map_err(|e| refused(path, e))?;
+            unpack(&mut (&mut e).take(want.bytes), &dir.path().join(&want.name)).map_err(over)?;
         found.insert(
-            name.clone(),
+            want.name.clone(),
             PayloadFile {
-                name,
+                name: want.name.clone(),
                 bytes,
                 sha256,
             },
@@ -265,6 +328,82 @@ pub fn open(path: &Path) -> Result<Opened> {
         manifest,
         dir,
     })
+}
+
+/// The manifest lists only files this format knows, each once, adding up to no more than
+/// `UNPACKED_MAX`: checked before anything is unpacked.
+fn check_listed(path: &Path, manifest: &Manifest) -> Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for f in &manifest.payload {
+        if ![SESSION, SNAPSHOT, CHANGES].contains(&f.name.as_str()) || !seen.insert(&f.name) {
+            return Err(refused(
+                path,
+                format!("its manifest lists {:?}, which no bundle holds", f.name),
+            ));
+        }
+    }
+    let total = manifest
+        .payload
+        .iter()
+        .try_fold(0u64, |t, f| t.checked_add(f.bytes))
+        .filter(|&t| t <= UNPACKED_MAX);
+    if total.is_none() {
+        return Err(refused(
+            path,
+            format!(
+                "its manifest lists more than session-relay unpacks ({} at most)",
+                crate::text::human_size(UNPACKED_MAX)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What the manifest says of the member `e`, read from its header alone: refused, before a
+/// byte of it is written, when it is no plain file (a link, a device, a folder, an extension
+/// header), its name is not one the manifest lists (a path with `..` or `/` never is) or came
+/// before, or its size is not the manifest's.
+fn member<'m, R: Read>(
+    path: &Path,
+    manifest: &'m Manifest,
+    e: &tar::Entry<'_, R>,
+    found: &BTreeMap<String, PayloadFile>,
+) -> Result<&'m PayloadFile> {
+    let name = String::from_utf8_lossy(&e.path_bytes()).into_owned();
+    let shown = crate::text::safe(&name).into_owned();
+    let kind = e.header().entry_type();
+    if kind != tar::EntryType::Regular {
+        return Err(refused(
+            path,
+            format!("it holds {shown:?} as a {kind:?} entry, not a plain file"),
+        ));
+    }
+    if name.starts_with('/') || name.split('/').any(|p| p == "..") {
+        return Err(refused(
+            path,
+            format!("it holds {shown:?}, a path outside the bundle"),
+        ));
+    }
+    let Some(want) = manifest.payload.iter().find(|f| f.name == name) else {
+        return Err(refused(
+            path,
+            format!("it holds {shown:?}, which its manifest does not list"),
+        ));
+    };
+    if found.contains_key(&name) {
+        return Err(refused(path, format!("it holds {shown:?} twice")));
+    }
+    if e.size() != want.bytes {
+        return Err(refused(
+            path,
+            format!(
+                "its {name} is {} bytes, and its manifest says {} (a damaged or hostile bundle)",
+                e.size(),
+                want.bytes
+            ),
+        ));
+    }
+    Ok(want)
 }
 
 /// The manifest, refused when it is of another format or a newer version.
@@ -364,4 +503,37 @@ pub fn select(
         home: None,
     };
     Ok((located, Some(opened)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream far longer than its cap (a zstd frame of zeros expands so) is read to the cap
+    /// and then fails: never further.
+    #[test]
+    fn a_capped_stream_stops_at_its_cap() {
+        let cap = 3 * BLOCK + 7;
+        let left = std::rc::Rc::new(std::cell::Cell::new(cap));
+        let bomb = zstd::encode_all(std::io::repeat(0).take(64 << 20), 1).unwrap();
+        let mut r = Capped {
+            inner: zstd::Decoder::new(bomb.as_slice()).unwrap(),
+            left: left.clone(),
+        };
+        let mut read = Vec::new();
+        let err = r.read_to_end(&mut read).unwrap_err();
+        assert_eq!(err.to_string(), OVER_CAP);
+        assert_eq!(read.len() as u64, cap);
+        assert_eq!(left.get(), 0);
+        // Within its cap, a stream reads to its end as it is.
+        let left = std::rc::Rc::new(std::cell::Cell::new(cap));
+        let mut r = Capped {
+            inner: &[1u8; 100][..],
+            left: left.clone(),
+        };
+        let mut read = Vec::new();
+        r.read_to_end(&mut read).unwrap();
+        assert_eq!(read, [1u8; 100]);
+        assert_eq!(left.get(), cap - 100);
+    }
 }

@@ -515,3 +515,222 @@ fn the_suggested_relay_command_quotes_the_bundle_path() {
         "{text}"
     );
 }
+
+/// The members of a bundle's archive, in order: each header and its data.
+fn members(bundle: &Path) -> Vec<(tar::Header, Vec<u8>)> {
+    let mut archive =
+        tar::Archive::new(zstd::Decoder::new(std::fs::File::open(bundle).unwrap()).unwrap());
+    archive
+        .entries()
+        .unwrap()
+        .map(|e| {
+            let mut e = e.unwrap();
+            let mut data = Vec::new();
+            e.read_to_end(&mut data).unwrap();
+            (e.header().clone(), data)
+        })
+        .collect()
+}
+
+/// A tar header as `bundle` writes one, with `name` set byte for byte (a `..` too, which
+/// `tar` itself refuses to set), `size` and `kind`.
+fn header(name: &str, size: u64, kind: tar::EntryType) -> tar::Header {
+    let mut h = tar::Header::new_gnu();
+    h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+    h.set_size(size);
+    h.set_mode(0o644);
+    h.set_entry_type(kind);
+    if kind == tar::EntryType::Symlink || kind == tar::EntryType::Link {
+        h.set_link_name("/etc/passwd").unwrap();
+    }
+    h.set_cksum();
+    h
+}
+
+/// A tar archive of `members` as they are (the data padded to whole blocks), without the end
+/// blocks: a caller appends what follows.
+fn tar_of(members: &[(tar::Header, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (h, data) in members {
+        out.extend_from_slice(h.as_bytes());
+        out.extend_from_slice(data);
+        out.resize(out.len().div_ceil(512) * 512, 0);
+    }
+    out
+}
+
+/// A zstd frame that decompresses to `n` zero bytes (a multiple of 128 KiB) in 4 bytes per
+/// 128 KiB: RLE blocks, as the format allows, so a test writes a 2 GiB bomb as 64 KB.
+fn zero_frame(n: u64) -> Vec<u8> {
+    const BLOCK: u64 = 128 << 10;
+    // Magic; a frame header with no content size, checksum or dictionary; a 128 KiB window.
+    let mut out = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3];
+    let blocks = n / BLOCK;
+    for i in 0..blocks {
+        let last = u64::from(i + 1 == blocks);
+        // Block header: last flag, type 1 (RLE), and the size it repeats its one byte to.
+        let h = (BLOCK << 3) | (1 << 1) | last;
+        out.extend_from_slice(&h.to_le_bytes()[..3]);
+        out.push(0);
+    }
+    out
+}
+
+/// A bundle whose archive is `members`, then the end blocks, compressed.
+fn crafted(to: &Path, members: &[(tar::Header, Vec<u8>)]) {
+    let mut tar = tar_of(members);
+    tar.extend_from_slice(&[0; 1024]);
+    std::fs::write(to, zstd::encode_all(tar.as_slice(), 3).unwrap()).unwrap();
+}
+
+/// Each member's header is checked against the manifest before it is written: a member
+/// larger than the manifest says, a link, a device, a GNU long name, a path leaving the
+/// folder, a member the manifest does not list, and a manifest listing more than is ever
+/// unpacked are all refused, and nothing is written.
+#[test]
+fn hostile_members_are_refused_by_their_header() {
+    use tar::EntryType as T;
+    let env = TestEnv::empty();
+    let id = crate::common::session_with_prompts(&env, "claude", &["Hello"]);
+    let bundle = env.work().join("ok.bundle");
+    env.ok(&["bundle", &id, "-o", bundle.to_str().unwrap()]);
+    let ok = members(&bundle);
+    assert_eq!(ok[1].0.path().unwrap().to_str(), Some("session.jsonl"));
+    let session = ok[1].1.clone();
+    let with = |at: usize, member: (tar::Header, Vec<u8>)| {
+        let mut m = ok.clone();
+        m[at] = member;
+        m
+    };
+    let mut larger = session.clone();
+    larger.extend_from_slice(b"{\"more\":\"than the manifest lists\"}\n");
+    let mut manifest: Value = serde_json::from_slice(&ok[0].1).unwrap();
+    manifest["payload"][0]["bytes"] = json!(5u64 << 30);
+    let huge = serde_json::to_vec(&manifest).unwrap();
+    let cases = [
+        (
+            with(
+                1,
+                (
+                    header("session.jsonl", larger.len() as u64, T::Regular),
+                    larger,
+                ),
+            ),
+            "and its manifest says",
+        ),
+        (
+            with(1, (header("session.jsonl", 0, T::Symlink), Vec::new())),
+            "not a plain file",
+        ),
+        (
+            with(1, (header("session.jsonl", 0, T::Link), Vec::new())),
+            "not a plain file",
+        ),
+        (
+            with(1, (header("session.jsonl", 0, T::Char), Vec::new())),
+            "not a plain file",
+        ),
+        (
+            with(
+                1,
+                (
+                    header("././@LongLink", 14, T::GNULongName),
+                    b"session.jsonl\0".to_vec(),
+                ),
+            ),
+            "not a plain file",
+        ),
+        (
+            with(
+                1,
+                (
+                    header("../session.jsonl", session.len() as u64, T::Regular),
+                    session.clone(),
+                ),
+            ),
+            "a path outside the bundle",
+        ),
+        (
+            with(
+                1,
+                (
+                    header("/tmp/session.jsonl", session.len() as u64, T::Regular),
+                    session.clone(),
+                ),
+            ),
+            "a path outside the bundle",
+        ),
+        (
+            with(
+                1,
+                (
+                    header("extra.txt", session.len() as u64, T::Regular),
+                    session.clone(),
+                ),
+            ),
+            "which its manifest does not list",
+        ),
+        (
+            with(
+                0,
+                (header("manifest.json", huge.len() as u64, T::Regular), huge),
+            ),
+            "more than session-relay unpacks",
+        ),
+    ];
+    for (n, (m, says)) in cases.into_iter().enumerate() {
+        let file = env.work().join(format!("hostile{n}.bundle"));
+        crafted(&file, &m);
+        for cmd in [
+            vec!["relay", file.to_str().unwrap(), "--to", "codex"],
+            vec!["show", file.to_str().unwrap()],
+        ] {
+            let (_, err) = env.fails(&cmd);
+            assert!(
+                err.contains(says) && err.contains("refused"),
+                "case {n}, {cmd:?}: {err}"
+            );
+        }
+    }
+    assert!(!env.codex_home().join("sessions").exists());
+}
+
+/// A member whose header says 2 GiB of zeros, in a 64 KB bundle, while the manifest says a
+/// few hundred bytes: refused at its header, before it is decompressed. The binary runs with
+/// files capped at 64 MiB, so that unpacking it first would fail otherwise.
+#[test]
+fn a_decompression_bomb_is_refused_before_it_expands() {
+    let env = TestEnv::empty();
+    let id = crate::common::session_with_prompts(&env, "claude", &["Hello"]);
+    let bundle = env.work().join("ok.bundle");
+    env.ok(&["bundle", &id, "-o", bundle.to_str().unwrap()]);
+    let ok = members(&bundle);
+    const BOMB: u64 = 2 << 30;
+    let mut file = zstd::encode_all(tar_of(&ok[..1]).as_slice(), 3).unwrap();
+    let head = header("session.jsonl", BOMB, tar::EntryType::Regular);
+    file.extend(zstd::encode_all(head.as_bytes().as_slice(), 3).unwrap());
+    file.extend(zero_frame(BOMB));
+    assert!(file.len() < 100_000, "{}", file.len());
+    let bomb = env.work().join("bomb.bundle");
+    std::fs::write(&bomb, &file).unwrap();
+    // The crafted file is the bomb it means to be: its frames decompress to over 2 GiB.
+    let mut dec = zstd::Decoder::new(file.as_slice()).unwrap();
+    let unpacked = std::io::copy(&mut dec, &mut std::io::sink()).unwrap();
+    assert!(unpacked > BOMB, "{unpacked}");
+    let out = env
+        .cmd_of("bash")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 65536; exec \"$0\" \"$@\"")
+        .arg(assert_cmd::cargo::cargo_bin("session-relay"))
+        .args(["show", bomb.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!(
+            "its session.jsonl is {BOMB} bytes, and its manifest says"
+        )),
+        "{err}"
+    );
+}
