@@ -60,7 +60,11 @@ pub struct Captured {
     pub base: String,
     pub commit: String,
     pub files: usize,
-    /// Files holding something the masking rules take for a secret: `file:line (kind)`.
+    /// The commit's author, `Name <email>`: the user's git identity, carried as it is.
+    pub author: String,
+    /// Where the masking rules find a secret: `file:line (kind)` for a line the changes add,
+    /// `file (kind in its name)` for a changed or added file named with one, the file's name
+    /// masked in both.
     pub secrets: Vec<String>,
 }
 
@@ -121,17 +125,27 @@ pub fn capture(dir: &Path, session_id: &str, redactor: &Redactor) -> Result<Opti
     if files == 0 {
         return Ok(None);
     }
-    let secrets = scan(&top, &base, &tree, redactor)?;
+    let mut secrets = scan_names(&top, &base, &tree, redactor)?;
+    secrets.extend(scan(&top, &base, &tree, redactor)?);
     let message = format!("session-relay: working-tree changes of session {session_id}");
     let mut c = git(&top);
     c.args(["commit-tree", &tree, "-p", &base, "-m", &message]);
     with_identity(&top, &mut c);
     let commit = run(c, "commit the changes")?;
+    let author = run(
+        {
+            let mut c = git(&top);
+            c.args(["show", "-s", "--format=%an <%ae>", &commit]);
+            c
+        },
+        "read the commit's author",
+    )?;
     Ok(Some(Captured {
         top,
         base,
         commit,
         files,
+        author,
         secrets,
     }))
 }
@@ -184,8 +198,44 @@ fn scan(top: &Path, base: &str, tree: &str, redactor: &Redactor) -> Result<Vec<S
     for h in hunks(&diff) {
         for (n, added) in h.lines.iter().enumerate() {
             if let Some(kinds) = secret_kinds(redactor, added) {
-                found.push(format!("{}:{} ({kinds})", h.file, h.start + n));
+                let file = redactor.text(&h.file, &mut Default::default());
+                found.push(format!("{file}:{} ({kinds})", h.start + n));
             }
+        }
+    }
+    Ok(found)
+}
+
+/// The changed and added files (not the deleted ones, which the other side has) whose name
+/// holds a secret by the masking rules, as `file (kind in its name)`, the name masked: a
+/// tree carries names as well as contents.
+fn scan_names(top: &Path, base: &str, tree: &str, redactor: &Redactor) -> Result<Vec<String>> {
+    let mut c = git(top);
+    c.args([
+        "diff",
+        "--name-only",
+        "--no-renames",
+        "--diff-filter=d",
+        // Names as they are, not quoted: a rule matches the name, not an escape of it.
+        "-z",
+        base,
+        tree,
+    ]);
+    let out = c
+        .output()
+        .context("cannot run git to list the changed files")?;
+    if !out.status.success() {
+        bail!(
+            "git could not list the changed files: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let mut found = Vec::new();
+    for name in out.stdout.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let name = String::from_utf8_lossy(name);
+        if let Some(kinds) = secret_kinds(redactor, &name) {
+            let masked = redactor.text(&name, &mut Default::default());
+            found.push(format!("{masked} ({kinds} in its name)"));
         }
     }
     Ok(found)

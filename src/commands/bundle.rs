@@ -182,6 +182,12 @@ fn git_changes(
         )
         .into());
     }
+    // The masking rules mask secrets, not names or addresses (a session keeps the emails it
+    // shows too): the author goes as git has it, and the report says whose it is.
+    notes.push(format!(
+        "--git: the commit carrying the changes is authored by {} (your git identity; set GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL to carry another)",
+        captured.author
+    ));
     let short: String =
         s.id.chars()
             .filter(char::is_ascii_alphanumeric)

@@ -734,3 +734,71 @@ fn a_decompression_bomb_is_refused_before_it_expands() {
         "{err}"
     );
 }
+
+/// A changed file named with a secret carries it in the git bundle's tree: refused like a
+/// secret in a line, naming the file with the secret masked (in a line's place too).
+#[test]
+fn a_secret_in_a_changed_file_name_is_refused_masked() {
+    let env = TestEnv::empty();
+    let repo = repo(&env.work().join("repo"));
+    session(&env, &repo);
+    std::fs::create_dir_all(repo.join("keys")).unwrap();
+    std::fs::write(repo.join(format!("keys/{TOKEN}.txt")), "harmless\n").unwrap();
+    std::fs::write(
+        repo.join(format!("{AWS_KEY}.env")),
+        format!("KEY={AWS_KEY}\n"),
+    )
+    .unwrap();
+    let out = env.work().join("n.bundle");
+    let args = ["bundle", ID, "-o", out.to_str().unwrap(), "--git"];
+    let (code, err) = env.fails(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("keys/[REDACTED:github_token].txt (github_token in its name)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[REDACTED:aws_access_key].env:1 (aws_access_key)"),
+        "{err}"
+    );
+    assert!(!err.contains(TOKEN) && !err.contains(AWS_KEY), "{err}");
+    assert!(!out.exists(), "a refused bundle was written");
+    let mut with = args.to_vec();
+    with.extend(["--allow-secrets", "--json"]);
+    let report = env.json(&with);
+    let allowed = report["secrets_allowed"].to_string();
+    assert!(allowed.contains("(github_token in its name)"), "{allowed}");
+    assert!(
+        !allowed.contains(TOKEN) && !allowed.contains(AWS_KEY),
+        "{allowed}"
+    );
+}
+
+/// The commit carrying the changes is authored by the user's git identity, name and email
+/// as they are (the masking rules mask secrets, not addresses), and the report says so.
+#[test]
+fn the_carried_commit_is_authored_by_the_git_identity_and_the_report_names_it() {
+    let env = TestEnv::empty();
+    let repo = repo(&env.work().join("repo"));
+    session(&env, &repo);
+    change_working_tree(&repo);
+    // The HOME the binary runs with.
+    let home = env.work().parent().unwrap().to_path_buf();
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tname = Dana Dev\n\temail = dana@example.com\n",
+    )
+    .unwrap();
+    let (_, report) = make_bundle(&env, &repo);
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("authored by Dana Dev <dana@example.com>"),
+        "{notes}"
+    );
+    let commit = report["manifest"]["git"]["commit"].as_str().unwrap();
+    // The commit as the bundle carries it: its objects are in the checkout's store.
+    assert_eq!(
+        git(&repo, &["show", "-s", "--format=%an <%ae>", commit]).trim(),
+        "Dana Dev <dana@example.com>"
+    );
+}
