@@ -57,6 +57,9 @@ pub struct ChainSession {
     pub updated: Option<Timestamp>,
     /// Deleted since (no agent's store lists it).
     pub gone: bool,
+    /// Relayed here from a bundle (`session-relay bundle`), the path the ledger records: never
+    /// in a store on this machine, and not gone.
+    pub bundle: Option<String>,
     /// Deleted by `session-relay clean`.
     pub cleaned: bool,
     /// User and assistant messages, as `list` counts them.
@@ -536,6 +539,10 @@ impl Graph<'_> {
     fn session(&self, n: usize, f: Option<&Figures>) -> ChainSession {
         let node = &self.nodes[n];
         let s = node.summary.as_ref();
+        let bundle = node
+            .path
+            .clone()
+            .filter(|p| s.is_none() && from_bundle(Path::new(p)));
         ChainSession {
             agent: node.key.0.clone(),
             id: node.key.1.clone(),
@@ -546,7 +553,8 @@ impl Graph<'_> {
             title: s.and_then(|s| s.title.clone()),
             created: s.and_then(|s| s.created.clone()),
             updated: s.and_then(|s| s.updated.clone()),
-            gone: s.is_none(),
+            gone: s.is_none() && bundle.is_none(),
+            bundle,
             cleaned: node.cleaned && s.is_none(),
             messages: s.map(|s| s.messages),
             turns: f.map(|f| f.turns),
@@ -606,4 +614,11 @@ fn continued(e: &Entry, s: &Summary) -> Option<bool> {
         return Some(true);
     }
     Some(ledger::sha256_file(path).ok()? != e.target.sha256)
+}
+
+/// Whether a relay's source path names a bundle: a relay from one records the bundle's path,
+/// which may since have been moved (its name still says it) or named otherwise (its content
+/// does).
+fn from_bundle(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "bundle") || crate::bundle::is_bundle(path)
 }

@@ -63,6 +63,9 @@ fn write_chain(chain: &Chain, out: &mut dyn Write) -> io::Result<()> {
 /// `claude 771ce1df-…  2026-11-30 02:51 .. 02:52  12 turns  ~3.4k tokens`, or gone.
 fn session_line(s: &ChainSession) -> String {
     let head = format!("{} {}", safe(&s.agent), safe(&s.id));
+    if let Some(b) = &s.bundle {
+        return format!("{head}  [from bundle {}]", safe(b));
+    }
     if s.gone {
         let why = if s.cleaned {
             "deleted by session-relay clean"

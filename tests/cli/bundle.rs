@@ -278,6 +278,19 @@ fn a_bundle_relays_under_another_home_into_another_checkout_with_its_changes() {
     let exported = second.ok(&["export", bundle.to_str().unwrap()]);
     assert!(exported.contains("Make a.txt say two"));
     assert!(!exported.contains(TOKEN));
+    // `log` there names the bundle the session came from: no store of that machine holds it,
+    // and it is not gone.
+    let target = relayed["target"]["id"].as_str().unwrap();
+    let log = second.ok(&["log", target]);
+    assert!(
+        log.contains(&format!("claude {ID}  [from bundle {}]", bundle.display())),
+        "{log}"
+    );
+    assert!(!log.contains("gone"), "{log}");
+    let log = second.json(&["log", target, "--json"]);
+    let source = &log["chains"][0]["sessions"][0];
+    assert_eq!(source["bundle"], bundle.display().to_string(), "{log}");
+    assert_eq!(source["gone"], false);
 }
 
 #[test]
