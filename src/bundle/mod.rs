@@ -102,17 +102,31 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A payload file's content: bytes in memory, or a file (a git bundle is as large as the
+/// changes, and is streamed from where git wrote it, never held whole).
+#[derive(Clone, Copy)]
+pub enum Content<'a> {
+    Bytes(&'a [u8]),
+    File(&'a Path),
+}
+
 /// Writes a new bundle at `path` (never replacing a file): `manifest` with its payload list
-/// and checksum filled in from `files` (name, bytes), then the files.
-pub fn write(path: &Path, mut manifest: Manifest, files: &[(&str, &[u8])]) -> Result<Manifest> {
+/// and checksum filled in from `files` (name, content), then the files.
+pub fn write(path: &Path, mut manifest: Manifest, files: &[(&str, Content)]) -> Result<Manifest> {
     manifest.payload = files
         .iter()
-        .map(|(name, bytes)| PayloadFile {
-            name: name.to_string(),
-            bytes: bytes.len() as u64,
-            sha256: crate::ledger::sha256_bytes(bytes),
+        .map(|&(name, content)| {
+            let (bytes, sha256) = match content {
+                Content::Bytes(b) => (b.len() as u64, crate::ledger::sha256_bytes(b)),
+                Content::File(f) => (std::fs::metadata(f)?.len(), crate::ledger::sha256_file(f)?),
+            };
+            Ok(PayloadFile {
+                name: name.to_string(),
+                bytes,
+                sha256,
+            })
         })
-        .collect();
+        .collect::<Result<_>>()?;
     manifest.payload_sha256 = payload_sum(&manifest.payload);
     let json = serde_json::to_vec_pretty(&manifest)?;
     let mtime = chrono::DateTime::parse_from_rfc3339(&manifest.created_at)
@@ -120,15 +134,23 @@ pub fn write(path: &Path, mut manifest: Manifest, files: &[(&str, &[u8])]) -> Re
     crate::fsutil::write_new_file_with(path, |w| {
         let enc = zstd::Encoder::new(w, ZSTD_LEVEL)?;
         let mut tar = tar::Builder::new(enc);
-        for (name, bytes) in
-            std::iter::once((MANIFEST, json.as_slice())).chain(files.iter().copied())
-        {
+        let manifest_file = (MANIFEST, Content::Bytes(json.as_slice()));
+        for (name, content) in std::iter::once(manifest_file).chain(files.iter().copied()) {
             let mut header = tar::Header::new_gnu();
-            header.set_size(bytes.len() as u64);
             header.set_mode(0o644);
             header.set_mtime(mtime);
             header.set_entry_type(tar::EntryType::Regular);
-            tar.append_data(&mut header, name, bytes)?;
+            match content {
+                Content::Bytes(b) => {
+                    header.set_size(b.len() as u64);
+                    tar.append_data(&mut header, name, b)?;
+                }
+                Content::File(f) => {
+                    let file = std::fs::File::open(f)?;
+                    header.set_size(file.metadata()?.len());
+                    tar.append_data(&mut header, name, file)?;
+                }
+            }
         }
         tar.into_inner()?.finish()?.flush()?;
         Ok(())

@@ -82,12 +82,12 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     let mut session = Vec::new();
     crate::model::neutral::write(&s, &mut session)?;
     let snapshot_json = serde_json::to_vec_pretty(&snapshot)?;
-    let mut files: Vec<(&str, &[u8])> = vec![
-        (bundle::SESSION, session.as_slice()),
-        (bundle::SNAPSHOT, snapshot_json.as_slice()),
+    let mut files = vec![
+        (bundle::SESSION, bundle::Content::Bytes(&session)),
+        (bundle::SNAPSHOT, bundle::Content::Bytes(&snapshot_json)),
     ];
-    if let Some(bytes) = &git_bundle {
-        files.push((bundle::CHANGES, bytes.as_slice()));
+    if let Some((_, file)) = &git_bundle {
+        files.push((bundle::CHANGES, bundle::Content::File(file)));
     }
     let manifest = Manifest {
         format: bundle::FORMAT.into(),
@@ -140,6 +140,9 @@ fn source_sha256(located: &crate::select::Located) -> Result<String> {
     }
 }
 
+/// The git bundle as git wrote it, in a temporary folder removed when this is dropped.
+type GitBundleFile = (tempfile::TempDir, PathBuf);
+
 /// `--git`: the working tree's changes at the session's directory (or `--cwd`), as a git
 /// bundle of the branch `relay/<short id>`, and the secrets allowed in them. Refused when a
 /// change holds a secret, unless `--allow-secrets`.
@@ -150,7 +153,7 @@ fn git_changes(
     s: &crate::model::Session,
     redactor: Option<&crate::redact::Redactor>,
     notes: &mut Vec<String>,
-) -> Result<(Option<(bundle::GitChanges, Vec<u8>)>, Vec<String>)> {
+) -> Result<(Option<(bundle::GitChanges, GitBundleFile)>, Vec<String>)> {
     let dir = match (&opts.scope.cwd, &s.cwd) {
         (Some(d), _) => d.clone(),
         (None, Some(c)) => PathBuf::from(c),
@@ -199,12 +202,11 @@ fn git_changes(
         .tempdir()?;
     let file = tmp.path().join(bundle::CHANGES);
     bundle::git::bundle(&captured, &branch, &file)?;
-    let bytes = std::fs::read(&file)?;
     let changes = bundle::GitChanges {
         branch,
         base: captured.base,
         commit: captured.commit,
         files: captured.files,
     };
-    Ok((Some((changes, bytes)), captured.secrets))
+    Ok((Some((changes, (tmp, file))), captured.secrets))
 }
