@@ -622,6 +622,11 @@ pub trait Adapter: Sync {
     }
 }
 
+/// Writes the bytes that stand for a session kept as rows of a database (`Store::stand_in`) to
+/// an `out` as it reads them, so that they are hashed or compared without being held whole;
+/// returns how many it wrote.
+pub type StandIn = Box<dyn Fn(&mut dyn std::io::Write) -> Result<u64> + Send>;
+
 /// Where an agent keeps its sessions under a home.
 pub trait Store: Sync {
     /// The folders that hold sessions (shown when none exist).
@@ -640,9 +645,9 @@ pub trait Store: Sync {
     }
     /// For a store that keeps its sessions as rows of one database instead of a file each
     /// (OpenCode), `session_files` names each session by a path under the database file, which
-    /// is no file: these are the bytes that stand for such a session, which the ledger hashes
+    /// is no file: this writes the bytes that stand for such a session, which the ledger hashes
     /// and compares as it does a session file's. `None`: `path` is a file of its own.
-    fn session_bytes(&self, _path: &Path) -> Option<Result<Vec<u8>>> {
+    fn stand_in(&self, _path: &Path) -> Option<StandIn> {
         None
     }
     /// The folder the store keeps for session `id`, whose file is `path`, and for nothing else
@@ -817,8 +822,14 @@ impl dyn Adapter + '_ {
     pub fn index_titles(&self, home: &Path) -> HashMap<String, String> {
         self.store().index_titles(home)
     }
+    pub fn stand_in(&self, path: &Path) -> Option<StandIn> {
+        self.store().stand_in(path)
+    }
+    /// The bytes `stand_in` writes, collected.
     pub fn session_bytes(&self, path: &Path) -> Option<Result<Vec<u8>>> {
-        self.store().session_bytes(path)
+        let write = self.stand_in(path)?;
+        let mut bytes = Vec::new();
+        Some(write(&mut bytes).map(|_| bytes))
     }
     /// Reads one session file whole (see `Adapter::read_with`).
     pub fn read(&self, path: &Path, home: Option<&Path>) -> Result<Session> {

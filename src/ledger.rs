@@ -8,6 +8,8 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::adapter::StandIn;
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Side {
     pub agent: String,
@@ -443,6 +445,71 @@ pub struct Snapshot {
 /// document's update time at the start, the newest message at the end).
 const EDGE: usize = 4096;
 
+/// What a `Snapshot` keeps of bytes given in pieces, up to a length: the hash (when asked for),
+/// how many, and the first and last `EDGE` of them.
+struct Ends {
+    limit: u64,
+    len: u64,
+    hash: Option<Sha256>,
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl Ends {
+    fn new(limit: u64, hash: bool) -> Ends {
+        Ends {
+            limit,
+            len: 0,
+            hash: hash.then(Sha256::new),
+            head: Vec::new(),
+            tail: Vec::new(),
+        }
+    }
+
+    /// Takes the next piece, as far as the limit.
+    fn add(&mut self, chunk: &[u8]) {
+        let room = self.limit - self.len;
+        let chunk = &chunk[..chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX))];
+        let n = chunk.len();
+        self.len += n as u64;
+        if let Some(h) = self.hash.as_mut() {
+            h.update(chunk);
+        }
+        if self.head.len() < EDGE {
+            self.head
+                .extend_from_slice(&chunk[..n.min(EDGE - self.head.len())]);
+        }
+        if n >= EDGE {
+            self.tail.clear();
+            self.tail.extend_from_slice(&chunk[n - EDGE..]);
+        } else {
+            self.tail.extend_from_slice(chunk);
+            self.tail.drain(..self.tail.len().saturating_sub(EDGE));
+        }
+    }
+
+    fn snapshot(self) -> Snapshot {
+        Snapshot {
+            len: self.len,
+            sha256: self.hash.map(|h| hex(&h.finalize())).unwrap_or_default(),
+            head: self.head,
+            tail: self.tail,
+        }
+    }
+}
+
+/// Bytes written to `Ends` are taken in; it counts all of them (`StandIn` says how many it
+/// wrote) and keeps what comes before its limit.
+impl std::io::Write for Ends {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.add(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 impl Snapshot {
     /// The first `len` bytes of `path`; fails if it has fewer.
     pub fn take(path: &Path, len: u64) -> Result<Snapshot> {
@@ -454,60 +521,40 @@ impl Snapshot {
     }
 
     /// The snapshot of a session that is no file of its own: the bytes that stand for it
-    /// (`Store::session_bytes`), named `path`.
-    pub fn of_bytes(bytes: &[u8], path: &Path) -> Result<Snapshot> {
-        Snapshot::read_from(bytes, u64::MAX, path)
+    /// (`Store::stand_in`), named `path`.
+    pub fn of_stand_in(write: &StandIn, path: &Path) -> Result<Snapshot> {
+        let mut d = Ends::new(u64::MAX, true);
+        write(&mut d).with_context(|| format!("cannot read {}", path.display()))?;
+        Ok(d.snapshot())
     }
 
     /// At most the first `len` bytes of `path`.
     fn read(path: &Path, len: u64) -> Result<Snapshot> {
         let f =
             std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        Snapshot::read_from(f, len, path)
-    }
-
-    /// At most the first `len` bytes `f` gives, read from `path`.
-    fn read_from(f: impl std::io::Read, len: u64, path: &Path) -> Result<Snapshot> {
         let mut f = std::io::Read::take(f, len);
-        let mut h = Sha256::new();
+        let mut d = Ends::new(len, true);
         let mut buf = vec![0u8; 1 << 16];
-        let (mut read, mut head, mut tail) = (0u64, Vec::new(), Vec::new());
         loop {
             let n = std::io::Read::read(&mut f, &mut buf)
                 .with_context(|| format!("cannot read {}", path.display()))?;
             if n == 0 {
-                break;
+                return Ok(d.snapshot());
             }
-            let chunk = &buf[..n];
-            read += n as u64;
-            h.update(chunk);
-            if head.len() < EDGE {
-                head.extend_from_slice(&chunk[..n.min(EDGE - head.len())]);
-            }
-            if n >= EDGE {
-                tail.clear();
-                tail.extend_from_slice(&chunk[n - EDGE..]);
-            } else {
-                tail.extend_from_slice(chunk);
-                tail.drain(..tail.len().saturating_sub(EDGE));
-            }
+            d.add(&buf[..n]);
         }
-        Ok(Snapshot {
-            len: read,
-            sha256: hex(&h.finalize()),
-            head,
-            tail,
-        })
     }
 
-    /// `unchanged_since` of a session that is no file of its own, given the bytes that stand
-    /// for it now (`Store::session_bytes`).
-    pub fn unchanged_in(&self, now: &[u8], path: &Path) -> Result<()> {
-        let len = self.len as usize;
-        if now.len() < len {
-            return Err(shrank(path, self.len, now.len() as u64));
+    /// `unchanged_since` of a session that is no file of its own, given what writes the bytes
+    /// that stand for it now (`Store::stand_in`).
+    pub fn unchanged_in(&self, now: &StandIn, path: &Path) -> Result<()> {
+        // Only the ends of the snapshot's length are compared: nothing needs hashing.
+        let mut d = Ends::new(self.len, false);
+        let written = now(&mut d)?;
+        if written < self.len {
+            return Err(shrank(path, self.len, written));
         }
-        if !now.starts_with(&self.head) || !now[..len].ends_with(&self.tail) {
+        if d.head != self.head || d.tail != self.tail {
             bail!(
                 "{} changed while it was read: it was rewritten, not only appended to. Relay it \
                  again.",
@@ -603,6 +650,42 @@ mod tests {
             other[at] ^= 1;
             std::fs::write(&path, &other).unwrap();
             let err = s.unchanged_since(&path).unwrap_err().to_string();
+            assert!(err.contains("changed while it was read"), "{at}: {err}");
+        }
+    }
+
+    /// Bytes that stand for a session, written in pieces of any size: the snapshot a file of
+    /// them gives, and the same tests of what changed since.
+    #[test]
+    fn a_stand_in_is_taken_and_compared_as_a_file_is() {
+        let mut rng = test_rng(11);
+        let bytes: Vec<u8> = (0..150_000).map(|_| rng(256) as u8).collect();
+        let writer = |b: Vec<u8>| -> StandIn {
+            Box::new(move |out| {
+                for piece in b
+                    .chunks(20_000)
+                    .flat_map(|c| c.chunks(1 + 40 * c[0] as usize))
+                {
+                    out.write_all(piece)?;
+                }
+                Ok(b.len() as u64)
+            })
+        };
+        let path = Path::new("opencode.db/ses_x");
+        let s = Snapshot::of_stand_in(&writer(bytes.clone()), path).unwrap();
+        assert_eq!((s.len, s.sha256.clone()), (150_000, sha256_bytes(&bytes)));
+        let mut longer = bytes.clone();
+        longer.extend_from_slice(b"more");
+        s.unchanged_in(&writer(longer), path).unwrap();
+        let err = s.unchanged_in(&writer(bytes[..149_999].to_vec()), path);
+        assert!(err.unwrap_err().to_string().contains("shrank"));
+        for at in [0, 4095, 150_000 - 4096, 149_999] {
+            let mut other = bytes.clone();
+            other[at] ^= 1;
+            let err = s
+                .unchanged_in(&writer(other), path)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("changed while it was read"), "{at}: {err}");
         }
     }

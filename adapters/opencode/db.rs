@@ -6,6 +6,7 @@
 //! else) holds the write lock longer, the relay is refused, naming the database, and nothing
 //! is written; a write lands whole or not at all.
 
+use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
@@ -18,16 +19,24 @@ use crate::model::{Todo, TodoStatus};
 /// How long a write waits for the lock: as long as OpenCode itself waits (`busy_timeout=5000`).
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A session's rows as one `opencode export` document, what could not be read in them, and the
-/// bytes that stand for the session (`Store::session_bytes`): each row's id and JSON as stored,
-/// in the order read, so that a change to any of them changes the hash.
+/// What reading a session's rows found besides its messages.
 #[derive(Default)]
 pub struct Rows {
-    pub doc: Value,
     pub warnings: Vec<String>,
-    pub bytes: Vec<u8>,
+    /// How many bytes stand for the session (`Store::stand_in`): each row's id and JSON as
+    /// stored, in the order read, so that a change to any of them changes the hash.
+    pub size: u64,
     /// The current todo list (`todo` rows).
     pub todos: Vec<Todo>,
+}
+
+/// One step of a walk over a session's rows.
+pub enum Row<'a> {
+    /// The `session` row as an export's `info`, before any message.
+    Info(&'a Value),
+    /// The next message as an export's `{info, parts}`, and how many bytes stand for the
+    /// session up to it.
+    Message(Value, u64),
 }
 
 fn open(db: &Path, flags: OpenFlags) -> Result<Connection> {
@@ -51,57 +60,95 @@ pub fn session_ids(db: &Path) -> Result<Vec<String>> {
     Ok(ids)
 }
 
-/// Session `id`'s rows.
-pub fn load(db: &Path, id: &str) -> Result<Rows> {
+/// Reads session `id`'s rows in order, writing the bytes that stand for it to `out`, and hands
+/// each message to `each` as it is read: one message is held at a time, however long the
+/// session. Without `each` (the bytes alone), parts are not parsed.
+pub fn walk(
+    db: &Path,
+    id: &str,
+    out: &mut dyn Write,
+    mut each: Option<&mut dyn FnMut(Row)>,
+) -> Result<Rows> {
     let conn = open_read_only(db)?;
     let cannot = || format!("cannot read session {id} in {}", db.display());
     let mut rows = Rows::default();
-    let info = session_info(&conn, id, &mut rows)
+    let mut out = Out(std::io::BufWriter::with_capacity(1 << 16, out), 0);
+    let info = session_info(&conn, id, &mut out)
         .with_context(cannot)?
         .with_context(|| format!("no session {id} in {}", db.display()))?;
-    let messages = messages(&conn, id, &mut rows).with_context(cannot)?;
-    rows.todos = todos(&conn, id).unwrap_or_default();
-    rows.doc = json!({"info": info, "messages": messages});
+    if let Some(each) = each.as_mut() {
+        each(Row::Info(&info));
+    }
+    messages(&conn, id, &mut out, &mut rows, each).with_context(cannot)?;
+    out.0.flush()?;
+    rows.size = out.1;
     Ok(rows)
 }
 
+/// Where the bytes that stand for a session go, and how many went.
+struct Out<'a>(std::io::BufWriter<&'a mut dyn Write>, u64);
+
+impl Out<'_> {
+    fn row(&mut self, id: &str, data: &str) -> std::io::Result<()> {
+        for piece in [id.as_bytes(), b"\t", data.as_bytes(), b"\n"] {
+            self.0.write_all(piece)?;
+            self.1 += piece.len() as u64;
+        }
+        Ok(())
+    }
+}
+
 /// The session's messages as an export's `{info, parts}`, their parts in id order (OpenCode's
-/// ids grow with time); a message that does not parse is left out with its parts. The parts
-/// are joined by message id alone: SQLite then takes the index on it, where a condition on the
-/// session too let it pick the session's index and scan every part once per message.
-fn messages(conn: &Connection, id: &str, rows: &mut Rows) -> Result<Vec<Value>> {
+/// ids grow with time), each handed to `each` once its last part is read; a message that does
+/// not parse is left out with its parts. The parts are joined by message id alone: SQLite
+/// then takes the index on it, where a condition on the session too let it pick the session's
+/// index and scan every part once per message. SQLite reads the rows in the order asked (the
+/// message index, then each message's parts sorted), so nothing here grows with the session.
+fn messages(
+    conn: &Connection,
+    id: &str,
+    out: &mut Out,
+    rows: &mut Rows,
+    mut each: Option<&mut dyn FnMut(Row)>,
+) -> Result<()> {
     let mut stmt = conn.prepare(
         "SELECT m.id, m.data, p.id, p.data FROM message m LEFT JOIN part p \
          ON p.message_id = m.id WHERE m.session_id = ?1 ORDER BY m.time_created, m.id, p.id",
     )?;
     let mut q = stmt.query([id])?;
-    let mut out: Vec<Value> = Vec::new();
-    // The message being read, and how many parts went with it when it did not parse.
-    let (mut last, mut lost) = (String::new(), None::<usize>);
-    let say_lost = |last: &str, lost: Option<usize>, rows: &mut Rows| {
+    // The message being read (`None` when it did not parse, with how many of its parts went
+    // with it).
+    let (mut last, mut current, mut lost) = (String::new(), None::<Value>, None::<usize>);
+    let parse_parts = each.is_some();
+    let mut done = |m: Option<Value>, lost: Option<usize>, last: &str, rows: &mut Rows, n| {
+        if let (Some(m), Some(each)) = (m, each.as_mut()) {
+            each(Row::Message(m, n));
+        }
         if let Some(n) = lost.filter(|n| *n > 0) {
             rows.warnings
                 .push(format!("message {last}: its {n} part(s) left out with it"));
         }
     };
     while let Some(r) = q.next()? {
-        let (mid, data): (String, String) = (r.get(0)?, r.get(1)?);
+        let mid = r.get_ref(0)?.as_str()?;
         if mid != last {
-            say_lost(&last, lost.take(), rows);
-            push_row(&mut rows.bytes, &mid, &data);
-            match object(&data, &format!("message {mid}"), rows) {
+            let before = out.1;
+            done(current.take(), lost.take(), &last, rows, before);
+            last = mid.to_string();
+            let data = r.get_ref(1)?.as_str()?;
+            out.row(&last, data)?;
+            match object(data, &format!("message {last}"), rows) {
                 Some(mut info) => {
-                    info.insert("id".into(), json!(mid));
+                    info.insert("id".into(), json!(last));
                     info.insert("sessionID".into(), json!(id));
-                    out.push(json!({"info": info, "parts": []}));
+                    current = Some(json!({"info": info, "parts": []}));
                 }
                 None => lost = Some(0),
             }
-            last = mid;
         }
         let (Some(pid), Some(data)) = (
-            r.get::<_, Option<String>>(2)?,
-            r.get::<_, Option<String>>(3)?,
+            r.get_ref(2)?.as_str_or_null()?,
+            r.get_ref(3)?.as_str_or_null()?,
         ) else {
             continue;
         };
@@ -109,17 +156,23 @@ fn messages(conn: &Connection, id: &str, rows: &mut Rows) -> Result<Vec<Value>> 
             *n += 1;
             continue;
         }
-        push_row(&mut rows.bytes, &pid, &data);
-        if let Some(mut part) = object(&data, &format!("part {pid} of message {last}"), rows) {
+        out.row(pid, data)?;
+        if !parse_parts {
+            continue;
+        }
+        if let Some(mut part) = object(data, &format!("part {pid} of message {last}"), rows) {
             part.insert("id".into(), json!(pid));
             part.insert("sessionID".into(), json!(id));
             part.insert("messageID".into(), json!(last));
-            if let Some(parts) = out.last_mut().and_then(|m| m["parts"].as_array_mut()) {
+            if let Some(parts) = current.as_mut().and_then(|m| m["parts"].as_array_mut()) {
                 parts.push(Value::Object(part));
             }
         }
     }
-    say_lost(&last, lost, rows);
+    done(current, lost, &last, rows, out.1);
+    if !parse_parts {
+        return Ok(());
+    }
     let mut stmt = conn.prepare(
         "SELECT message_id, count(*) FROM part WHERE session_id = ?1 AND message_id NOT IN \
          (SELECT id FROM message WHERE session_id = ?1) GROUP BY message_id",
@@ -131,12 +184,13 @@ fn messages(conn: &Connection, id: &str, rows: &mut Rows) -> Result<Vec<Value>> 
             "{n} part(s) belong to message {mid}, which the session does not hold: left out"
         ));
     }
-    Ok(out)
+    rows.todos = todos(conn, id).unwrap_or_default();
+    Ok(())
 }
 
 /// The `session` row as an export's `info` (built by SQLite; a JSON column that does not parse
-/// is null), its text recorded in `rows.bytes`.
-fn session_info(conn: &Connection, id: &str, rows: &mut Rows) -> Result<Option<Value>> {
+/// is null), its text written to `out`.
+fn session_info(conn: &Connection, id: &str, out: &mut Out) -> Result<Option<Value>> {
     let json = |c: &str| format!("json(CASE WHEN json_valid({c}) THEN {c} END)");
     let sql = format!(
         "SELECT json_object('id', id, 'slug', slug, 'projectID', project_id, 'parentID', \
@@ -152,7 +206,7 @@ fn session_info(conn: &Connection, id: &str, rows: &mut Rows) -> Result<Option<V
     else {
         return Ok(None);
     };
-    push_row(&mut rows.bytes, id, &text);
+    out.row(id, &text)?;
     Ok(Some(serde_json::from_str(&text)?))
 }
 
@@ -165,13 +219,6 @@ fn object(data: &str, what: &str, rows: &mut Rows) -> Option<serde_json::Map<Str
     };
     rows.warnings.push(format!("{what}: {why}: left out"));
     None
-}
-
-fn push_row(bytes: &mut Vec<u8>, id: &str, data: &str) {
-    bytes.extend_from_slice(id.as_bytes());
-    bytes.push(b'\t');
-    bytes.extend_from_slice(data.as_bytes());
-    bytes.push(b'\n');
 }
 
 /// The session's todo list, when the database keeps one.

@@ -7,7 +7,7 @@
 //!
 //! The adapter's home is that data folder. A session has no file of its own, so the listing
 //! names it by a path under the database file, `<data>/opencode.db/<session id>`
-//! (`Store::session_bytes` gives what stands for it). A relay writes its session as an
+//! (`Store::stand_in` writes what stands for it). A relay writes its session as an
 //! `opencode export`-shaped JSON file in `<data>/session-relay/` (what `clean` proves and
 //! deletes), then `register` copies it into the database as rows.
 
@@ -138,9 +138,10 @@ impl Store for Database {
         row_path(path).map(|(_, id)| id)
     }
 
-    fn session_bytes(&self, path: &Path) -> Option<Result<Vec<u8>>> {
+    fn stand_in(&self, path: &Path) -> Option<crate::adapter::StandIn> {
         let (db, id) = row_path(path)?;
-        Some(db::load(db, &id).map(|rows| rows.bytes))
+        let db = db.to_path_buf();
+        Some(Box::new(move |out| Ok(db::walk(&db, &id, out, None)?.size)))
     }
 }
 

@@ -18,6 +18,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
+use super::db::Row;
 use crate::adapter::{FoldWindow, ReadOptions};
 use crate::jsonl::str_field;
 use crate::model::{Message, MessageKind, Role, Session, Timestamp};
@@ -33,41 +34,50 @@ const QUIET_PARTS: &[&str] = &[
 ];
 
 /// The session at `path`, and its size as the listing gives it (the bytes that stand for it).
-pub fn read_sized(path: &Path, mut opts: ReadOptions) -> Result<(Session, u64)> {
+pub fn read_sized(path: &Path, opts: ReadOptions) -> Result<(Session, u64)> {
     let mut session = Session::new(super::NAME, "opencode", "");
     session.source_path = Some(path.display().to_string());
-    let (doc, size, todos) = match super::row_path(path) {
-        Some((db, id)) => {
-            let rows = super::db::load(db, &id)?;
-            for w in rows.warnings {
-                session.warn(None, w);
-            }
-            session.format = "opencode-db".into();
-            // As `ReadOptions::for_file` reads a small file in full: a listing path is no file.
-            let small = rows.bytes.len() as u64 <= crate::adapter::FULL_READ_BYTES;
-            if small && !crate::adapter::part_read_asked() {
-                (opts.full_tail_tokens, opts.fold) = (None, None);
-            }
-            (rows.doc, rows.bytes.len() as u64, Some(rows.todos))
-        }
-        None => {
-            let bytes =
-                std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-            let doc: Value = serde_json::from_slice(crate::jsonl::strip_bom(&bytes))
-                .with_context(|| format!("{} is not a JSON document", path.display()))?;
-            session.format = "opencode-export".into();
-            (doc, bytes.len() as u64, None)
-        }
+    let mut reading = Reading::new(opts);
+    let Some((db, id)) = super::row_path(path) else {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let doc: Value = serde_json::from_slice(crate::jsonl::strip_bom(&bytes))
+            .with_context(|| format!("{} is not a JSON document", path.display()))?;
+        session.format = "opencode-export".into();
+        read_doc(&doc, &mut session, reading);
+        return Ok((session, bytes.len() as u64));
     };
-    read_doc(&doc, &mut session, opts);
-    if let Some(t) = todos.filter(|t| !t.is_empty()) {
-        session.todos = t;
+    session.format = "opencode-db".into();
+    // As `ReadOptions::for_file` reads a small file in full (a listing path is no file): older
+    // turns are folded only once the rows read stand for more than that.
+    let full_below = match crate::adapter::part_read_asked() {
+        true => 0,
+        false => crate::adapter::FULL_READ_BYTES,
+    };
+    let rows = super::db::walk(
+        db,
+        &id,
+        &mut std::io::sink(),
+        Some(&mut |row| match row {
+            Row::Info(info) => apply_info(info, &mut session),
+            Row::Message(m, read) => reading.message(&m, &mut session, read > full_below),
+        }),
+    )?;
+    reading.finish(&mut session);
+    // What the database held that could not be read comes before what its messages say.
+    let said = std::mem::take(&mut session.warnings);
+    for w in rows.warnings {
+        session.warn(None, w);
     }
-    Ok((session, size))
+    session.warnings.extend(said);
+    if !rows.todos.is_empty() {
+        session.todos = rows.todos;
+    }
+    Ok((session, rows.size))
 }
 
 /// Fills `session` from an export-shaped document.
-pub fn read_doc(doc: &Value, session: &mut Session, opts: ReadOptions) {
+fn read_doc(doc: &Value, session: &mut Session, mut reading: Reading) {
     let info = &doc["info"];
     if !info.is_object() {
         session.warn(
@@ -77,17 +87,10 @@ pub fn read_doc(doc: &Value, session: &mut Session, opts: ReadOptions) {
         return;
     }
     apply_info(info, session);
-    let mut reading = Reading::default();
-    // Older turns go to the fold as they are read (the rows are read whole, their messages not
-    // kept).
-    let mut window = opts.fold.as_ref().map(FoldWindow::new);
     match doc.get("messages").and_then(Value::as_array) {
         Some(messages) => {
-            for (i, m) in messages.iter().enumerate() {
-                message(m, i, session, &opts, &mut reading);
-                if let Some(w) = window.as_mut() {
-                    w.after_messages(session);
-                }
+            for m in messages {
+                reading.message(m, session, true);
             }
         }
         None => session.warn(
@@ -95,15 +98,7 @@ pub fn read_doc(doc: &Value, session: &mut Session, opts: ReadOptions) {
             "no `messages` array: the session holds no conversation",
         ),
     }
-    reading.flush(session, None);
-    if let Some(m) = reading.model {
-        session.extra.insert("model".into(), json!(m));
-    }
-    if session.title.is_none() {
-        session.title = session.first_user_prompt().map(crate::text::one_line);
-    }
-    session.fill_times_from_messages();
-    session.pair_tool_calls();
+    reading.finish(session);
 }
 
 fn apply_info(info: &Value, session: &mut Session) {
@@ -127,15 +122,54 @@ fn apply_info(info: &Value, session: &mut Session) {
 }
 
 /// What the reader carries from one message to the next.
-#[derive(Default)]
 struct Reading {
+    opts: ReadOptions,
+    /// Messages read.
+    n: usize,
     /// The model of the newest answer.
     model: Option<String>,
     /// Results not placed yet, with the time each ended.
     pending: Vec<(i64, Message)>,
+    /// Where older turns go to the fold as they are read, once folding started.
+    window: Option<FoldWindow>,
 }
 
 impl Reading {
+    fn new(opts: ReadOptions) -> Reading {
+        Reading {
+            opts,
+            n: 0,
+            model: None,
+            pending: Vec::new(),
+            window: None,
+        }
+    }
+
+    /// Reads the next message; with `fold`, older turns may go to the fold from now on.
+    fn message(&mut self, m: &Value, session: &mut Session, fold: bool) {
+        let n = self.n;
+        message(m, n, session, self);
+        self.n += 1;
+        if fold && self.window.is_none() {
+            self.window = self.opts.fold.as_ref().map(FoldWindow::new);
+        }
+        if let Some(w) = self.window.as_mut() {
+            w.after_messages(session);
+        }
+    }
+
+    fn finish(mut self, session: &mut Session) {
+        self.flush(session, None);
+        if let Some(m) = self.model {
+            session.extra.insert("model".into(), json!(m));
+        }
+        if session.title.is_none() {
+            session.title = session.first_user_prompt().map(crate::text::one_line);
+        }
+        session.fill_times_from_messages();
+        session.pair_tool_calls();
+    }
+
     /// Places the results that ended by `until` (all of them for `None`), in the order they
     /// ended.
     fn flush(&mut self, session: &mut Session, until: Option<i64>) {
@@ -162,7 +196,7 @@ fn started(p: &Value) -> Option<i64> {
 }
 
 /// One message `{info, parts}`, the `n`th of the session.
-fn message(m: &Value, n: usize, session: &mut Session, opts: &ReadOptions, reading: &mut Reading) {
+fn message(m: &Value, n: usize, session: &mut Session, reading: &mut Reading) {
     let info = &m["info"];
     let id = str_field(info, "id").unwrap_or("?").to_string();
     let ts = info["time"].get("created").and_then(Timestamp::from_value);
@@ -177,7 +211,7 @@ fn message(m: &Value, n: usize, session: &mut Session, opts: &ReadOptions, readi
     }
     match str_field(info, "role") {
         Some("user") => user(info, parts, &base, session),
-        Some("assistant") => assistant(info, parts, &base, session, opts, reading),
+        Some("assistant") => assistant(info, parts, &base, session, reading),
         other => session.warn(
             None,
             format!(
@@ -228,7 +262,6 @@ fn assistant(
     parts: &[Value],
     base: Base,
     session: &mut Session,
-    opts: &ReadOptions,
     reading: &mut Reading,
 ) {
     if let Some(m) = str_field(info, "modelID").filter(|m| !m.is_empty()) {
@@ -264,14 +297,15 @@ fn assistant(
                 session.messages.push(base(Role::Reasoning, text.into()));
             }
             "tool" => {
-                let (call, result) = tool(p, base, opts);
+                let (call, result) = tool(p, base, &reading.opts);
                 if super::tools::WRITE_TOOLS.contains(&call.tool_name.as_deref().unwrap_or(""))
                     && let Some(k) = &call.key_arg
                 {
                     session.touch_file(k);
                 }
                 if call.tool_name.as_deref() == Some(super::tools::TODO_TOOL)
-                    && let Some(t) = call.tool_input.as_ref().and_then(super::tools::todos)
+                    && let Some(t) = (call.tool_input.as_ref())
+                        .and_then(|i| crate::model::todo_list(i, "todos", "content"))
                 {
                     session.todos = t;
                 }
@@ -300,14 +334,15 @@ fn tool(p: &Value, base: Base, opts: &ReadOptions) -> (Message, Option<(i64, Mes
     let name = str_field(p, "tool").unwrap_or_default().to_string();
     let state = &p["state"];
     let input = state.get("input").cloned().unwrap_or_else(|| json!({}));
-    let (kind, key) = super::tools::classify(&name, &input);
+    let what = super::tools::classify(&name, &input);
     let call_id = str_field(p, "callID").map(str::to_string);
-    let mut c = base(Role::ToolCall, String::new());
-    c.tool_call_id = call_id.clone();
-    c.tool_name = Some(name.clone());
-    c.tool_input = Some(input);
-    c.tool_kind = Some(kind);
-    c.key_arg = Some(key);
+    let c = crate::adapter::as_call(
+        base(Role::ToolCall, String::new()),
+        call_id.clone(),
+        name.clone(),
+        Some(input),
+        what,
+    );
     let unanswered = state["metadata"].get(super::RELAY_FIELD) == Some(&json!("unanswered"));
     let (text, is_error) = match str_field(state, "status") {
         Some("completed") => (str_field(state, "output").unwrap_or_default(), false),
@@ -338,9 +373,8 @@ fn tool(p: &Value, base: Base, opts: &ReadOptions) -> (Message, Option<(i64, Mes
 /// (or a user's synthetic text), else as unknown.
 fn quiet_or_unknown(session: &mut Session, kind: &str) {
     let stats = &mut session.stats;
-    let (map, key) = match QUIET_PARTS.contains(&kind) || kind == "synthetic" {
-        true => (&mut stats.skipped_types, kind.to_string()),
-        false => (&mut stats.unknown_types, format!("part:{kind}")),
-    };
-    *map.entry(key).or_default() += 1;
+    match QUIET_PARTS.contains(&kind) || kind == "synthetic" {
+        true => crate::adapter::tally(&mut stats.skipped_types, kind, 1),
+        false => crate::adapter::tally(&mut stats.unknown_types, format!("part:{kind}"), 1),
+    }
 }

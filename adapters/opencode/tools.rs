@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-use crate::model::{Message, Todo, TodoStatus, ToolKind, first_str, generic_key_arg, status_line};
+use crate::adapter::write::Portable;
+use crate::model::{Message, ToolKind, first_str, generic_key_arg, status_line};
 
 /// Tools whose `filePath` names a file they change.
 pub const WRITE_TOOLS: &[&str] = &["write", "edit"];
@@ -31,44 +32,25 @@ pub fn classify(name: &str, input: &Value) -> (ToolKind, String) {
     (kind, key.unwrap_or_else(|| generic_key_arg(input, "")))
 }
 
-/// The todo list a `todowrite` call sets.
-pub fn todos(input: &Value) -> Option<Vec<Todo>> {
-    let items = input.get("todos")?.as_array()?;
-    Some(
-        items
-            .iter()
-            .map(|i| Todo {
-                text: first_str(i, &["content"]).unwrap_or_default(),
-                status: TodoStatus::parse(&first_str(i, &["status"]).unwrap_or_default()),
-            })
-            .collect(),
-    )
-}
-
-/// OpenCode's own tool for a neutral call from another agent, when the call says enough to
-/// fill its input: a shell command and a read need the key argument; a whole-file write and an
-/// edit need the texts the source's input holds under the names agents commonly give them.
-/// Anything else travels as text.
+/// OpenCode's own tool for a neutral call from another agent, when one of its tools does what
+/// the call did (`Portable`): an edit's texts under the names agents commonly give them or
+/// OpenCode's own. Anything else travels as text.
 pub fn native(call: &Message) -> Option<(String, Value)> {
-    let key = call.key_arg.as_deref()?;
-    let input = call.tool_input.as_ref();
-    let text = |names: &[&str]| first_str(input?, names);
-    let path = !key.trim().is_empty() && !key.contains('\n');
-    match call.tool_kind? {
-        ToolKind::Shell if !key.trim().is_empty() => Some(("bash".into(), json!({"command": key}))),
-        ToolKind::Read if path => Some(("read".into(), json!({"filePath": key}))),
-        ToolKind::Write if path => {
-            let content = text(&["content"])?;
-            Some(("write".into(), json!({"filePath": key, "content": content})))
+    let path = |p: &str| !p.trim().is_empty() && !p.contains('\n');
+    let old = ["old_string", "oldString", "oldText"];
+    let new = ["new_string", "newString", "newText"];
+    Some(match Portable::of(call, path, &old, &new)? {
+        Portable::Shell(command) => ("bash".into(), json!({"command": command})),
+        Portable::Read(path) => ("read".into(), json!({"filePath": path})),
+        Portable::Write { path, content } => (
+            "write".into(),
+            json!({"filePath": path, "content": content}),
+        ),
+        Portable::Edit { path, old, new } => {
+            let input = json!({"filePath": path, "oldString": old, "newString": new});
+            ("edit".into(), input)
         }
-        ToolKind::Edit if path => {
-            let old = text(&["old_string", "oldString", "oldText"])?;
-            let new = text(&["new_string", "newString", "newText"])?;
-            let input = json!({"filePath": key, "oldString": old, "newString": new});
-            Some(("edit".into(), input))
-        }
-        _ => None,
-    }
+    })
 }
 
 #[cfg(test)]

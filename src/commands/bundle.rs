@@ -130,8 +130,8 @@ fn mask(redactor: Option<&crate::redact::Redactor>, text: &str) -> String {
 /// The sha256 of the source as it is now: its file, or the bytes that stand for it in a
 /// database.
 fn source_sha256(located: &crate::select::Located) -> Result<String> {
-    match located.adapter.and_then(|a| a.session_bytes(&located.path)) {
-        Some(bytes) => Ok(crate::ledger::sha256_bytes(&bytes?)),
+    match located.adapter.and_then(|a| a.stand_in(&located.path)) {
+        Some(write) => Ok(crate::ledger::Snapshot::of_stand_in(&write, &located.path)?.sha256),
         None => {
             let bytes = std::fs::read(&located.path)
                 .with_context(|| format!("cannot read {}", located.path.display()))?;

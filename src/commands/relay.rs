@@ -369,12 +369,10 @@ fn read_source(cfg: &Config, opts: &Options, target: &'static dyn Adapter) -> Re
     });
     // The relay is of the source as long as it is now: an agent may append to it while it is
     // read (`ledger::Snapshot`). The parse reads to the end, so at least that far.
-    let standin = located
-        .adapter
-        .and_then(|a| a.session_bytes(&located.path))
-        .transpose()?;
+    let standin = located.adapter.and_then(|a| a.stand_in(&located.path));
     let source_len = match &standin {
-        Some(bytes) => bytes.len() as u64,
+        // The bytes that stand for a session in a database are hashed to their end.
+        Some(_) => 0,
         None => std::fs::metadata(&located.path)
             .with_context(|| format!("cannot read {}", located.path.display()))?
             .len(),
@@ -384,7 +382,7 @@ fn read_source(cfg: &Config, opts: &Options, target: &'static dyn Adapter) -> Re
     let hashing = {
         let path = located.path.clone();
         std::thread::spawn(move || match standin {
-            Some(bytes) => ledger::Snapshot::of_bytes(&bytes, &path),
+            Some(write) => ledger::Snapshot::of_stand_in(&write, &path),
             None => ledger::Snapshot::take(&path, source_len),
         })
     };
@@ -430,8 +428,8 @@ fn read_source(cfg: &Config, opts: &Options, target: &'static dyn Adapter) -> Re
 /// Fails unless the source is at most appended to since `snapshot` (`Snapshot::unchanged_since`),
 /// a session kept in a database by the bytes that stand for it.
 fn unchanged_since(located: &crate::select::Located, snapshot: &ledger::Snapshot) -> Result<()> {
-    match located.adapter.and_then(|a| a.session_bytes(&located.path)) {
-        Some(now) => snapshot.unchanged_in(&now?, &located.path),
+    match located.adapter.and_then(|a| a.stand_in(&located.path)) {
+        Some(now) => snapshot.unchanged_in(&now, &located.path),
         None => snapshot.unchanged_since(&located.path),
     }
 }

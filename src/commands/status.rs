@@ -137,9 +137,11 @@ fn newest_relays<'e, 'a>(
 /// The SHA-256 of a listed session as the ledger hashed it when it was relayed: its file's, or
 /// for a session kept in a database the bytes that stand for it.
 fn source_sha256(s: &Summary) -> Option<String> {
-    let standin = crate::adapters::by_name(&s.agent).and_then(|a| a.session_bytes(&s.path));
+    let standin = crate::adapters::by_name(&s.agent).and_then(|a| a.stand_in(&s.path));
     match standin {
-        Some(bytes) => bytes.ok().map(|b| ledger::sha256_bytes(&b)),
+        Some(write) => ledger::Snapshot::of_stand_in(&write, &s.path)
+            .ok()
+            .map(|s| s.sha256),
         None => ledger::sha256_file(&s.path).ok(),
     }
 }

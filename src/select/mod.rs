@@ -465,7 +465,7 @@ fn latest(cfg: &Config, scope: &SelectScope) -> Result<Located> {
 }
 
 /// A session a store keeps in a database file, named as its listing names it: a path under
-/// that file (see `Store::session_bytes`) in one of the store's folders.
+/// that file (see `Store::stand_in`) in one of the store's folders.
 fn in_database(cfg: &Config, path: &Path) -> Option<Located> {
     if !path.parent().is_some_and(Path::is_file) {
         return None;
@@ -482,10 +482,10 @@ fn in_database(cfg: &Config, path: &Path) -> Option<Located> {
         });
     }
     // A database outside the stores (a copy of one): the agent that reads the session there.
-    let adapter = adapters::registry()
-        .iter()
-        .copied()
-        .find(|a| a.session_bytes(&given).is_some_and(|b| b.is_ok()))?;
+    let adapter = adapters::registry().iter().copied().find(|a| {
+        a.stand_in(&given)
+            .is_some_and(|write| write(&mut std::io::sink()).is_ok())
+    })?;
     Some(Located {
         path: given,
         adapter: Some(adapter),
