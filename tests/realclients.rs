@@ -185,16 +185,7 @@ fn relay_and_check(
 /// Relays that still fail a real client's check, each with the failure it must still show: a
 /// known bug, written down here rather than hidden. A case that passes fails the test, so the
 /// entry goes when the bug is fixed.
-const KNOWN_FAILURES: &[(&str, &str, &str)] = &[(
-    // Parallel calls, one the target has no tool for (OpenCode's `grep` into Gemini CLI)
-    // answered before the one it runs: the first travels as text, placed where its result
-    // came, between the other call and its result. Gemini CLI resumes it and sends it, but its
-    // lint says the model gets a functionCall without its functionResponse. Moving the text
-    // after the result in the shaping changes what the fit summarizes in a folded read.
-    "gemini",
-    "ses_db6a00000ffeOddHandMade0001",
-    "tool call 'call_odd_1' has no result",
-)];
+const KNOWN_FAILURES: &[(&str, &str, &str)] = &[];
 
 fn every_fixture_to(to: &str) {
     let scripts = realclients();

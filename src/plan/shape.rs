@@ -5,7 +5,7 @@
 //! The result is still a neutral `Session`; the target adapter only serialises it. The same
 //! shaped session is what the written file is verified against after it is read back.
 
-use foldhash::{HashMap, HashMapExt};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use super::calls;
 use crate::adapter::Adapter;
@@ -101,7 +101,7 @@ impl<'a> Shaper<'a> {
         // The shaped messages are written over the source's, in the same list: a long
         // session's list was otherwise held twice, the source's and the shaped one, at the
         // peak of a relay.
-        let mut out_messages = InPlace::new(messages, first);
+        let mut out_messages = Out::new(InPlace::new(messages, first));
         for i in 0..out_messages.len() {
             let m = out_messages.take(i);
             let out = &mut out_messages;
@@ -133,7 +133,9 @@ impl<'a> Shaper<'a> {
                 Role::ToolCall => {
                     let id = m.tool_call_id.as_deref().unwrap_or_default();
                     let answered = result_of.contains_key(id) || self.results.contains(id);
-                    self.tool_call(m, answered, out);
+                    // Its result is still to come here, where the call is written.
+                    let awaits = result_of.get(id).is_some_and(|r| *r > i);
+                    self.tool_call(m, answered, awaits, out);
                 }
                 Role::ToolResult => {
                     let id = m.tool_call_id.as_deref().unwrap_or_default();
@@ -172,9 +174,10 @@ impl<'a> Shaper<'a> {
         result_of
     }
 
-    /// A tool call: structured when it is `answered` and the target has an equivalent tool;
-    /// else as text, held back to be rendered with its result when it is answered.
-    fn tool_call(&mut self, m: Message, answered: bool, out: &mut InPlace) {
+    /// A tool call: structured when it is `answered` and the target has an equivalent tool
+    /// (it `awaits` its result when that comes after it); else as text, held back to be
+    /// rendered with its result when it is answered.
+    fn tool_call(&mut self, m: Message, answered: bool, awaits: bool, out: &mut Out) {
         let id = m.tool_call_id.clone().unwrap_or_default();
         let native = if answered {
             self.target.native_tool(&m, self.same_agent)
@@ -198,7 +201,7 @@ impl<'a> Shaper<'a> {
                 if let Some(custom) = custom {
                     c.metadata.insert("custom", custom);
                 }
-                out.push(c);
+                out.call(c, &id, awaits);
             }
             None => {
                 self.stats.text_tool_calls += 1;
@@ -206,7 +209,7 @@ impl<'a> Shaper<'a> {
                     // Rendered where the result arrives, with it.
                     self.text_calls.insert(id, m);
                 } else {
-                    out.push(
+                    out.text(
                         Message::new(Role::Assistant, calls::transcript(&m, None))
                             .with_time(m.timestamp.clone())
                             .with_kind(MessageKind::ToolTranscript)
@@ -222,7 +225,7 @@ impl<'a> Shaper<'a> {
 
     /// A call's first result: structured after a structured call, as one text with a call
     /// that travels as text; a result whose call never appeared is dropped.
-    fn tool_result(&mut self, m: Message, out: &mut InPlace) {
+    fn tool_result(&mut self, m: Message, out: &mut Out) {
         let id = m.tool_call_id.clone().unwrap_or_default();
         if self.structured.contains(&id) {
             let mut kept = Meta::new();
@@ -243,9 +246,9 @@ impl<'a> Shaper<'a> {
             r.is_error = is_error;
             r.metadata = kept;
             r.state = state.filter(|s| *s != OutputState::default()).map(Box::new);
-            out.push(r);
+            out.result(r, &id);
         } else if let Some(call) = self.text_calls.remove(&id) {
-            out.push(transcript(&call, &m));
+            out.text(transcript(&call, &m));
         } else {
             // A result whose call never appeared: nothing can be paired with it.
             self.stats.dropped_orphan_results += 1;
@@ -269,6 +272,86 @@ fn transcript(call: &Message, result: &Message) -> Message {
             original_chars: cut_from,
             masked: None,
         })
+}
+
+/// The shaped messages as they are given out, each tool call that travels structured followed
+/// by its result with no text between them: every target's model takes a call's result next
+/// to the call (Gemini CLI keeps it inside the call, the Anthropic and Chat Completions APIs
+/// refuse a call whose result does not follow it). A call that travels as text is answered
+/// where its result came, which for parallel calls can be while another, structured, awaits
+/// its own: its text is held until the structured calls before it are answered, and given out
+/// after their results. Held text waits only within a run of calls and results: any other
+/// message given out (a request, an answer, a thought) comes after it, and ends the wait, so
+/// a part is shaped the same whether it is shaped alone or in the whole session (`fold`).
+struct Out {
+    place: InPlace,
+    /// The source ids of the structured calls given out in this run whose result is to come.
+    awaiting: HashSet<String>,
+    /// Calls as text, given out in this run while a structured call awaited its result.
+    held: Vec<Message>,
+}
+
+impl Out {
+    fn new(place: InPlace) -> Out {
+        Out {
+            place,
+            awaiting: HashSet::new(),
+            held: Vec::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.place.len()
+    }
+
+    fn take(&mut self, i: usize) -> Message {
+        self.place.take(i)
+    }
+
+    /// A message that is neither a call nor a result: after what was held, ending the run.
+    fn push(&mut self, m: Message) {
+        self.release();
+        self.awaiting.clear();
+        self.place.push(m);
+    }
+
+    /// A structured call (`id`, the source's), which `awaits` its result when it comes later.
+    fn call(&mut self, m: Message, id: &str, awaits: bool) {
+        if awaits {
+            self.awaiting.insert(id.to_string());
+        }
+        self.place.push(m);
+    }
+
+    /// The result of structured call `id`, and what was held for it when it was the last
+    /// awaited.
+    fn result(&mut self, m: Message, id: &str) {
+        self.place.push(m);
+        self.awaiting.remove(id);
+        if self.awaiting.is_empty() {
+            self.release();
+        }
+    }
+
+    /// A call as text: held while a structured call awaits its result.
+    fn text(&mut self, m: Message) {
+        if self.awaiting.is_empty() {
+            self.place.push(m);
+        } else {
+            self.held.push(m);
+        }
+    }
+
+    fn release(&mut self) {
+        for m in std::mem::take(&mut self.held) {
+            self.place.push(m);
+        }
+    }
+
+    fn finish(mut self) -> Vec<Message> {
+        self.release();
+        self.place.finish()
+    }
 }
 
 /// A list whose messages are taken one by one, in order, and replaced by what they become:

@@ -2763,3 +2763,123 @@ fn folding_an_opencode_session_changes_nothing() {
     assert!(kept > 0, "never folded and kept");
     assert!(read_again > 0, "never read again after folding");
 }
+
+/// A Codex session whose turns make parallel calls (1 to 4, `seed` choosing): shell commands,
+/// which every agent has a tool for, and a lookup no other agent has, which travels as text;
+/// their results come in any order, some never. Returns its path.
+fn write_parallel_calls_session(env: &TestEnv, seed: u64, turns: usize) -> std::path::PathBuf {
+    let mut rng = crate::common::Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let id = format!("0199f0f0-0000-7000-8000-0000000a{seed:04x}");
+    let dir = env.codex_home().join("sessions/2026/11/06");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("rollout-2026-11-06T08-00-00-{id}.jsonl"));
+    let mut lines = vec![
+        json!({"type": "session_meta", "payload": {"id": id, "timestamp": "2026-11-06T08:00:00.000Z", "cwd": "/tmp/lazy", "cli_version": "0.171.0", "source": "cli"}}),
+    ];
+    let item = |payload: Value| json!({"type": "response_item", "payload": payload});
+    for t in 0..turns {
+        lines.push(item(
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": format!("Turn {t}: check module m{t} and the docs for it")}]}),
+        ));
+        let calls: Vec<String> = (0..1 + rng.index(4))
+            .map(|c| format!("call_{t}_{c}"))
+            .collect();
+        for call in &calls {
+            let payload = if rng.chance(40) {
+                json!({"type": "function_call", "name": "docs_lookup", "arguments": json!({"topic": format!("m{t}")}).to_string(), "call_id": call})
+            } else {
+                json!({"type": "function_call", "name": "exec_command", "arguments": json!({"cmd": format!("cargo test -p m{t}")}).to_string(), "call_id": call})
+            };
+            lines.push(item(payload));
+        }
+        let mut answered: Vec<&String> = calls.iter().filter(|_| !rng.chance(15)).collect();
+        while !answered.is_empty() {
+            let call = answered.remove(rng.index(answered.len()));
+            let body: String = (0..[2, 40, 200][rng.index(3)])
+                .map(|i| format!("line {i:04} of {call}\n"))
+                .collect();
+            lines.push(item(
+                json!({"type": "function_call_output", "call_id": call, "output": format!("Process exited with code 0\nOutput:\n{body}")}),
+            ));
+        }
+        lines.push(item(
+            json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": format!("Turn {t} is done: m{t} passes.")}]}),
+        ));
+    }
+    for (i, l) in lines.iter_mut().enumerate() {
+        l["timestamp"] = json!(format!("2026-11-06T08:{:02}:{:02}.000Z", i / 60, i % 60));
+    }
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Where in neutral JSONL `messages` a tool call is not followed by its result with only other
+/// calls and results between them, as every agent's model takes parallel calls; `None` when
+/// none is.
+fn call_apart_from_result(messages: &[Value]) -> Option<String> {
+    let role = |m: &Value| m["role"].as_str().unwrap_or_default().to_string();
+    for (i, m) in messages.iter().enumerate() {
+        if role(m) != "tool_call" {
+            continue;
+        }
+        let id = &m["tool_call_id"];
+        let answered = messages[i + 1..]
+            .iter()
+            .take_while(|n| matches!(role(n).as_str(), "tool_call" | "tool_result"))
+            .any(|n| role(n) == "tool_result" && n["tool_call_id"] == *id);
+        if !answered {
+            let next = messages.get(i + 1).map(|n| (role(n), n["content"].clone()));
+            return Some(format!("message {i}, call {id}, then {next:?}"));
+        }
+    }
+    None
+}
+
+/// Sessions of parallel calls, some of which no other agent has a tool for, answered in any
+/// order: in every agent a relay writes, each call that travels structured is followed by its
+/// result, never by the text of a call that travels as text (Gemini CLI finds such a call
+/// without a result, the Anthropic and Chat Completions APIs refuse it); and reading in part,
+/// folding the older turns, writes what a full read writes.
+#[test]
+fn parallel_calls_keep_their_results_next_to_them() {
+    let env = TestEnv::empty();
+    let mut kept = 0;
+    for seed in chosen([1, 2], 1..=8u64) {
+        let path = write_parallel_calls_session(&env, seed, 24);
+        let source = path.to_str().unwrap();
+        for to in session_relay::adapters::names() {
+            let r = env.json(&[
+                "relay",
+                source,
+                "--to",
+                to,
+                "--cwd",
+                "/tmp/lazy",
+                "--budget",
+                "60000",
+                "--json",
+            ]);
+            let id = r["target"]["id"].as_str().unwrap();
+            let written = env.ok(&["export", id, "--agent", to, "--all", "--no-redact"]);
+            let messages: Vec<Value> = written
+                .lines()
+                .skip(1)
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            let structured = messages.iter().filter(|m| m["role"] == "tool_call").count();
+            assert!(
+                structured > 0,
+                "seed {seed} -> {to}: no call travelled structured"
+            );
+            if let Some(apart) = call_apart_from_result(&messages) {
+                panic!("seed {seed} -> {to}: as written, {apart}");
+            }
+            for (budget, keep) in [("3000", "0.3"), ("60000", "0.05")] {
+                let folding = folded_as_read_in_full(&env, &path, seed, to, budget, keep);
+                kept += usize::from(folding == Folding::Kept);
+            }
+        }
+    }
+    assert!(kept > 0, "no relay kept its fold");
+}
