@@ -516,7 +516,11 @@ type Key<'a> = (&'a str, &'a str);
 
 /// Sessions linked by relays (the ledger's, and the provenance records of listed sessions),
 /// with the figures of those in range.
-fn chains(counted: &[Counted], landed: &[Landed], sessions: &[Summary]) -> Vec<ChainFigures> {
+fn chains<'a>(
+    counted: &[Counted],
+    landed: &[Landed<'a>],
+    sessions: &'a [Summary],
+) -> Vec<ChainFigures> {
     let by_path: HashMap<String, Key> = sessions
         .iter()
         .map(|s| {
@@ -527,6 +531,15 @@ fn chains(counted: &[Counted], landed: &[Landed], sessions: &[Summary]) -> Vec<C
         })
         .collect();
     let mut links = Links::default();
+    // When each session joined its chain: when it was relayed into (a relayed session keeps
+    // its source's message times), else when it began.
+    let mut relayed_into: HashMap<Key, DateTime<Utc>> = HashMap::new();
+    let mut into = |k: Key<'a>, t: Option<&str>| {
+        if let Some(t) = t.and_then(parse_time) {
+            let at = relayed_into.entry(k).or_insert(t);
+            *at = (*at).min(t);
+        }
+    };
     for l in landed {
         let e = l.entry;
         let to = by_path
@@ -534,6 +547,7 @@ fn chains(counted: &[Counted], landed: &[Landed], sessions: &[Summary]) -> Vec<C
             .copied()
             .unwrap_or((&e.target.agent, &e.target.id));
         links.join((&e.source.agent, &e.source.id), to);
+        into(to, Some(&e.time));
     }
     for s in sessions.iter().filter(|s| s.parent_id.is_none()) {
         if let Some(r) = s
@@ -542,6 +556,7 @@ fn chains(counted: &[Counted], landed: &[Landed], sessions: &[Summary]) -> Vec<C
             .filter(|r| !r.agent.is_empty() && !r.id.is_empty())
         {
             links.join((&r.agent, &r.id), (&s.agent, &s.id));
+            into((&s.agent, &s.id), r.relayed_at.as_deref());
         }
     }
     let listed: HashMap<Key, &Summary> = sessions
@@ -573,9 +588,10 @@ fn chains(counted: &[Counted], landed: &[Landed], sessions: &[Summary]) -> Vec<C
         .filter(|(_, acc)| acc.f.sessions > 0 || acc.f.relays_out > 0)
         .map(|(mut keys, acc)| {
             let began = |k: &Key| {
-                listed
-                    .get(k)
-                    .and_then(|s| s.created.as_ref().and_then(|t| t.time()).or(s.sort_time()))
+                relayed_into.get(k).copied().or_else(|| {
+                    let s = listed.get(k)?;
+                    s.created.as_ref().and_then(|t| t.time()).or(s.sort_time())
+                })
             };
             keys.sort_by_key(|k| (began(k).is_none(), began(k), k.1));
             let last = keys.iter().filter_map(|k| listed.get(k)?.sort_time()).max();
