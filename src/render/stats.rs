@@ -112,7 +112,7 @@ fn continued(f: &Figures) -> String {
     )
 }
 
-fn rows<'a>(r: &'a Report) -> impl Iterator<Item = (&'a str, &'a Figures)> {
+fn rows(r: &Report) -> impl Iterator<Item = (&str, &Figures)> {
     r.agents
         .iter()
         .map(|g| (g.name.as_str(), &g.figures))
