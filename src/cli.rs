@@ -11,7 +11,7 @@ mod help;
 use help::{
     about, bundle_examples, clean_examples, completions_examples, doctor_examples, export_examples,
     hook_examples, hooks_examples, list_examples, log_examples, long_about, man_examples,
-    relay_examples, show_examples, status_examples, top_examples,
+    relay_examples, show_examples, stats_examples, status_examples, top_examples,
 };
 pub use help::{completions, man, man_pages};
 
@@ -129,6 +129,10 @@ pub enum Command {
     /// relay kept, and which were continued.
     #[command(after_help = log_examples())]
     Log(LogArgs),
+    /// How the agents do on this machine's work: sessions, turns, tool calls and errors,
+    /// interventions, tokens and relays, per agent, project and chain.
+    #[command(after_help = stats_examples())]
+    Stats(StatsArgs),
     /// Export one session as neutral JSONL or as a Markdown handoff document.
     #[command(after_help = export_examples())]
     Export(ExportArgs),
@@ -342,6 +346,35 @@ impl LogArgs {
             session: self.session.clone().unwrap_or_else(|| "latest".into()),
             scope: self.scope.options(false),
             every_chain: self.all,
+            progress,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Only sessions last active, and relays made, this long ago or less: 30d, 12h, 2w, 45m.
+    #[arg(long, value_name = "AGE", value_parser = crate::text::parse_age)]
+    pub since: Option<chrono::Duration>,
+    /// Only this agent's sessions, and the relays from or to it.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::adapters::names()))]
+    pub agent: Option<String>,
+    /// Only the sessions (and relays) of this directory and the directories inside it.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    #[arg(long, help = JSON_HELP)]
+    pub json: bool,
+    /// Also write the figures as one page with charts, viewable offline, to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+impl StatsArgs {
+    pub fn options(&self, progress: progress::Handle) -> commands::stats::Options {
+        commands::stats::Options {
+            since: self.since,
+            agent: self.agent.clone(),
+            project: self.project.clone(),
             progress,
         }
     }

@@ -59,6 +59,10 @@ pub struct Entry {
     /// The secrets masked in what was written (`Secrets`; entries before 0.1 lack it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets: Option<Box<serde_json::value::RawValue>>,
+    /// On a `clean` entry: whether the session it deleted had been continued after the relay
+    /// (entries before 0.1 lack it). Once the file is gone, only this tells `stats`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continued: Option<bool>,
 }
 
 /// Turns and messages of one part of a relay's fit.
@@ -145,6 +149,8 @@ pub struct EntryRef<'a> {
     fit: Option<&'a serde_json::value::RawValue>,
     #[serde(default, borrow)]
     secrets: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    continued: Option<bool>,
 }
 
 impl EntryRef<'_> {
@@ -739,6 +745,7 @@ mod tests {
             registered: None,
             fit: None,
             secrets: None,
+            continued: None,
         }
     }
 

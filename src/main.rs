@@ -96,6 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             drop(bar);
             render::emit(&report, a.json)
         }
+        Command::Stats(a) => stats(&cfg, a),
         Command::Hooks(h) => match &h.action {
             HooksAction::Install(a) => render::emit(
                 &commands::hooks::install(&cfg, &a.options(cli.config.as_deref()))?,
@@ -151,6 +152,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             unreachable!()
         }
     }
+}
+
+/// `stats`, and with `--html FILE` its page too.
+fn stats(cfg: &Config, a: &session_relay::cli::StatsArgs) -> anyhow::Result<()> {
+    let bar = Bar::for_command(a.json);
+    let report = commands::stats::run(cfg, &a.options(handle(&bar)))?;
+    drop(bar);
+    if let Some(file) = &a.html {
+        session_relay::fsutil::replace_file(file, render::stats_page(&report).as_bytes())?;
+        eprintln!("wrote {}", file.display());
+    }
+    render::emit(&report, a.json)
 }
 
 /// `clean`, asking before it deletes when standard input is a terminal; deletions that failed

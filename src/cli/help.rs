@@ -205,6 +205,23 @@ pub(super) fn log_examples() -> String {
     ])
 }
 
+pub(super) fn stats_examples() -> String {
+    examples(&[
+        (
+            "session-relay stats --since 30d".into(),
+            "the last 30 days, per agent, project and chain",
+        ),
+        (
+            "session-relay stats --project . --agent codex".into(),
+            "one agent's work in this project",
+        ),
+        (
+            "session-relay stats --html stats.html".into(),
+            "also a page with charts, viewable offline",
+        ),
+    ])
+}
+
 pub(super) fn hooks_examples() -> String {
     let (a, b) = example_agents();
     examples(&[

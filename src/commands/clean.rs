@@ -386,6 +386,7 @@ fn delete_confirmed(
                 event: "clean".into(),
                 time: ledger::time_text(Utc::now()),
                 tool_version: env!("CARGO_PKG_VERSION").into(),
+                continued: Some(continued),
                 ..e.clone()
             });
             if let Err(err) = recorded {

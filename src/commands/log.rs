@@ -363,7 +363,7 @@ fn no_store(e: &anyhow::Error) -> bool {
 
 /// The store relays that landed: every `relay` entry but those a `withdrawn` entry took
 /// back, oldest first.
-fn landed_relays(entries: &[Entry]) -> Vec<&Entry> {
+pub(crate) fn landed_relays(entries: &[Entry]) -> Vec<&Entry> {
     let mut landed: Vec<Option<&Entry>> = Vec::new();
     for e in entries {
         match e.event.as_str() {
@@ -604,7 +604,7 @@ impl Graph<'_> {
 /// Whether the relayed session `e` wrote grew since, as it is listed now (`s`): its file is
 /// longer than, or not, what the relay wrote; a session kept in a database (which the relay's
 /// own file is not) holds more messages than were written.
-fn continued(e: &Entry, s: &Summary) -> Option<bool> {
+pub(crate) fn continued(e: &Entry, s: &Summary) -> Option<bool> {
     let path = Path::new(&e.target.path);
     if s.path != path {
         return Some(s.messages > e.messages);

@@ -12,6 +12,7 @@ pub mod log;
 pub mod pick;
 pub mod relay;
 pub mod show;
+pub mod stats;
 pub mod status;
 
 use std::path::{Path, PathBuf};

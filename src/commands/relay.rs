@@ -254,6 +254,7 @@ fn ledger_entry(
         registered: written.standalone.is_none().then_some(false),
         fit: serde_json::value::to_raw_value(&kept(&written.plan.fit)).ok(),
         secrets: None,
+        continued: None,
     }
 }
 

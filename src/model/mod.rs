@@ -8,6 +8,7 @@
 //! - `neutral`: the session as neutral JSONL (export and read back);
 //! - `markdown`: the session as a Markdown handoff document.
 
+mod counts;
 pub mod files;
 mod ids;
 pub mod markdown;
@@ -18,6 +19,7 @@ mod state;
 mod summary;
 mod tools;
 
+pub use counts::SessionCounts;
 pub use ids::{IdSet, id_hash, keyed_hash};
 pub use meta::Meta;
 pub use session::*;

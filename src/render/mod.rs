@@ -13,6 +13,7 @@ pub mod picker;
 pub mod progress;
 mod relay;
 mod show;
+mod stats;
 mod status;
 mod table;
 
@@ -20,6 +21,10 @@ use std::io::{self, IsTerminal, Write};
 
 use anyhow::Result;
 use serde::Serialize;
+
+pub use stats::page as stats_page;
+#[doc(hidden)]
+pub use stats::page::CHARTS as STATS_CHARTS;
 
 /// Bumped when a field of any `--json` output changes meaning or goes away.
 pub const JSON_SCHEMA_VERSION: u32 = 1;

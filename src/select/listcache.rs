@@ -12,13 +12,16 @@ use std::time::UNIX_EPOCH;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::model::Summary;
+use crate::model::{SessionCounts, Summary};
 
 #[derive(Clone, Serialize, Deserialize)]
 struct Cached {
     size: u64,
     mtime_ns: u128,
     summary: Summary,
+    /// What `stats` counted in the file (`None` until it has).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    counts: Option<SessionCounts>,
 }
 
 #[derive(Default)]
@@ -36,8 +39,27 @@ pub struct ListCache {
 /// in pieces (`jsonl::keep_tail`), so a title taken from one may change by a character. 6: the
 /// same when whitespace runs long after the line's JSON or where its kept end starts. 7: a
 /// relayed session's source says when it was relayed (`relay_of.relayed_at`). 8: keys are
-/// absolute paths, and a Gemini CLI relay's last activity is its newest message.
-const VERSION: u32 = 8;
+/// absolute paths, and a Gemini CLI relay's last activity is its newest message. 9: entries
+/// may hold `stats`' counts.
+const VERSION: u32 = 9;
+
+/// A file's key: its absolute path. A listing made from another directory must find the same
+/// entries, and one made from here must not take another directory's file of the same
+/// relative name.
+fn key_of(path: &Path) -> String {
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// A file's modification time in nanoseconds (0: unknown, which is never taken as unchanged).
+fn mtime_ns(meta: &std::fs::Metadata) -> u128 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos())
+}
 
 #[derive(Serialize, Deserialize)]
 struct OnDisk {
@@ -80,17 +102,8 @@ impl ListCache {
         let Ok(meta) = std::fs::metadata(path) else {
             return scan(path);
         };
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos());
-        // Absolute: a listing made from another directory must find the same entries, and one
-        // made from here must not take another directory's file of the same relative name.
-        let key = std::path::absolute(path)
-            .unwrap_or_else(|_| path.to_path_buf())
-            .display()
-            .to_string();
+        let mtime_ns = mtime_ns(&meta);
+        let key = key_of(path);
         if let Some(c) = self.old.get(&key)
             && c.size == meta.len()
             && c.mtime_ns == mtime_ns
@@ -107,9 +120,46 @@ impl ListCache {
                 size: meta.len(),
                 mtime_ns,
                 summary: summary.clone(),
+                counts: None,
             },
         );
         Ok(summary)
+    }
+
+    /// The counts of `path`, a file this listing summarized: from the cache when they were
+    /// counted in it as it is now, else from `count`, kept for the next time when the file did
+    /// not change meanwhile.
+    pub fn counted(
+        &self,
+        path: &Path,
+        count: impl FnOnce(&Path) -> Result<SessionCounts>,
+    ) -> Result<SessionCounts> {
+        let key = key_of(path);
+        let known = self
+            .seen
+            .lock()
+            .unwrap()
+            .get(&key)
+            .map(|c| (c.size, c.mtime_ns, c.counts.clone()));
+        if let Some((_, _, Some(counts))) = &known {
+            return Ok(counts.clone());
+        }
+        let counts = count(path)?;
+        let now = std::fs::metadata(path)
+            .ok()
+            .map(|m| (m.len(), mtime_ns(&m)));
+        // Kept only for the file its summary was taken from: one that changed since is
+        // summarized and counted again next time.
+        if let (Some((size, mtime, None)), Some(now)) = (known, now)
+            && now == (size, mtime)
+            && mtime != 0
+        {
+            if let Some(c) = self.seen.lock().unwrap().get_mut(&key) {
+                c.counts = Some(counts.clone());
+            }
+            *self.dirty.lock().unwrap() = true;
+        }
+        Ok(counts)
     }
 
     /// Writes what this listing saw (atomically), dropping files that are gone.

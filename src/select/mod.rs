@@ -150,11 +150,25 @@ pub struct ListOptions<'a> {
 }
 
 pub fn list_with(cfg: &Config, agent: Option<&str>, opts: &ListOptions) -> Result<Listing> {
-    use rayon::prelude::*;
     let cache = match opts.redactor {
         Some(_) => listcache::ListCache::load(),
         None => listcache::ListCache::none(),
     };
+    let listing = list_in(cfg, agent, opts, &cache)?;
+    if opts.save_cache {
+        cache.save();
+    }
+    Ok(listing)
+}
+
+/// `list_with` through `cache`, which the caller saves (`stats` adds its counts to it first).
+pub fn list_in(
+    cfg: &Config,
+    agent: Option<&str>,
+    opts: &ListOptions,
+    cache: &listcache::ListCache,
+) -> Result<Listing> {
+    use rayon::prelude::*;
     let mask = |t: &mut Option<String>| {
         if let Some(r) = opts.redactor {
             r.title(t);
@@ -205,9 +219,6 @@ pub fn list_with(cfg: &Config, agent: Option<&str>, opts: &ListOptions) -> Resul
         one_row_per_session(&mut mine);
         sessions.extend(mine);
         count_subagents(&mut sessions[start..]);
-    }
-    if opts.save_cache {
-        cache.save();
     }
     sort_newest_first(&mut sessions);
     Ok(Listing { sessions, warnings })

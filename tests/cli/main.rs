@@ -33,6 +33,7 @@ mod reformat;
 mod registration;
 mod relay;
 mod shell;
+mod stats;
 mod status;
 mod supersede;
 mod tokenizer;

@@ -63,6 +63,7 @@ fn help_leads_with_relay_and_every_command_ends_with_examples() {
             "show",
             "status",
             "log",
+            "stats",
             "export",
             "bundle",
             "hooks",
