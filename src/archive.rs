@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
@@ -43,11 +43,6 @@ pub struct Archived {
     pub dir: String,
     pub branch: String,
     pub commit: String,
-}
-
-/// `<state dir>/archive`, beside the ledger.
-pub fn default_dir() -> Option<PathBuf> {
-    crate::paths::state_dir().map(|d| d.join("archive"))
 }
 
 /// The branch of the chain whose first session is `agent`'s `id`: `chain/<agent>-<id>`, with

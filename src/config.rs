@@ -24,7 +24,7 @@ struct FileConfig {
     relay: FileRelay,
     #[serde(default)]
     redaction: FileRedaction,
-    /// `git`: every relay is also committed to the archive (see `crate::archive`).
+    /// `git`: every relay is also committed to the archive (see the `archive` module).
     archive: Option<ArchiveKind>,
     archive_dir: Option<PathBuf>,
 }
@@ -38,18 +38,18 @@ pub enum ArchiveKind {
     Git,
 }
 
-/// The versioned archive (`crate::archive`): whether relays write to it, and where it is.
+/// The versioned archive (the `archive` module): whether relays write to it, and where it is.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ArchiveSettings {
     pub kind: ArchiveKind,
-    /// `archive_dir:`; `None`: `archive::default_dir()`.
+    /// `archive_dir:`; `None`: `paths::default_archive_dir()`.
     pub dir: Option<PathBuf>,
 }
 
 impl ArchiveSettings {
     /// The archive's folder, as configured or by default.
     pub fn dir(&self) -> Option<PathBuf> {
-        self.dir.clone().or_else(crate::archive::default_dir)
+        self.dir.clone().or_else(crate::paths::default_archive_dir)
     }
 }
 
