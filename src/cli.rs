@@ -336,6 +336,10 @@ pub struct LogArgs {
     /// Every chain the ledger and the stores know, not only SESSION's.
     #[arg(short, long, conflicts_with = "session")]
     pub all: bool,
+    /// Also show each relay's commit in the archive (`archive: git`): the configured one, or
+    /// --archive=DIR.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub archive: Option<std::ffi::OsString>,
     #[arg(long, help = JSON_HELP)]
     pub json: bool,
 }
@@ -346,6 +350,10 @@ impl LogArgs {
             session: self.session.clone().unwrap_or_else(|| "latest".into()),
             scope: self.scope.options(false),
             every_chain: self.all,
+            archive: self.archive.as_ref().map(|d| {
+                let d = PathBuf::from(d);
+                (!d.as_os_str().is_empty()).then(|| std::path::absolute(&d).unwrap_or(d))
+            }),
             progress,
         }
     }
@@ -457,6 +465,11 @@ pub struct RelayArgs {
     /// or lacks the commit the changes are on.
     #[arg(long)]
     pub apply_changes: bool,
+    /// Also commit this relay (the relayed session, masked, its report and file-state
+    /// snapshot) to the git archive in DIR, created when new; as `archive: git` in the config
+    /// does for every relay. A failure to archive is a warning, not the relay's failure.
+    #[arg(long, value_name = "DIR")]
+    pub archive: Option<PathBuf>,
     #[arg(long, help = JSON_HELP)]
     pub json: bool,
 }
@@ -658,6 +671,7 @@ impl RelayArgs {
             force: self.force,
             all: self.all,
             apply_changes: self.apply_changes,
+            archive: self.archive.clone(),
             progress,
         }
     }

@@ -24,6 +24,33 @@ struct FileConfig {
     relay: FileRelay,
     #[serde(default)]
     redaction: FileRedaction,
+    /// `git`: every relay is also committed to the archive (see the `archive` module).
+    archive: Option<ArchiveKind>,
+    archive_dir: Option<PathBuf>,
+}
+
+/// The config's `archive:`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArchiveKind {
+    #[default]
+    Off,
+    Git,
+}
+
+/// The versioned archive (the `archive` module): whether relays write to it, and where it is.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ArchiveSettings {
+    pub kind: ArchiveKind,
+    /// `archive_dir:`; `None`: `paths::default_archive_dir()`.
+    pub dir: Option<PathBuf>,
+}
+
+impl ArchiveSettings {
+    /// The archive's folder, as configured or by default.
+    pub fn dir(&self) -> Option<PathBuf> {
+        self.dir.clone().or_else(crate::paths::default_archive_dir)
+    }
 }
 
 #[derive(Debug, Default, Deserialize, Clone, Serialize)]
@@ -116,6 +143,7 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentSettings>,
     pub relay: RelaySettings,
     pub redaction: FileRedaction,
+    pub archive: ArchiveSettings,
 }
 
 /// Inputs that come from the command line.
@@ -171,11 +199,23 @@ impl Config {
                 )
             })?;
         }
+        let archive = ArchiveSettings {
+            kind: file_cfg.archive.unwrap_or_default(),
+            // A relative folder is the config file's neighbour, wherever a relay runs.
+            dir: file_cfg.archive_dir.map(|d| {
+                let d = expand_tilde(&d);
+                match file.as_deref().and_then(Path::parent) {
+                    Some(p) if d.is_relative() => std::path::absolute(p.join(&d)).unwrap_or(d),
+                    _ => std::path::absolute(&d).unwrap_or(d),
+                }
+            }),
+        };
         Ok(Config {
             file,
             agents,
             relay,
             redaction: file_cfg.redaction,
+            archive,
         })
     }
 

@@ -398,6 +398,30 @@ fn about(bytes: &[u8], path: &Path, id: &str) -> Vec<Entry> {
     entries.into_iter().map(|(_, e)| e).collect()
 }
 
+/// The first session of the chain of relays that led to the session `side` names: the relays
+/// into it walked back, one source after another, as far as the ledger records them. Only the
+/// lines naming each session on the way are read (see `entries_about`).
+pub fn chain_root(side: &Side) -> (String, String) {
+    let mut at = (side.agent.clone(), side.id.clone(), side.path.clone());
+    let Ok(bytes) = ledger_path().and_then(|p| Ok((std::fs::read(&p)?, p))) else {
+        return (at.0, at.1);
+    };
+    let (bytes, path) = bytes;
+    let mut seen = std::collections::HashSet::new();
+    while seen.insert(at.clone()) {
+        // The relay that wrote it: a target is a new session, written by one relay.
+        let into = about(&bytes, &path, &at.1).into_iter().rev().find(|e| {
+            e.event == "relay"
+                && (e.target.path == at.2 || (e.target.agent == at.0 && e.target.id == at.1))
+        });
+        match into {
+            Some(e) => at = (e.source.agent, e.source.id, e.source.path),
+            None => break,
+        }
+    }
+    (at.0, at.1)
+}
+
 /// The lines of a ledger's `bytes` that hold something, numbered from 1.
 fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));

@@ -15,6 +15,7 @@ pub mod adapter;
 /// Agent adapters, one folder each under `adapters/` at the top of the repository.
 #[path = "../adapters/mod.rs"]
 pub mod adapters;
+pub mod archive;
 pub mod bundle;
 pub mod cli;
 pub mod commands;

@@ -22,6 +22,11 @@ pub fn require_state_dir() -> Result<PathBuf> {
     state_dir().context("no state directory on this platform; set SESSION_RELAY_STATE_DIR")
 }
 
+/// The versioned archive's default folder: `<state dir>/archive`, beside the ledger.
+pub fn default_archive_dir() -> Option<PathBuf> {
+    state_dir().map(|d| d.join("archive"))
+}
+
 /// `<config dir>/session-relay/config.yaml`.
 pub fn default_config_path() -> Option<PathBuf> {
     dirs::config_dir().map(|d| d.join("session-relay").join("config.yaml"))

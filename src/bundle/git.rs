@@ -19,7 +19,7 @@ use crate::redact::Redactor;
 /// `git` in `dir`, with no optional locks (a plain `git status` may otherwise refresh the
 /// index), nothing asked on a terminal, and none of the variables that point git at another
 /// repository or index (set when session-relay runs from a git hook).
-fn git(dir: &Path) -> Command {
+pub(crate) fn git(dir: &Path) -> Command {
     let mut c = Command::new("git");
     for v in [
         "GIT_DIR",
@@ -40,7 +40,7 @@ fn git(dir: &Path) -> Command {
 }
 
 /// Runs `c`, returning its standard output trimmed; fails with git's own message.
-fn run(mut c: Command, what: &str) -> Result<String> {
+pub(crate) fn run(mut c: Command, what: &str) -> Result<String> {
     let out = c
         .output()
         .with_context(|| format!("cannot run git to {what}"))?;

@@ -209,6 +209,8 @@ fn relay_session(cfg: &Config, opts: &Options, session: &str) -> Result<relay::R
             force: false,
             all: false,
             apply_changes: false,
+            // The config's `archive:` decides, as for any relay.
+            archive: None,
             progress: None,
         },
     )

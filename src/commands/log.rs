@@ -24,12 +24,18 @@ pub struct Options {
     pub scope: Scope,
     /// Every chain, not only the session's.
     pub every_chain: bool,
+    /// `--archive`: each relay's commit in the archive, the configured one (`Some(None)`) or
+    /// the one named.
+    pub archive: Option<Option<std::path::PathBuf>>,
     pub progress: crate::progress::Handle,
 }
 
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub chains: Vec<Chain>,
+    /// With `--archive`: the archive read (a git repository).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive: Option<String>,
     /// Sessions that could not be read, damaged ledger lines.
     pub warnings: Vec<String>,
 }
@@ -96,6 +102,9 @@ pub struct Relay {
     pub continued: Option<bool>,
     /// A newer relay of the same source replaced it.
     pub superseded: bool,
+    /// With `--archive`: its commit there, `null` when it was not archived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive: Option<Option<crate::archive::Archived>>,
 }
 
 type Key = (String, String);
@@ -177,7 +186,47 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         .into_iter()
         .map(|(nodes, asked)| graph.chain(&nodes, asked, &figures, &superseded))
         .collect();
-    Ok(Report { chains, warnings })
+    let mut report = Report {
+        chains,
+        archive: None,
+        warnings,
+    };
+    if let Some(given) = &opts.archive {
+        add_archive(cfg, given.as_deref(), &mut report);
+    }
+    Ok(report)
+}
+
+/// `--archive`: each relay's commit in the archive at `given` (else the configured one), found
+/// by the session it wrote.
+fn add_archive(cfg: &Config, given: Option<&Path>, report: &mut Report) {
+    let Some(dir) = given.map(Path::to_path_buf).or_else(|| cfg.archive.dir()) else {
+        report.warnings.push(
+            "--archive: this platform has no state folder; set archive_dir in the config".into(),
+        );
+        return;
+    };
+    report.archive = Some(dir.display().to_string());
+    let found = if dir.join("HEAD").is_file() {
+        crate::archive::relays(&dir).unwrap_or_else(|e| {
+            report
+                .warnings
+                .push(format!("cannot read the archive {}: {e:#}", dir.display()));
+            HashMap::new()
+        })
+    } else {
+        report.warnings.push(format!(
+            "no archive at {}: relays are archived with `archive: git` in the config, or relay --archive DIR",
+            dir.display()
+        ));
+        HashMap::new()
+    };
+    for chain in &mut report.chains {
+        for r in &mut chain.relays {
+            let to = &chain.sessions[r.to];
+            r.archive = Some(found.get(&(to.agent.clone(), to.id.clone())).cloned());
+        }
+    }
 }
 
 impl<'e> Graph<'e> {
@@ -597,6 +646,7 @@ impl Graph<'_> {
                 .entry
                 .and_then(|x| continued(x, self.nodes[e.to].summary.as_ref()?)),
             superseded: e.entry.is_some_and(|x| superseded.contains(&x.target.path)),
+            archive: None,
         }
     }
 }

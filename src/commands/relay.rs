@@ -35,6 +35,8 @@ pub struct Options {
     pub all: bool,
     /// From a bundle made with `--git`: take its branch into the checkout at `cwd`.
     pub apply_changes: bool,
+    /// `--archive DIR`: archive this relay there, whatever the config says.
+    pub archive: Option<PathBuf>,
     pub progress: crate::progress::Handle,
 }
 
@@ -61,6 +63,8 @@ pub struct Report {
     pub plan: PlanReport,
     /// Secrets masked, by kind (`null` with --no-redact).
     pub redactions: Redactions,
+    /// Where the relay was archived (`archive: git`, `--archive DIR`); `null` when it was not.
+    pub archive: Option<crate::archive::Archived>,
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
 }
@@ -143,7 +147,7 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
     // 100 MB relay; nothing waits for it, so it happens beside the report (or not at all when
     // the process ends first).
     std::thread::spawn(move || drop(src.session));
-    Ok(Report {
+    let mut report = Report {
         dry_run: opts.dry_run,
         already_relayed: false,
         source: source_side,
@@ -154,16 +158,139 @@ fn run_in_scope(cfg: &Config, opts: &Options) -> Result<Report> {
         } else {
             written.native.resume_command.clone()
         },
-        title: written.title,
+        title: written.title.clone(),
         messages: written.plan.session.message_count(),
         bytes: written.native.bytes.len(),
         relayed_at: None,
         supersedes,
         plan: written.plan.report(),
         redactions: src.redactions,
+        archive: None,
         notes,
         warnings: src.warnings,
-    })
+    };
+    archive_relay(cfg, opts, &written, src.redactor.as_deref(), &mut report);
+    Ok(report)
+}
+
+/// With the archive on (`archive: git`, or `--archive DIR`): commits what the relay wrote,
+/// masked, and its report, on the branch of its task chain (not on a dry run). A failure is a
+/// warning of the report, never the relay's.
+fn archive_relay(
+    cfg: &Config,
+    opts: &Options,
+    written: &Written,
+    redactor: Option<&crate::redact::Redactor>,
+    report: &mut Report,
+) {
+    if opts.dry_run {
+        return;
+    }
+    let dir = match (&opts.archive, cfg.archive.kind) {
+        (Some(d), _) => std::path::absolute(d).unwrap_or_else(|_| d.clone()),
+        (None, crate::config::ArchiveKind::Off) => return,
+        (None, crate::config::ArchiveKind::Git) => match cfg.archive.dir() {
+            Some(d) => d,
+            None => {
+                report.warnings.push(
+                    "the relay was not archived: this platform has no state folder; set archive_dir in the config".into(),
+                );
+                return;
+            }
+        },
+    };
+    super::step("archiving the relay");
+    let committed = archived_files(cfg, written, redactor, report).and_then(|files| {
+        let files: Vec<(&str, &[u8])> = files.iter().map(|(n, b)| (*n, b.as_slice())).collect();
+        let (agent, id) = ledger::chain_root(&report.source);
+        let branch = crate::archive::branch_name(&agent, &id);
+        let message = crate::archive::message(
+            &report.source,
+            &report.target,
+            written.plan.fit.budget,
+            written.plan.fit.total_tokens,
+            &ledger::time_text(written.now),
+        );
+        let commit = crate::archive::commit(
+            &dir,
+            &crate::archive::Commit {
+                branch: &branch,
+                message: &message,
+                time: written.now,
+                files: &files,
+            },
+        )?;
+        Ok(crate::archive::Archived {
+            dir: dir.display().to_string(),
+            branch,
+            commit,
+        })
+    });
+    match committed {
+        Ok(a) => report.archive = Some(a),
+        Err(e) => report.warnings.push(crate::archive::failure(&dir, &e)),
+    }
+}
+
+/// The `schema_version` that `relay --json` prints (the render module's; the archive's test
+/// compares the report archived with the one printed).
+const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// The files of a relay's archive commit, masked: with --no-redact too (the relay wrote the
+/// secrets where it was asked to; the archive keeps none), by the config's rules.
+fn archived_files(
+    cfg: &Config,
+    written: &Written,
+    redactor: Option<&crate::redact::Redactor>,
+    report: &Report,
+) -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let own;
+    let (rules, masked) = match redactor {
+        Some(r) => (r, true),
+        None => {
+            own = cfg.redactor()?;
+            (&own, false)
+        }
+    };
+    let mut session = Vec::new();
+    let mut snapshot = written.plan.snapshot.clone();
+    if masked {
+        crate::model::neutral::write(&written.plan.session, &mut session)?;
+    } else {
+        let mut s = written.plan.session.clone();
+        rules.session(&mut s);
+        crate::model::neutral::write(&s, &mut session)?;
+        snapshot.mask(rules);
+    }
+    let mut report_value = serde_json::to_value(report)?;
+    if let Some(o) = report_value.as_object_mut() {
+        o.insert("schema_version".into(), REPORT_SCHEMA_VERSION.into());
+    }
+    // The report names paths, a title, notes: whatever a secret could hide in is masked.
+    mask_strings(&mut report_value, rules);
+    let mut report_json = serde_json::to_vec_pretty(&report_value)?;
+    report_json.push(b'\n');
+    let mut snapshot_json = serde_json::to_vec_pretty(&snapshot)?;
+    snapshot_json.push(b'\n');
+    Ok(vec![
+        (crate::archive::SESSION, session),
+        (crate::archive::REPORT, report_json),
+        (crate::archive::SNAPSHOT, snapshot_json),
+    ])
+}
+
+/// Every string in `v` masked by `rules`.
+fn mask_strings(v: &mut serde_json::Value, rules: &crate::redact::Redactor) {
+    match v {
+        serde_json::Value::String(s) => {
+            if let std::borrow::Cow::Owned(m) = rules.text(s, &mut Default::default()) {
+                *s = m;
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| mask_strings(x, rules)),
+        serde_json::Value::Object(o) => o.values_mut().for_each(|x| mask_strings(x, rules)),
+        _ => {}
+    }
 }
 
 /// Relays of `source` to the same agent and directory, of the same kind (into the store or
@@ -216,6 +343,7 @@ fn already_relayed(
         supersedes: Vec::new(),
         plan: PlanReport::default(),
         redactions: Redactions(None),
+        archive: None,
         notes,
         warnings,
     }

@@ -17,6 +17,22 @@ impl Text for Report {
             }
             write_chain(chain, out)?;
         }
+        if let Some(dir) = &self.archive {
+            let branch = self
+                .chains
+                .iter()
+                .flat_map(|c| &c.relays)
+                .find_map(|r| Some(r.archive.clone()??.branch));
+            writeln!(out, "\nArchive: {}", safe(dir))?;
+            if let Some(b) = branch {
+                writeln!(
+                    out,
+                    "  git -C {} log -p {}",
+                    crate::text::shell_quote(dir),
+                    safe(&b)
+                )?;
+            }
+        }
         Ok(())
     }
 }
@@ -109,7 +125,9 @@ fn when(t: Option<&str>) -> String {
 /// What a relay kept, masked and wrote, and what became of its session.
 fn relay_lines(r: &Relay) -> Vec<String> {
     if !r.in_ledger {
-        return vec!["not in the ledger: known by its provenance record only".into()];
+        let mut lines = vec!["not in the ledger: known by its provenance record only".into()];
+        lines.extend(archive_line(r));
+        return lines;
     }
     let mut lines = Vec::new();
     if let (Some(total), Some(budget)) = (r.written_tokens, r.budget) {
@@ -141,7 +159,20 @@ fn relay_lines(r: &Relay) -> Vec<String> {
         ""
     };
     lines.push(format!("target     {state}{superseded}"));
+    lines.extend(archive_line(r));
     lines
+}
+
+/// With `--archive`: the relay's commit there.
+fn archive_line(r: &Relay) -> Option<String> {
+    Some(match r.archive.as_ref()? {
+        Some(a) => format!(
+            "archive    {} on {}",
+            &a.commit[..a.commit.len().min(12)],
+            safe(&a.branch)
+        ),
+        None => "archive    not archived".into(),
+    })
 }
 
 /// As `relay` says it: `2 masked (aws_access_key 1, github_token 1)`, `none found`, or not.

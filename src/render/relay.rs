@@ -81,6 +81,15 @@ impl Text for Report {
             )?;
             writeln!(out, "  tool calls {}", super::fit::tool_calls(&self.plan))?;
         }
+        if let Some(a) = &self.archive {
+            writeln!(
+                out,
+                "  archived   {} on {} in {}",
+                &a.commit[..a.commit.len().min(12)],
+                safe(&a.branch),
+                safe(&a.dir)
+            )?;
+        }
         if !self.resume_command.is_empty() {
             writeln!(
                 out,

@@ -705,6 +705,8 @@ fn the_example_config_is_valid_and_matches_the_defaults() {
         "tool_call_keep_recent",
         "safety_ratio",
         "tokenizer",
+        "archive",
+        "archive_dir",
     ] {
         assert!(
             text.contains(key),
@@ -748,6 +750,10 @@ fn the_example_config_is_valid_and_matches_the_defaults() {
             d.summary_max_tokens,
             d.tool_call_keep_recent
         )
+    );
+    assert_eq!(
+        (example_cfg.archive.kind, &example_cfg.archive.dir),
+        (defaults.archive.kind, &defaults.archive.dir)
     );
 }
 

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::common::{TestEnv, session_with_prompts};
 
 /// A key the redactor masks, planted in the first prompt of the source.
-const SECRET: &str = "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R";
+pub(crate) const SECRET: &str = "ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R";
 
 /// `relay ID --to AGENT` into the project: the target's id and path.
 fn relay(env: &TestEnv, id: &str, to: &str, proj: &str) -> (String, String) {
@@ -20,20 +20,20 @@ fn relay(env: &TestEnv, id: &str, to: &str, proj: &str) -> (String, String) {
     )
 }
 
-fn append_line(path: &str, line: &Value) {
+pub(crate) fn append_line(path: &str, line: &Value) {
     let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
     writeln!(f, "{line}").unwrap();
 }
 
 /// A user turn as Codex writes one at the end of a rollout.
-fn codex_user_turn(text: &str) -> Value {
+pub(crate) fn codex_user_turn(text: &str) -> Value {
     json!({"timestamp": "2026-12-01T10:00:00.000Z", "type": "response_item",
         "payload": {"type": "message", "role": "user",
                     "content": [{"type": "input_text", "text": text}]}})
 }
 
 /// A user turn as Claude Code writes one, chained to the transcript's last line.
-fn claude_user_turn(path: &str, id: &str, cwd: &str, text: &str) -> Value {
+pub(crate) fn claude_user_turn(path: &str, id: &str, cwd: &str, text: &str) -> Value {
     let last_uuid = std::fs::read_to_string(path)
         .unwrap()
         .lines()

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod archive;
 mod budget;
 mod bundle;
 mod clean;
