@@ -1344,6 +1344,14 @@ impl Redactor {
         self.mask(text, counts, None)
     }
 
+    /// Masks a JSON document: every string by the text rules, and the values of sensitive keys
+    /// whatever they look like, as in a tool call's input.
+    pub fn json(&self, v: &mut Value) -> Counts {
+        let mut counts = Counts::default();
+        self.value(v, &mut counts, &mut Seen::new());
+        counts
+    }
+
     /// `text`, adding each value it masks to `seen` (see `Seen`), if given.
     fn mask<'a>(
         &self,

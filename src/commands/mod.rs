@@ -28,6 +28,10 @@ use crate::plan::fold::Folder;
 use crate::redact::{Counts, Redactor};
 use crate::select::{Located, SelectScope};
 
+/// The `schema_version` every `--json` output carries (and the relay report an archive keeps):
+/// bumped when a field of any of them changes meaning or goes away.
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
 /// Which sessions a command considers: one agent's, one directory's.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {

@@ -232,10 +232,6 @@ fn archive_relay(
     }
 }
 
-/// The `schema_version` that `relay --json` prints (the render module's; the archive's test
-/// compares the report archived with the one printed).
-const REPORT_SCHEMA_VERSION: u32 = 1;
-
 /// The files of a relay's archive commit, masked: with --no-redact too (the relay wrote the
 /// secrets where it was asked to; the archive keeps none), by the config's rules.
 fn archived_files(
@@ -264,10 +260,10 @@ fn archived_files(
     }
     let mut report_value = serde_json::to_value(report)?;
     if let Some(o) = report_value.as_object_mut() {
-        o.insert("schema_version".into(), REPORT_SCHEMA_VERSION.into());
+        o.insert("schema_version".into(), super::JSON_SCHEMA_VERSION.into());
     }
     // The report names paths, a title, notes: whatever a secret could hide in is masked.
-    mask_strings(&mut report_value, rules);
+    rules.json(&mut report_value);
     let mut report_json = serde_json::to_vec_pretty(&report_value)?;
     report_json.push(b'\n');
     let mut snapshot_json = serde_json::to_vec_pretty(&snapshot)?;
@@ -277,20 +273,6 @@ fn archived_files(
         (crate::archive::REPORT, report_json),
         (crate::archive::SNAPSHOT, snapshot_json),
     ])
-}
-
-/// Every string in `v` masked by `rules`.
-fn mask_strings(v: &mut serde_json::Value, rules: &crate::redact::Redactor) {
-    match v {
-        serde_json::Value::String(s) => {
-            if let std::borrow::Cow::Owned(m) = rules.text(s, &mut Default::default()) {
-                *s = m;
-            }
-        }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| mask_strings(x, rules)),
-        serde_json::Value::Object(o) => o.values_mut().for_each(|x| mask_strings(x, rules)),
-        _ => {}
-    }
 }
 
 /// Relays of `source` to the same agent and directory, of the same kind (into the store or

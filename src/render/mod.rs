@@ -26,8 +26,7 @@ pub use stats::page as stats_page;
 #[doc(hidden)]
 pub use stats::page::CHARTS as STATS_CHARTS;
 
-/// Bumped when a field of any `--json` output changes meaning or goes away.
-pub const JSON_SCHEMA_VERSION: u32 = 1;
+pub use crate::commands::JSON_SCHEMA_VERSION;
 
 /// A report that people read.
 pub trait Text {

@@ -208,14 +208,18 @@ fn axes(svg: &mut String, top: f64, plot_h: f64) {
     );
 }
 
-/// One horizontal bar per agent: its tool errors per call.
-fn error_rates(r: &Report) -> String {
-    let rows: Vec<(&str, &Figures)> = r
-        .agents
+/// The agents that made tool calls, with their figures: one bar each.
+fn agents_with_calls(r: &Report) -> Vec<(&str, &Figures)> {
+    r.agents
         .iter()
         .filter(|g| g.figures.tool_calls_total > 0)
         .map(|g| (g.name.as_str(), &g.figures))
-        .collect();
+        .collect()
+}
+
+/// One horizontal bar per agent: its tool errors per call.
+fn error_rates(r: &Report) -> String {
+    let rows = agents_with_calls(r);
     if rows.is_empty() {
         return none(120.0);
     }
@@ -333,12 +337,7 @@ fn flow(r: &Report) -> String {
 
 /// One stacked horizontal bar per agent: its calls by kind, as shares.
 fn tool_kinds(r: &Report) -> String {
-    let rows: Vec<(&str, &Figures)> = r
-        .agents
-        .iter()
-        .filter(|g| g.figures.tool_calls_total > 0)
-        .map(|g| (g.name.as_str(), &g.figures))
-        .collect();
+    let rows = agents_with_calls(r);
     if rows.is_empty() {
         return none(120.0);
     }
