@@ -13,6 +13,7 @@ use anyhow::Result;
 use crate::model::{ContextUsage, Message, RecordedUsage, Role, Session, Summary};
 
 pub mod part;
+pub mod sqlite;
 pub mod tree;
 pub mod write;
 
@@ -351,6 +352,15 @@ pub fn part_read_asked() -> bool {
 /// reading in part saves time and memory.
 pub const FULL_READ_BYTES: u64 = 16 << 20;
 
+/// `FULL_READ_BYTES`, or 0 when a read in part is asked for (`PART_READ_ENV`).
+pub fn full_read_bytes() -> u64 {
+    if part_read_asked() {
+        0
+    } else {
+        FULL_READ_BYTES
+    }
+}
+
 impl ReadOptions {
     /// These options for the session file at `path`: one of at most `FULL_READ_BYTES`, or
     /// whose text is no more than the full-read tail (at about four bytes a token), is read in
@@ -358,14 +368,7 @@ impl ReadOptions {
     /// time; a full read gives the same relay). A compressed file's size says nothing of its
     /// text: it keeps the options.
     pub fn for_file(self, path: &Path) -> ReadOptions {
-        self.for_file_below(
-            path,
-            if part_read_asked() {
-                0
-            } else {
-                FULL_READ_BYTES
-            },
-        )
+        self.for_file_below(path, full_read_bytes())
     }
 
     /// `for_file`, reading in full at once a file of at most `full_below` bytes.

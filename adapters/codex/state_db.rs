@@ -8,7 +8,9 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::adapter::sqlite::AgentDb;
 
 /// `_sqlx_migrations` versions whose `threads` table this module knows.
 const KNOWN_MIGRATIONS: &[i64] = &[64];
@@ -72,32 +74,41 @@ pub fn register(home: &Path, row: &ThreadRow) -> Result<Option<String>> {
         "run `codex resume {}` once to make it appear in Codex's picker",
         row.id
     );
-    let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_WRITE)
-        .with_context(|| format!("cannot open {}", db.display()))?;
-    conn.busy_timeout(std::time::Duration::from_secs(3))?;
-
-    let migration = migration(&conn, &db)?;
-    if !migration.is_some_and(|m| KNOWN_MIGRATIONS.contains(&m)) {
-        return Ok(Some(format!(
-            "{} has a schema session-relay does not know (migration {}); not registered: {resume}",
-            db.display(),
-            migration.map_or("?".to_string(), |m| m.to_string())
-        )));
-    }
-    if let Some(col) = unknown_column(&conn)? {
-        return Ok(Some(format!(
-            "{}: the threads table differs from the known schema (column {col}); not registered: {resume}",
+    // The checks and the row in one transaction: no other writer comes between them.
+    index(&db).write(|conn| {
+        let migration = migration(conn, &db)?;
+        if !migration.is_some_and(|m| KNOWN_MIGRATIONS.contains(&m)) {
+            return Ok(Some(format!(
+                "{} has a schema session-relay does not know (migration {}); not registered: {resume}",
+                db.display(),
+                migration.map_or("?".to_string(), |m| m.to_string())
+            )));
+        }
+        if let Some(col) = unknown_column(conn)? {
+            return Ok(Some(format!(
+                "{}: the threads table differs from the known schema (column {col}); not registered: {resume}",
+                db.display()
+            )));
+        }
+        if has_thread(conn, row.id)? {
+            return Ok(Some(format!("{} already lists {}", db.display(), row.id)));
+        }
+        insert(conn, row)?;
+        Ok(Some(format!(
+            "registered in Codex's thread index {}",
             db.display()
-        )));
+        )))
+    })
+}
+
+/// Codex's thread index at `path`. Codex writes it in short transactions: a relay waits for
+/// many of them before it is refused.
+fn index(path: &Path) -> AgentDb<'_> {
+    AgentDb {
+        path,
+        agent: "Codex",
+        busy: std::time::Duration::from_secs(3),
     }
-    if has_thread(&conn, row.id)? {
-        return Ok(Some(format!("{} already lists {}", db.display(), row.id)));
-    }
-    insert(&conn, row)?;
-    Ok(Some(format!(
-        "registered in Codex's thread index {}",
-        db.display()
-    )))
 }
 
 /// The newest `_sqlx_migrations` version (`None`: no such table, or no row in it).
@@ -190,13 +201,12 @@ pub fn unregister(home: &Path, id: &str) -> Result<bool> {
     if !db.exists() {
         return Ok(false);
     }
-    let conn = Connection::open_with_flags(&db, OpenFlags::SQLITE_OPEN_READ_WRITE)
-        .with_context(|| format!("cannot open {}", db.display()))?;
-    conn.busy_timeout(std::time::Duration::from_secs(3))?;
-    if !has_table(&conn, "threads")? {
-        return Ok(false);
-    }
-    Ok(conn.execute("DELETE FROM threads WHERE id = ?1", [id])? > 0)
+    index(&db).write(|conn| {
+        if !has_table(conn, "threads")? {
+            return Ok(false);
+        }
+        Ok(conn.execute("DELETE FROM threads WHERE id = ?1", [id])? > 0)
+    })
 }
 
 fn has_table(conn: &Connection, name: &str) -> Result<bool> {

@@ -1,23 +1,27 @@
 //! OpenCode's database: a session's rows read into the document `opencode export` writes, and a
-//! relay's document copied in as rows (and taken out again).
-//!
-//! Reads go through read-only connections and never change the database. A write is one
-//! `BEGIN IMMEDIATE` transaction under OpenCode's own busy timeout: while OpenCode (or anything
-//! else) holds the write lock longer, the relay is refused, naming the database, and nothing
-//! is written; a write lands whole or not at all.
+//! relay's document copied in as rows (and taken out again), as `adapter::sqlite` reads and
+//! writes a database an agent may have open.
 
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
+use crate::adapter::sqlite::AgentDb;
 use crate::model::{Todo, TodoStatus};
 
-/// How long a write waits for the lock: as long as OpenCode itself waits (`busy_timeout=5000`).
-pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The database at `path`, waiting for its lock as long as OpenCode itself waits
+/// (`busy_timeout=5000`).
+fn database(path: &Path) -> AgentDb<'_> {
+    AgentDb {
+        path,
+        agent: "OpenCode",
+        busy: Duration::from_secs(5),
+    }
+}
 
 /// What reading a session's rows found besides its messages.
 #[derive(Default)]
@@ -39,20 +43,9 @@ pub enum Row<'a> {
     Message(Value, u64),
 }
 
-fn open(db: &Path, flags: OpenFlags) -> Result<Connection> {
-    let conn = Connection::open_with_flags(db, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .with_context(|| format!("cannot open OpenCode's database {}", db.display()))?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    Ok(conn)
-}
-
-fn open_read_only(db: &Path) -> Result<Connection> {
-    open(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
-}
-
 /// The ids of every session in the database.
 pub fn session_ids(db: &Path) -> Result<Vec<String>> {
-    let conn = open_read_only(db)?;
+    let conn = database(db).read()?;
     let mut stmt = conn.prepare("SELECT id FROM session ORDER BY id")?;
     let ids = stmt
         .query_map([], |r| r.get(0))?
@@ -69,7 +62,7 @@ pub fn walk(
     out: &mut dyn Write,
     mut each: Option<&mut dyn FnMut(Row)>,
 ) -> Result<Rows> {
-    let conn = open_read_only(db)?;
+    let conn = database(db).read()?;
     let cannot = || format!("cannot read session {id} in {}", db.display());
     let mut rows = Rows::default();
     let mut out = Out(std::io::BufWriter::with_capacity(1 << 16, out), 0);
@@ -237,47 +230,6 @@ fn todos(conn: &Connection, id: &str) -> Result<Vec<Todo>> {
         .collect::<rusqlite::Result<_>>()?)
 }
 
-/// Opens the database to write, refusing when it does not exist (OpenCode creates it, with its
-/// schema, the first time it starts).
-fn open_to_write(db: &Path) -> Result<Connection> {
-    if !db.is_file() {
-        bail!(
-            "OpenCode's database {} does not exist: start `opencode` once (it creates it), then relay again",
-            db.display()
-        );
-    }
-    let conn = open(db, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
-    conn.pragma_update(None, "foreign_keys", "ON")?;
-    Ok(conn)
-}
-
-/// Begins the write, or says that the database stayed locked.
-fn begin<'c>(conn: &'c mut Connection, db: &Path) -> Result<rusqlite::Transaction<'c>> {
-    conn.transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| locked(e, db))
-}
-
-/// A lock held past the busy timeout as the refusal it is; any other error as it is.
-fn locked(e: rusqlite::Error, db: &Path) -> anyhow::Error {
-    let busy = matches!(
-        e.sqlite_error_code(),
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-    );
-    if busy {
-        anyhow::anyhow!(
-            "OpenCode's database {} stayed locked for {} s (OpenCode or another program is writing to it): nothing was written; relay again once it is idle",
-            db.display(),
-            BUSY_TIMEOUT.as_secs()
-        )
-    } else {
-        // Most likely a schema OpenCode changed (a table or column missing).
-        anyhow::Error::new(e).context(format!(
-            "cannot write to OpenCode's database {}: nothing was written",
-            db.display()
-        ))
-    }
-}
-
 /// Copies the relay's document at `file` into the database as session `id`'s rows, in one
 /// transaction, bound to the project OpenCode gives the session's directory.
 pub fn register(db: &Path, file: &Path, id: &str) -> Result<Vec<String>> {
@@ -286,24 +238,30 @@ pub fn register(db: &Path, file: &Path, id: &str) -> Result<Vec<String>> {
     )
     .with_context(|| format!("{} is not JSON", file.display()))?;
     let info = &doc["info"];
-    let dir = info["directory"].as_str().unwrap_or("/");
-    let project = super::project::of_dir(dir);
-    let mut conn = open_to_write(db)?;
-    let tx = begin(&mut conn, db)?;
-    // A schema that lacks a table or column written here fails a statement, and the
-    // transaction, dropped uncommitted, rolls back: nothing is written.
-    if let Some(mark) = relay_mark(&tx, id).map_err(|e| locked(e, db))? {
-        let ours = mark.is_some_and(|m| m == info["metadata"][super::RELAY_FIELD]);
-        if ours {
-            return Ok(vec![format!("{} already holds {id}", db.display())]);
-        }
+    let project = super::project::of_dir(info["directory"].as_str().unwrap_or("/"));
+    if !db.is_file() {
         bail!(
-            "{} holds another session {id} already: not registered",
+            "OpenCode's database {} does not exist: start `opencode` once (it creates it), then relay again",
             db.display()
         );
     }
-    let modelled = insert(&tx, &doc, id, &project).map_err(|e| locked(e, db))?;
-    tx.commit().map_err(|e| locked(e, db))?;
+    // A schema that lacks a table or column written here fails a statement, and nothing is
+    // written.
+    let modelled = database(db).write(|tx| {
+        if let Some(mark) = relay_mark(tx, id)? {
+            if mark.is_some_and(|m| m == info["metadata"][super::RELAY_FIELD]) {
+                return Ok(None);
+            }
+            bail!(
+                "{} holds another session {id} already: not registered",
+                db.display()
+            );
+        }
+        Ok(Some(insert(tx, &doc, id, &project)?))
+    })?;
+    let Some(modelled) = modelled else {
+        return Ok(vec![format!("{} already holds {id}", db.display())]);
+    };
     let mut notes = vec![format!(
         "registered in OpenCode's database {} (project {})",
         db.display(),
@@ -447,37 +405,33 @@ pub fn unregister(db: &Path, id: &str) -> Result<Vec<String>> {
     if !db.is_file() {
         return Ok(Vec::new());
     }
-    let mut conn = open_to_write(db)?;
-    let tx = begin(&mut conn, db)?;
-    let Some(mark) = relay_mark(&tx, id)? else {
-        return Ok(Vec::new());
-    };
-    let Some(mark) = mark else {
-        bail!(
-            "session {id} in {} carries no session-relay mark: left alone",
-            db.display()
-        );
-    };
-    let written = mark.get("messages").and_then(Value::as_u64);
-    let held: i64 = tx.query_row(
-        "SELECT count(*) FROM message WHERE session_id = ?1",
-        [id],
-        |r| r.get(0),
-    )?;
-    if written != Some(held as u64) {
-        bail!(
-            "session {id} was continued in OpenCode after the relay ({} messages written, {held} now): its rows stay in {}; `opencode session delete {id}` deletes it",
-            written.map_or("?".into(), |n| n.to_string()),
-            db.display()
-        );
-    }
-    // Its messages, their parts and its todo rows go with it (`ON DELETE CASCADE`, foreign
-    // keys on), as when OpenCode deletes a session.
-    tx.execute("DELETE FROM session WHERE id = ?1", [id])
-        .map_err(|e| locked(e, db))?;
-    tx.commit().map_err(|e| locked(e, db))?;
-    Ok(vec![format!(
-        "{id}: its rows removed from {}",
-        db.display()
-    )])
+    let removed = database(db).write(|tx| {
+        let Some(mark) = relay_mark(tx, id)? else {
+            return Ok(false);
+        };
+        let Some(mark) = mark else {
+            bail!(
+                "session {id} in {} carries no session-relay mark: left alone",
+                db.display()
+            );
+        };
+        let written = mark.get("messages").and_then(Value::as_u64);
+        let sql = "SELECT count(*) FROM message WHERE session_id = ?1";
+        let held: i64 = tx.query_row(sql, [id], |r| r.get(0))?;
+        if written != Some(held as u64) {
+            bail!(
+                "session {id} was continued in OpenCode after the relay ({} messages written, {held} now): its rows stay in {}; `opencode session delete {id}` deletes it",
+                written.map_or("?".into(), |n| n.to_string()),
+                db.display()
+            );
+        }
+        // Its messages, their parts and its todo rows go with it (`ON DELETE CASCADE`, foreign
+        // keys on), as when OpenCode deletes a session.
+        tx.execute("DELETE FROM session WHERE id = ?1", [id])?;
+        Ok(true)
+    })?;
+    Ok(match removed {
+        true => vec![format!("{id}: its rows removed from {}", db.display())],
+        false => Vec::new(),
+    })
 }

@@ -162,13 +162,11 @@ impl Adapter for OpenCode {
             ..Default::default()
         };
         let (s, size) = read::read_sized(path, opts)?;
-        let mut summary = Summary::of_session(&s, path, size);
-        summary.archived = s.archived;
-        summary.relay_of = s
-            .extra
-            .get("provenance")
-            .and_then(RelaySource::from_provenance);
-        Ok(summary)
+        let relay_of = s.extra.get("provenance");
+        Ok(Summary {
+            relay_of: relay_of.and_then(RelaySource::from_provenance),
+            ..Summary::of_session(&s, path, size)
+        })
     }
 
     fn read_with(&self, path: &Path, _home: Option<&Path>, opts: ReadOptions) -> Result<Session> {

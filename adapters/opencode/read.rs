@@ -50,10 +50,7 @@ pub fn read_sized(path: &Path, opts: ReadOptions) -> Result<(Session, u64)> {
     session.format = "opencode-db".into();
     // As `ReadOptions::for_file` reads a small file in full (a listing path is no file): older
     // turns are folded only once the rows read stand for more than that.
-    let full_below = match crate::adapter::part_read_asked() {
-        true => 0,
-        false => crate::adapter::FULL_READ_BYTES,
-    };
+    let full_below = crate::adapter::full_read_bytes();
     let rows = super::db::walk(
         db,
         &id,

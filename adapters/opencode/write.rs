@@ -211,23 +211,25 @@ impl Writer {
         let start = part["state"]["time"]["start"].clone();
         let input = part["state"]["input"].take();
         let bash = part["tool"] == "bash";
-        let exit = m.metadata.get_i64("exit_code");
-        part["state"] = match exit {
-            Some(code) if bash && (code != 0) == m.is_error => json!({
-                "status": "completed", "output": m.content,
-                "metadata": {"output": m.content, "exit": code},
-            }),
-            _ if m.is_error => json!({"status": "error", "error": m.content, "metadata": {}}),
-            _ if bash => {
-                json!({"status": "completed", "output": m.content, "metadata": {"output": m.content}})
+        // A shell command's exit code says whether it failed, as OpenCode records one.
+        let exit =
+            (m.metadata.get_i64("exit_code")).filter(|code| bash && (*code != 0) == m.is_error);
+        part["state"] = if m.is_error && exit.is_none() {
+            json!({"status": "error", "error": m.content, "metadata": {}})
+        } else {
+            let title = title_of(&input, &part["tool"]);
+            let mut state =
+                json!({"status": "completed", "output": m.content, "title": title, "metadata": {}});
+            if bash {
+                state["metadata"]["output"] = json!(m.content);
             }
-            _ => json!({"status": "completed", "output": m.content, "metadata": {}}),
+            if let Some(code) = exit {
+                state["metadata"]["exit"] = json!(code);
+            }
+            state
         };
         part["state"]["input"] = input;
         part["state"]["time"] = json!({"start": start, "end": end});
-        if part["state"]["status"] == "completed" {
-            part["state"]["title"] = json!(title_of(&part["state"]["input"], &part["tool"]));
-        }
         self.messages[at]["info"]["time"]["completed"] = json!(end);
     }
 

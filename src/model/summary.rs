@@ -87,8 +87,7 @@ impl Summary {
     }
 
     /// The listing row of a session read in full (a listing does that for the small, rare
-    /// whole-document files instead of scanning them). `archived` and `relay_of` are the
-    /// caller's to set.
+    /// whole-document files instead of scanning them). `relay_of` is the caller's to set.
     pub fn of_session(s: &super::Session, path: &std::path::Path, size: u64) -> Summary {
         Summary {
             id: s.id.clone(),
@@ -100,7 +99,7 @@ impl Summary {
             updated: s.updated.clone(),
             messages: s.message_count(),
             size,
-            archived: false,
+            archived: s.archived,
             parent_id: s.parent_id.clone(),
             subagents: 0,
             relay_of: None,
