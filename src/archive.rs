@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use crate::bundle::git::{git, run};
+use crate::git::{command as git, run};
 
 /// The files of each commit: the same names every time, so that `git diff` between two relays
 /// shows what changed.

@@ -521,7 +521,10 @@ impl Ends {
     fn snapshot(self) -> Snapshot {
         Snapshot {
             len: self.len,
-            sha256: self.hash.map(|h| hex(&h.finalize())).unwrap_or_default(),
+            sha256: self
+                .hash
+                .map(|h| crate::text::hex(&h.finalize()))
+                .unwrap_or_default(),
             head: self.head,
             tail: self.tail,
         }
@@ -635,11 +638,7 @@ fn shrank(path: &Path, from: u64, to: u64) -> anyhow::Error {
 }
 
 pub fn sha256_bytes(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::text::hex(&Sha256::digest(bytes))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! fit, summary) -> write (`adapters`) -> verify (`verify`) -> typed report (`commands`) ->
 //! render (`render`: text or JSON).
 //!
-//! Helpers every stage may use: `text`, `fsutil`, `jsonl`, `paths`, `tokens`, `redact`,
+//! Helpers every stage may use: `text`, `fsutil`, `git`, `jsonl`, `paths`, `tokens`, `redact`,
 //! `ledger`, `config`, `exit`, `progress`, `hookfile`. `bundle` carries a session to another
 //! machine in one file.
 
@@ -22,6 +22,7 @@ pub mod commands;
 pub mod config;
 pub mod exit;
 pub mod fsutil;
+pub mod git;
 pub mod hookfile;
 pub mod jsonl;
 pub mod ledger;

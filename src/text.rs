@@ -39,6 +39,17 @@ pub fn first_shell_word(s: &str) -> String {
     word
 }
 
+/// `bytes` as lowercase hex, two digits a byte: how digests are named in files and messages.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
 /// One line of text for titles and listings: whitespace collapsed.
 pub fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")

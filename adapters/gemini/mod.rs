@@ -207,10 +207,7 @@ pub(crate) fn cli_ignores(text: &str) -> bool {
 /// sha256 of a project path, hex: Gemini's `projectHash` and its old folder names.
 pub(crate) fn project_hash(path: &str) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(path.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::text::hex(&Sha256::digest(path.as_bytes()))
 }
 
 pub(crate) fn shell_quote(s: &str) -> String {

@@ -6,7 +6,8 @@
 //! 4. else the first root commit of HEAD.
 
 use std::path::Path;
-use std::process::Command;
+
+use crate::git::output as git;
 
 pub struct Project {
     pub id: String,
@@ -21,20 +22,6 @@ impl Project {
         let rest = dir.strip_prefix(&self.worktree).unwrap_or(dir);
         rest.trim_start_matches('/').to_string()
     }
-}
-
-fn git(dir: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
-    let text = text.trim_end_matches(['\r', '\n']).to_string();
-    (out.status.success() && !text.is_empty()).then_some(text)
 }
 
 pub fn of_dir(dir: &str) -> Project {
@@ -107,10 +94,7 @@ pub fn remote_key(url: &str) -> Option<String> {
 /// SHA-1 of `data` in hex, the hash OpenCode names remote-keyed projects by.
 pub fn sha1_hex(data: &[u8]) -> String {
     use sha1::Digest;
-    sha1::Sha1::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::text::hex(&sha1::Sha1::digest(data))
 }
 
 #[cfg(test)]

@@ -14,44 +14,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use crate::exit::{CliError, ExitCode};
+use crate::git::{command as git, run};
 use crate::redact::Redactor;
-
-/// `git` in `dir`, with no optional locks (a plain `git status` may otherwise refresh the
-/// index), nothing asked on a terminal, and none of the variables that point git at another
-/// repository or index (set when session-relay runs from a git hook).
-pub(crate) fn git(dir: &Path) -> Command {
-    let mut c = Command::new("git");
-    for v in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_COMMON_DIR",
-    ] {
-        c.env_remove(v);
-    }
-    c.arg("-C")
-        .arg(dir)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(std::process::Stdio::null());
-    c
-}
-
-/// Runs `c`, returning its standard output trimmed; fails with git's own message.
-pub(crate) fn run(mut c: Command, what: &str) -> Result<String> {
-    let out = c
-        .output()
-        .with_context(|| format!("cannot run git to {what}"))?;
-    if !out.status.success() {
-        bail!(
-            "git could not {what}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
 
 /// The changes of the checkout at `dir`, committed in a temporary index.
 pub struct Captured {

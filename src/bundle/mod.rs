@@ -95,11 +95,7 @@ fn payload_sum(files: &[PayloadFile]) -> String {
     for f in files {
         h.update(format!("{} {}\n", f.name, f.sha256).as_bytes());
     }
-    hex(&h.finalize())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::text::hex(&h.finalize())
 }
 
 /// A payload file's content: bytes in memory, or a file (a git bundle is as large as the
@@ -469,7 +465,7 @@ fn unpack(entry: &mut impl Read, to: &Path) -> std::io::Result<(u64, String)> {
         out.write_all(&buf[..n])?;
         total += n as u64;
     }
-    Ok((total, hex(&h.finalize())))
+    Ok((total, crate::text::hex(&h.finalize())))
 }
 
 /// Every file the manifest lists was found whole, and the payload's checksum holds.

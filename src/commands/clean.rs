@@ -578,7 +578,7 @@ fn read_session(mut reader: impl BufRead, e: &Entry) -> Result<(Seen, Declared)>
     if declared.proven && declared.id.is_none() {
         declared.id = first_id;
     }
-    let sha256 = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let sha256 = crate::text::hex(&hash.finalize());
     Ok((Seen { len, sha256 }, declared))
 }
 

@@ -7,7 +7,6 @@
 use foldhash::{HashSet, HashSetExt};
 use std::collections::VecDeque;
 use std::path::Path;
-use std::process::Command;
 
 use serde::Serialize;
 
@@ -42,15 +41,11 @@ pub fn live_git_state(cwd: &str) -> Option<GitState> {
     if !Path::new(cwd).is_dir() || !may_be_in_a_checkout(Path::new(cwd)) {
         return None;
     }
+    // Never the index lock (`git::command`): reading the state must not write to the
+    // repository.
     let git = |args: &[&str]| {
-        let mut c = Command::new("git");
-        c.arg("-C")
-            .arg(cwd)
-            .args(args)
-            // Never take the index lock: reading the state must not write to the repository.
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
+        let mut c = crate::git::command(Path::new(cwd));
+        c.args(args).stderr(std::process::Stdio::null());
         c
     };
     // HEAD's subject beside the status: the two take no longer than one.
