@@ -61,6 +61,23 @@ fn mtime_ns(meta: &std::fs::Metadata) -> u128 {
         .map_or(0, |d| d.as_nanos())
 }
 
+/// What says whether a session changed: its file's size and modification time. A session kept
+/// in a database has no file of its own (its path is under the database file, see
+/// `Store::stand_in`): the database's and its write-ahead log's together then, so that any
+/// write to the database summarizes its sessions again.
+fn file_state(path: &Path) -> Option<(u64, u128)> {
+    let state = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.len(), mtime_ns(&m)));
+    if let Some(s) = state(path) {
+        return Some(s);
+    }
+    let db = path.parent().filter(|d| d.is_file())?;
+    let (size, mtime) = state(db)?;
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    let (wal_size, wal_mtime) = state(Path::new(&wal)).unwrap_or((0, 0));
+    Some((size + wal_size, mtime.max(wal_mtime)))
+}
+
 #[derive(Serialize, Deserialize)]
 struct OnDisk {
     version: u32,
@@ -98,14 +115,12 @@ impl ListCache {
         path: &Path,
         scan: impl FnOnce(&Path) -> Result<Summary>,
     ) -> Result<Summary> {
-        // A session kept in a database has no file of its own to key on: it is scanned.
-        let Ok(meta) = std::fs::metadata(path) else {
+        let Some((size, mtime_ns)) = file_state(path) else {
             return scan(path);
         };
-        let mtime_ns = mtime_ns(&meta);
         let key = key_of(path);
         if let Some(c) = self.old.get(&key)
-            && c.size == meta.len()
+            && c.size == size
             && c.mtime_ns == mtime_ns
             && mtime_ns != 0
         {
@@ -117,7 +132,7 @@ impl ListCache {
         self.seen.lock().unwrap().insert(
             key,
             Cached {
-                size: meta.len(),
+                size,
                 mtime_ns,
                 summary: summary.clone(),
                 counts: None,
@@ -145,9 +160,7 @@ impl ListCache {
             return Ok(counts.clone());
         }
         let counts = count(path)?;
-        let now = std::fs::metadata(path)
-            .ok()
-            .map(|m| (m.len(), mtime_ns(&m)));
+        let now = file_state(path);
         // Kept only for the file its summary was taken from: one that changed since is
         // summarized and counted again next time.
         if let (Some((size, mtime, None)), Some(now)) = (known, now)

@@ -246,3 +246,63 @@ fn a_database_of_another_schema_refuses_the_relay_and_is_left_untouched() {
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// The listing cache keeps OpenCode's sessions as it keeps files, keyed by the database and its
+/// write-ahead log: a warm `list` and `stats` read nothing of an unchanged database, and any
+/// write to it (here a title OpenCode changed) is seen by the next listing.
+#[test]
+fn the_listing_cache_keeps_opencode_sessions_until_the_database_changes() {
+    let mut env = TestEnv::with_fixtures();
+    let cache = env.dir.path().join("state/session-relay/list-cache.json");
+    let first = env.list_json(&["list", "--agent", "opencode", "--all", "--json"]);
+    let ids: Vec<&str> = (first.as_array().unwrap().iter())
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.len() >= 2, "{first}");
+    env.json(&["stats", "--json", "--agent", "opencode"]);
+    let cached = std::fs::read_to_string(&cache).unwrap();
+    for id in &ids {
+        let key = db(&env).join(id).display().to_string();
+        assert!(
+            cached.contains(&serde_json::to_string(&key).unwrap()),
+            "{id}: {cached}"
+        );
+    }
+    assert_eq!(cached.matches("\"counts\"").count(), ids.len(), "{cached}");
+    assert_eq!(
+        env.list_json(&["list", "--agent", "opencode", "--all", "--json"]),
+        first
+    );
+    // A title changed in place (as OpenCode would), the database's size and time then put back: the listing is
+    // served from the cache (the old title). Its time moved on: the new title.
+    env.removing_stores();
+    let db = db(&env);
+    let (size, time) = {
+        let m = std::fs::metadata(&db).unwrap();
+        (m.len(), m.modified().unwrap())
+    };
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let id = ids[0];
+    let sql = "UPDATE session SET title = 'Renamed in OpenCode' WHERE id = ?1";
+    conn.execute(sql, [id]).unwrap();
+    drop(conn);
+    assert_eq!(std::fs::metadata(&db).unwrap().len(), size);
+    let set_time = |t| {
+        let f = std::fs::File::options().write(true).open(&db).unwrap();
+        f.set_modified(t).unwrap();
+    };
+    set_time(time);
+    let title = |v: &Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap()["title"]
+            .clone()
+    };
+    let warm = env.list_json(&["list", "--agent", "opencode", "--all", "--json"]);
+    assert_eq!(title(&warm), title(&first), "served from the cache");
+    set_time(time + std::time::Duration::from_secs(1));
+    let after = env.list_json(&["list", "--agent", "opencode", "--all", "--json"]);
+    assert_eq!(title(&after), "Renamed in OpenCode", "{after}");
+}
