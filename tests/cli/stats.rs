@@ -344,3 +344,34 @@ fn stats_tells_relays_between_agents_and_which_were_continued_even_once_cleaned(
     assert_eq!(flow(&after, "claude", "gemini"), (1, 0, 1));
     assert_eq!(after["total"]["relays_in_continued"], 2);
 }
+
+/// The page says which colour is which agent before the first chart, and draws every kind of
+/// tool call in a colour of its own.
+#[test]
+fn the_page_names_agent_colours_first_and_gives_each_tool_kind_its_own() {
+    let env = TestEnv::with_fixtures();
+    let page = env.dir.path().join("stats.html");
+    env.ok(&["stats", "--html", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let legend = html.find("class=\"legend\"").expect("an agent legend");
+    let chart = html.find("<section class=\"chart\"").expect("a chart");
+    assert!(legend < chart, "the legend comes after the charts");
+    // The kind legend of the tool-call chart: a swatch, then the kind's name.
+    let kinds = [
+        "shell", "read", "write", "edit", "search", "plan", "web", "subagent", "other",
+    ];
+    let fills: Vec<&str> = kinds
+        .iter()
+        .map(|k| {
+            let label = format!(">{k}</text>");
+            let at = html
+                .find(&label)
+                .unwrap_or_else(|| panic!("no {k} in the legend"));
+            let swatch = &html[..at];
+            let fill = swatch.rfind("fill=\"").unwrap() + 6;
+            &swatch[fill..fill + 7]
+        })
+        .collect();
+    let distinct: std::collections::BTreeSet<_> = fills.iter().collect();
+    assert_eq!(distinct.len(), kinds.len(), "{fills:?}");
+}

@@ -31,6 +31,13 @@ const PALETTE: [&str; 8] = [
     "#d97757", "#10a37f", "#4285f4", "#8957e5", "#e3b341", "#db61a2", "#2aa198", "#6e7781",
 ];
 
+/// A colour for each of `KINDS`, in order: nine, none the same, so no two kinds of tool call
+/// look alike in a bar.
+const KIND_COLORS: [&str; KINDS.len()] = [
+    "#0969da", "#1a7f37", "#bf3989", "#9a6700", "#8250df", "#cf222e", "#1b7c83", "#fb8500",
+    "#8c959f",
+];
+
 /// An agent's colour: the same on every chart.
 fn color(agent: &str) -> &'static str {
     let names = crate::adapters::names();
@@ -74,13 +81,14 @@ pub fn page(r: &Report) -> String {
         flow(r),
         tool_kinds(r),
     ];
+    // Which colour is which agent, before the charts that use it.
+    html.push_str(&legend(r));
     for ((id, title), svg) in CHARTS.iter().zip(charts) {
         let _ = write!(
             html,
             "<section class=\"chart\" id=\"{id}\"><h2>{title}</h2>{svg}</section>"
         );
     }
-    html.push_str(&legend(r));
     html.push_str(&tables(r));
     html.push_str("</body></html>\n");
     html
@@ -365,7 +373,7 @@ fn tool_kinds(r: &Report) -> String {
                 svg,
                 "<rect class=\"mark\" x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{} {kind}: {}</title></rect>",
                 row_h - 8.0,
-                PALETTE[k % PALETTE.len()],
+                KIND_COLORS[k],
                 esc(agent),
                 thousands(n as u64)
             );
@@ -379,7 +387,7 @@ fn tool_kinds(r: &Report) -> String {
             svg,
             "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{y}\">{kind}</text>",
             y - 9.0,
-            PALETTE[k % PALETTE.len()],
+            KIND_COLORS[k],
             x + 14.0
         );
     }
