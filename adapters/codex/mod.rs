@@ -353,6 +353,28 @@ pub(crate) fn unescaped_user_text(text: String) -> String {
     }
 }
 
+/// What a text Codex injected is: the note it records when the person interrupts a turn
+/// (`<turn_aborted>`, as a user message, or a developer one for multi-agent v2), or context.
+pub(crate) fn injected_kind(text: &str) -> crate::model::MessageKind {
+    use crate::model::MessageKind;
+    if text.trim_start().starts_with("<turn_aborted>") {
+        MessageKind::Interruption
+    } else {
+        MessageKind::Context
+    }
+}
+
+/// The whole output Codex gives the model for a call the person denied at its approval prompt
+/// (worded so for shell commands and for patches). Esc at the prompt aborts the turn instead:
+/// its `aborted by user` is also what a command stopped while it ran says, and the turn's
+/// `<turn_aborted>` note counts it.
+pub(crate) fn is_rejection(output: &str) -> bool {
+    matches!(
+        output.trim(),
+        "exec command rejected by user" | "patch rejected by user"
+    )
+}
+
 /// User-role texts that Codex injects (environment, instructions) rather than the user typing.
 pub(crate) fn is_injected_user_text(text: &str) -> bool {
     let t = text.trim_start();

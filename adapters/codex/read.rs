@@ -806,8 +806,8 @@ fn message_item(out: &mut Vec<Op>, at: &At, text: String, role: &str, phase: Opt
         "user" if super::is_injected_user_text(&text) => {
             // Files older than session_meta's `cwd` state it only here.
             out.push(Op::CwdIfNone(tag_value(&text, "cwd")));
-            at.message(Role::System, text)
-                .with_kind(MessageKind::Context)
+            let kind = super::injected_kind(&text);
+            at.message(Role::System, text).with_kind(kind)
         }
         "user" => {
             out.push(Op::Conversation);
@@ -821,10 +821,12 @@ fn message_item(out: &mut Vec<Op>, at: &At, text: String, role: &str, phase: Opt
             }
             m
         }
-        other => at
-            .message(Role::System, text)
-            .with_kind(MessageKind::Context)
-            .with_meta("source_role", other),
+        other => {
+            let kind = super::injected_kind(&text);
+            at.message(Role::System, text)
+                .with_kind(kind)
+                .with_meta("source_role", other)
+        }
     };
     out.push(Op::Push(m));
 }
@@ -884,14 +886,18 @@ fn output_item(
     original: Option<usize>,
     cut: Option<OutputCut>,
 ) {
+    let rejected = super::is_rejection(&content);
     let mut m = at.message(Role::ToolResult, content);
     m.tool_call_id = call_id.map(str::to_string);
     if let Some(code) = exit {
         m.is_error = code != 0;
         m = m.with_meta("exit_code", code);
     }
-    if failed {
+    if failed || rejected {
         m.is_error = true;
+    }
+    if rejected {
+        m = m.with_meta("rejected", true);
     }
     out.push(Op::Push(output_message(m, cut, original)));
 }
@@ -1143,10 +1149,8 @@ fn event(session: &mut Session, state: &mut State, no: usize, p: &Value, ts: Opt
         "user_message" => {
             let text = str_field(p, "message").unwrap_or_default().to_string();
             if super::is_injected_user_text(&text) {
-                out.push(
-                    at.event_message(Role::System, text)
-                        .with_kind(MessageKind::Context),
-                );
+                let kind = super::injected_kind(&text);
+                out.push(at.event_message(Role::System, text).with_kind(kind));
             } else {
                 out.push(at.event_message(Role::User, super::unescaped_user_text(text)));
             }

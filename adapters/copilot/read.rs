@@ -225,6 +225,8 @@ struct State {
     times: TimeSpan,
     model: Option<String>,
     started: bool,
+    /// The calls the person refused at the permission prompt, by call id.
+    refused: std::collections::HashSet<String>,
 }
 
 impl State {
@@ -274,7 +276,18 @@ impl State {
             }
             "user.message" => user(&data, at, session),
             "assistant.message" => self.assistant(&data, at, session),
-            "tool.execution_complete" => result(&data, kept, at, session),
+            "tool.execution_complete" => result(&data, kept, at, &self.refused, session),
+            "permission.completed" => {
+                let human = str_field(&data, "decisionSource") == Some("human_response");
+                let kind = data.pointer("/result/kind").and_then(Value::as_str);
+                if let (true, Some("denied-interactively-by-user"), Some(id)) =
+                    (human, kind, str_field(&data, "toolCallId"))
+                {
+                    self.refused.insert(id.to_string());
+                }
+                count(&mut session.stats.skipped_types, "permission.completed");
+            }
+            "abort" => abort(&data, at, session),
             "session.compaction_complete" => compaction(&data, at, session),
             "session.usage_record" => self.usage(&data, session),
             "session-relay" => {
@@ -432,7 +445,13 @@ fn user(data: &Value, at: Event, session: &mut Session) {
 /// A tool execution's result: its output (`result.content`), or for a failure the error
 /// message. A shell command that exits non-zero is a success to the CLI, which still draws it
 /// as failed: it is a failure here too, with its exit code.
-fn result(data: &Value, kept: Option<KeptOutput>, at: Event, session: &mut Session) {
+fn result(
+    data: &Value,
+    kept: Option<KeptOutput>,
+    at: Event,
+    refused: &std::collections::HashSet<String>,
+    session: &mut Session,
+) {
     let Some(id) = str_field(data, "toolCallId") else {
         session.warn(
             Some(at.no),
@@ -455,7 +474,24 @@ fn result(data: &Value, kept: Option<KeptOutput>, at: Event, session: &mut Sessi
         m.metadata.insert("exit_code", json!(code));
         m.is_error |= code != 0;
     }
+    if refused.contains(id) {
+        m.metadata.insert("rejected", json!(true));
+    }
     session.messages.push(m);
+}
+
+/// A turn the person stopped (Ctrl+C, Esc, or an MCP client's `user.abort`); the CLI records
+/// only why, which stands for the note here.
+fn abort(data: &Value, at: Event, session: &mut Session) {
+    let reason = str_field(data, "reason").unwrap_or_default();
+    if matches!(reason, "user_initiated" | "user_abort") {
+        let m = at.message(Role::System, &format!("abort: {reason}"));
+        session
+            .messages
+            .push(m.with_kind(MessageKind::Interruption));
+    } else {
+        count(&mut session.stats.skipped_types, "abort");
+    }
 }
 
 /// A compaction the CLI completed: its summary, which the resumed model gets in place of what

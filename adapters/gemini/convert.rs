@@ -101,9 +101,10 @@ pub fn convert(m: &Value, line: usize, session: &mut Session, st: &mut Convert) 
                 Some(Value::String(s)) => s.clone(),
                 other => gemini_text(&parts(other).iter().map(|p| view(p)).collect::<Vec<_>>()),
             };
+            let line_kind = gemini_line_kind(kind, &text);
             session
                 .messages
-                .push(base(Role::System, text).with_kind(gemini_line_kind(kind)));
+                .push(base(Role::System, text).with_kind(line_kind));
         }
         other => {
             // The CLI cannot draw it (a resume crashes on it) and does not count it.
@@ -396,6 +397,11 @@ fn fill_result(res: &mut Message, result: &Value, call_id: &str, status: &str) {
             error = true;
         }
     }
+    // Esc (or "No") at the approval prompt; a call cancelled while it ran, or queued behind a
+    // refused one, gives another reason.
+    if status == "cancelled" && content.contains("Reason: User denied execution.") {
+        res.metadata.insert("rejected", json!(true));
+    }
     if let Some(n) = original {
         res.state_mut().original_chars = Some(n as usize);
     }
@@ -508,11 +514,14 @@ fn shrink_parts(parts: &mut Value, max: Option<usize>) {
     }
 }
 
-/// The kind of one of the CLI's own lines (`info`, `warning`, `error`).
-fn gemini_line_kind(kind: &str) -> MessageKind {
+/// The kind of one of the CLI's own lines (`info`, `warning`, `error`): the info line the TUI
+/// adds when the person cancels a request (Esc, or refusing every call of an answer) is an
+/// interruption.
+fn gemini_line_kind(kind: &str, text: &str) -> MessageKind {
     match kind {
         "warning" => MessageKind::Warning,
         "error" => MessageKind::Error,
+        _ if text == "Request cancelled." => MessageKind::Interruption,
         _ => MessageKind::Info,
     }
 }

@@ -492,6 +492,13 @@ fn assistant(
     if prompt > 0 {
         session.record_context_usage(prompt, at_whole, model);
     }
+    // The person stopped the answer (Escape): pi keeps what came and records why it ended.
+    if str_field(m, "stopReason") == Some("aborted") {
+        let why = str_field(m, "errorMessage").unwrap_or("aborted");
+        session
+            .messages
+            .push(base(Role::System, why.into()).with_kind(MessageKind::Interruption));
+    }
 }
 
 fn tool_call(b: &Value, base: &dyn Fn(Role, String) -> Message, session: &mut Session) {

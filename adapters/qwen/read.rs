@@ -744,6 +744,9 @@ impl Convert<'_> {
             .with_meta("line", no);
         m.tool_call_id = Some(id);
         m.is_error = error.is_some() || matches!(status, Some("error" | "cancelled"));
+        if status == Some("cancelled") && content.ends_with(": User did not allow tool call") {
+            m.metadata.insert("rejected", json!(true)); // "No" at the approval prompt
+        }
         if let Some(code) = exit_code(&content) {
             m.metadata.insert("exit_code", json!(code));
         }

@@ -374,4 +374,43 @@ fn the_page_names_agent_colours_first_and_gives_each_tool_kind_its_own() {
         .collect();
     let distinct: std::collections::BTreeSet<_> = fills.iter().collect();
     assert_eq!(distinct.len(), kinds.len(), "{fills:?}");
+
+/// What each agent records when the person steps in, in sessions its real CLI wrote
+/// (`fixtures/interventions`): Esc twice at Codex's approval prompt, Esc at Gemini CLI's, Esc
+/// during a pi answer, "No" at Qwen Code's prompt and at Copilot CLI's, and Esc Esc during a
+/// Copilot CLI answer. A refused call is not a tool error too.
+#[test]
+fn stats_counts_the_interruptions_and_refusals_every_agent_records() {
+    let env = TestEnv::empty();
+    let agents = ["codex", "gemini", "pi", "qwen", "copilot"];
+    for agent in agents {
+        let from = fixtures().join("interventions").join(agent);
+        crate::common::copy_tree(&from, &env.home(agent));
+    }
+    let stats = env.json(&["stats", "--json"]);
+    let got: Vec<_> = agents
+        .iter()
+        .map(|agent| {
+            let (c, sessions) = reported(&stats, agent);
+            let rejected = stats["agents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["name"] == *agent)
+                .unwrap()["rejected"]
+                .as_u64()
+                .unwrap();
+            (*agent, sessions, c.interruptions, rejected, c.errors)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("codex", 1, 2, 0, 0),
+            ("gemini", 1, 1, 1, 2),
+            ("pi", 1, 1, 0, 0),
+            ("qwen", 1, 0, 1, 0),
+            ("copilot", 1, 1, 1, 0),
+        ]
+    );
 }
