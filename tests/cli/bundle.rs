@@ -407,6 +407,39 @@ fn a_secret_in_a_file_git_diffs_as_binary_is_found() {
     assert!(!out.exists(), "a refused bundle was written");
 }
 
+/// The changes are read as git writes them, a line at a time, a long line in windows: a
+/// secret deep in a large change, and one in the middle of a line of several MB (a minified
+/// file), are each reported with their file and line, and nothing else is.
+#[test]
+fn secrets_deep_in_large_changes_are_found_with_their_file_and_line() {
+    let env = TestEnv::empty();
+    let repo = repo(&env.work().join("repo"));
+    session(&env, &repo);
+    let mut big = String::new();
+    for n in 1..=100_000 {
+        if n == 90_001 {
+            big.push_str(&format!("const deploy = \"{TOKEN}\";\n"));
+        } else {
+            big.push_str(&format!("line {n} of a large change\n"));
+        }
+    }
+    std::fs::write(repo.join("big.txt"), big).unwrap();
+    let minified = "var a=\"b\";".repeat(300_000);
+    std::fs::write(
+        repo.join("app.min.js"),
+        format!("{minified}var k=\"{TOKEN}\";{minified}\n"),
+    )
+    .unwrap();
+    let out = env.work().join("l.bundle");
+    let (code, err) = env.fails(&["bundle", ID, "-o", out.to_str().unwrap(), "--git"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("\n  app.min.js:1 (github_token)\n"), "{err}");
+    assert!(err.contains("\n  big.txt:90001 (github_token)\n"), "{err}");
+    assert_eq!(err.matches("(github_token)").count(), 2, "{err}");
+    assert!(!err.contains(TOKEN), "{err}");
+    assert!(!out.exists(), "a refused bundle was written");
+}
+
 /// A private key block (not a real key) as a file holds it.
 const PRIVATE_KEY: &str = "-----BEGIN RSA PRIVATE KEY-----
 MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun

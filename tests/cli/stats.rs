@@ -374,6 +374,7 @@ fn the_page_names_agent_colours_first_and_gives_each_tool_kind_its_own() {
         .collect();
     let distinct: std::collections::BTreeSet<_> = fills.iter().collect();
     assert_eq!(distinct.len(), kinds.len(), "{fills:?}");
+}
 
 /// What each agent records when the person steps in, in sessions its real CLI wrote
 /// (`fixtures/interventions`): Esc twice at Codex's approval prompt, Esc at Gemini CLI's, Esc
