@@ -40,8 +40,9 @@ pub struct ListCache {
 /// same when whitespace runs long after the line's JSON or where its kept end starts. 7: a
 /// relayed session's source says when it was relayed (`relay_of.relayed_at`). 8: keys are
 /// absolute paths, and a Gemini CLI relay's last activity is its newest message. 9: entries
-/// may hold `stats`' counts.
-const VERSION: u32 = 9;
+/// may hold `stats`' counts. 10: every agent's reader marks interruptions and refused calls,
+/// which those counts hold.
+const VERSION: u32 = 10;
 
 /// A file's key: its absolute path. A listing made from another directory must find the same
 /// entries, and one made from here must not take another directory's file of the same
