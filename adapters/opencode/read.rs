@@ -323,6 +323,12 @@ fn assistant(
     if prompt > 0 {
         session.record_context_usage(prompt, at_whole, reading.model.as_deref());
     }
+    // The person stopped the answer (Esc, Ctrl+C): OpenCode records it only as its error.
+    if str_field(&info["error"], "name") == Some("MessageAbortedError") {
+        let why = str_field(&info["error"]["data"], "message").unwrap_or("aborted");
+        let note = base(Role::System, why.into()).with_kind(MessageKind::Interruption);
+        session.messages.push(note);
+    }
 }
 
 /// A tool part: its call, and its result (with the time it ended, to order it) unless it has
@@ -350,6 +356,10 @@ fn tool(p: &Value, base: Base, opts: &ReadOptions) -> (Message, Option<(i64, Mes
     r.tool_call_id = call_id;
     r.tool_name = Some(name);
     r.is_error = is_error;
+    // "Reject" at the permission prompt, with or without feedback (not a config rule's denial).
+    if is_error && text.contains("rejected permission to use this specific tool call") {
+        r.metadata.insert("rejected", json!(true));
+    }
     if let Some(code) = state["metadata"].get("exit").and_then(Value::as_i64) {
         r.is_error |= code != 0;
         r.metadata.insert("exit_code", json!(code));
