@@ -379,11 +379,12 @@ fn the_page_names_agent_colours_first_and_gives_each_tool_kind_its_own() {
 /// What each agent records when the person steps in, in sessions its real CLI wrote
 /// (`fixtures/interventions`): Esc twice at Codex's approval prompt, Esc at Gemini CLI's, Esc
 /// during a pi answer, "No" at Qwen Code's prompt and at Copilot CLI's, and Esc Esc during a
-/// Copilot CLI answer. A refused call is not a tool error too.
+/// Copilot CLI answer, "Reject" at OpenCode's prompt and Esc Esc during its answer. A refused
+/// call is not a tool error too.
 #[test]
 fn stats_counts_the_interruptions_and_refusals_every_agent_records() {
     let env = TestEnv::empty();
-    let agents = ["codex", "gemini", "pi", "qwen", "copilot"];
+    let agents = ["codex", "gemini", "pi", "qwen", "copilot", "opencode"];
     for agent in agents {
         let from = fixtures().join("interventions").join(agent);
         crate::common::copy_tree(&from, &env.home(agent));
@@ -412,6 +413,7 @@ fn stats_counts_the_interruptions_and_refusals_every_agent_records() {
             ("pi", 1, 1, 0, 0),
             ("qwen", 1, 0, 1, 0),
             ("copilot", 1, 1, 1, 0),
+            ("opencode", 1, 1, 1, 0),
         ]
     );
 }
